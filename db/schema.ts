@@ -1,0 +1,123 @@
+import { sql } from "drizzle-orm";
+import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { BACKEND_STATES, PROXY_STATES } from "../lib/check/states";
+
+/** Every state a transition row can hold: a backend's states and a proxy's. */
+const TRANSITION_STATES = [...new Set([...BACKEND_STATES, ...PROXY_STATES])] as [string, ...string[]];
+
+export const RESTART_OUTCOMES = ["recovered", "failed", "timed-out"] as const;
+export type RestartOutcome = (typeof RESTART_OUTCOMES)[number];
+
+/**
+ * One row per reading of a backend. Raw rows are kept for a bounded window (retention.rawHours),
+ * then folded into `sample_minutes` and deleted.
+ */
+export const samples = sqliteTable(
+  "samples",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    backendId: text("backend_id").notNull(),
+    at: integer("at").notNull(), // ms since epoch
+    state: text("state", { enum: BACKEND_STATES }).notNull(),
+    outcome: text("outcome").notNull(), // FetchOutcome of GET /metrics
+    error: text("error"),
+    latencyMs: integer("latency_ms").notNull(),
+    running: real("running"),
+    waiting: real("waiting"),
+    steps: real("steps"),
+    promptTokens: real("prompt_tokens"),
+    generationTokens: real("generation_tokens"),
+    finishedRequests: real("finished_requests"),
+    kvCacheUsage: real("kv_cache_usage"),
+    processStartTime: real("process_start_time"),
+    stepsPerSecond: real("steps_per_second"),
+    generationTokensPerSecond: real("generation_tokens_per_second"),
+    promptTokensPerSecond: real("prompt_tokens_per_second"),
+    /** null: no probe sent with this read; 1 answered; 0 failed. */
+    probeOk: integer("probe_ok", { mode: "boolean" }),
+    probeLatencyMs: integer("probe_latency_ms"),
+    /** The Reading as JSON, so the classifier can be re-fed after a restart of stepwatch. */
+    reading: text("reading", { mode: "json" }).notNull(),
+  },
+  (t) => [index("samples_backend_at").on(t.backendId, t.at), index("samples_at").on(t.at)],
+);
+
+/** Per-minute rollups of samples, kept for retention.rollupDays. */
+export const sampleMinutes = sqliteTable(
+  "sample_minutes",
+  {
+    backendId: text("backend_id").notNull(),
+    minute: integer("minute").notNull(), // ms since epoch, floored to the minute
+    n: integer("n").notNull(),
+    runningAvg: real("running_avg"),
+    runningMax: real("running_max"),
+    waitingAvg: real("waiting_avg"),
+    waitingMax: real("waiting_max"),
+    stepsPerSecond: real("steps_per_second"),
+    generationTokensPerSecond: real("generation_tokens_per_second"),
+    promptTokensPerSecond: real("prompt_tokens_per_second"),
+    kvCacheUsage: real("kv_cache_usage"),
+    /** The least healthy state seen in the minute. */
+    worstState: text("worst_state", { enum: BACKEND_STATES }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.backendId, t.minute] }), index("sample_minutes_minute").on(t.minute)],
+);
+
+/** State changes of backends and proxies, with the reasons. Kept forever. */
+export const transitions = sqliteTable(
+  "transitions",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    kind: text("kind", { enum: ["backend", "proxy"] }).notNull(),
+    targetId: text("target_id").notNull(),
+    at: integer("at").notNull(),
+    fromState: text("from_state", { enum: TRANSITION_STATES }),
+    toState: text("to_state", { enum: TRANSITION_STATES }).notNull(),
+    reasons: text("reasons", { mode: "json" }).$type<string[]>().notNull(),
+  },
+  (t) => [index("transitions_target_at").on(t.kind, t.targetId, t.at)],
+);
+
+/**
+ * Restarts asked for by operators. Kept forever. `outcome` is null while the restart is pending;
+ * the partial unique index makes "one pending restart per backend" a database fact, so two
+ * concurrent confirms cannot both insert (see lib/restart).
+ */
+export const restartEvents = sqliteTable(
+  "restart_events",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    backendId: text("backend_id").notNull(),
+    requestedAt: integer("requested_at").notNull(),
+    requestedBy: text("requested_by").notNull(),
+    note: text("note"),
+    stateAtRequest: text("state_at_request", { enum: BACKEND_STATES }).notNull(),
+    healthyAtRequest: integer("healthy_at_request", { mode: "boolean" }).notNull(),
+    runningAtRequest: real("running_at_request"),
+    waitingAtRequest: real("waiting_at_request"),
+    processStartTimeAtRequest: real("process_start_time_at_request"),
+    /** Reasons and the readings the verdict was decided from, as JSON. */
+    evidence: text("evidence", { mode: "json" }).$type<{ reasons: string[]; readings: unknown[] }>().notNull(),
+    overrideCooldown: integer("override_cooldown", { mode: "boolean" }).notNull().default(false),
+    confirmedHealthy: integer("confirmed_healthy", { mode: "boolean" }).notNull().default(false),
+    action: text("action").notNull(), // "command: argv0 ..." or "webhook: POST url" (no secrets)
+    commandExitCode: integer("command_exit_code"),
+    commandOutput: text("command_output"),
+    commandError: text("command_error"),
+    commandFinishedAt: integer("command_finished_at"),
+    recoveredAt: integer("recovered_at"),
+    downtimeSeconds: real("downtime_seconds"),
+    outcome: text("outcome", { enum: RESTART_OUTCOMES }),
+    resolvedAt: integer("resolved_at"),
+    resolution: text("resolution"), // a sentence on how the outcome was decided
+  },
+  (t) => [
+    index("restart_events_backend_requested").on(t.backendId, t.requestedAt),
+    uniqueIndex("restart_events_one_pending").on(t.backendId).where(sql`outcome IS NULL`),
+  ],
+);
+
+export type SampleRow = typeof samples.$inferSelect;
+export type SampleMinuteRow = typeof sampleMinutes.$inferSelect;
+export type TransitionRow = typeof transitions.$inferSelect;
+export type RestartEventRow = typeof restartEvents.$inferSelect;
