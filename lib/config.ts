@@ -1,0 +1,282 @@
+/**
+ * stepwatch.config.json: validated once at boot with zod, defaults in one place (DEFAULTS), secrets
+ * given as "env:NAME" resolved here so nothing downstream reads the environment. A bad file stops
+ * the start with one line per problem, each naming the field (`backends[1].url: Invalid URL`).
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+import type { Thresholds } from "./check/types";
+
+/** Every default of the config, and only here. */
+export const DEFAULTS = {
+  pollIntervalSeconds: 5,
+  stuckAfterSeconds: 120,
+  probeTimeoutSeconds: 10,
+  idleProbeSeconds: 60,
+  restartCooldownSeconds: 600,
+  recoveryTimeoutSeconds: 900,
+  retention: { rawHours: 48, rollupDays: 90 },
+  restartCommandTimeoutSeconds: 120,
+  webhookMethod: "POST",
+} as const;
+
+export type PasswordSpec =
+  | { kind: "scrypt"; hash: string }
+  /** A clear-text password: from an env var, or (demo only) written in the config itself. */
+  | { kind: "plain"; value: string; source: "env" | "inline" };
+
+export type RestartAction =
+  | { kind: "command"; command: string[]; timeoutSeconds: number }
+  | { kind: "webhook"; url: string; method: string; headers: Record<string, string> };
+
+export interface BackendConfig {
+  id: string;
+  url: string;
+  apiKey?: string;
+  model?: string;
+  restart?: RestartAction;
+}
+
+export interface ProxyConfig {
+  id: string;
+  url: string;
+  apiKey?: string;
+}
+
+export interface OperatorConfig {
+  name: string;
+  password: PasswordSpec;
+}
+
+export interface Config {
+  /** The file it came from, or "demo" for the embedded demo config. */
+  source: string;
+  pollIntervalSeconds: number;
+  stuckAfterSeconds: number;
+  probeTimeoutSeconds: number;
+  idleProbeSeconds: number;
+  restartCooldownSeconds: number;
+  recoveryTimeoutSeconds: number;
+  retention: { rawHours: number; rollupDays: number };
+  backends: BackendConfig[];
+  proxies: ProxyConfig[];
+  operators: OperatorConfig[];
+  /** Things that are accepted but worth a line in the log (a clear-text demo password). */
+  warnings: string[];
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly source: string,
+    readonly problems: string[],
+  ) {
+    super(`invalid config ${source}:\n${problems.map((p) => `  ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+export interface ParseOptions {
+  /** Where "env:NAME" secrets are looked up; process.env by default. */
+  env?: Record<string, string | undefined>;
+  /** Accept clear-text operator passwords written in the file (the embedded demo config only). */
+  allowInlinePasswords?: boolean;
+}
+
+// Ids appear in URLs (/backends/{id}) and in the DB: keep them slug-like.
+const ID_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+const ENV_RE = /^env:([A-Za-z_][A-Za-z0-9_]*)$/;
+
+function buildSchema(env: Record<string, string | undefined>, allowInlinePasswords: boolean) {
+  /** A string that may be "env:NAME"; resolved here, a missing variable is an error on the field. */
+  const secret = z.string().transform((s, ctx) => {
+    if (!s.startsWith("env:")) return s;
+    const m = ENV_RE.exec(s);
+    if (!m) {
+      ctx.addIssue({ code: "custom", message: `"${s}" is not a valid env reference (env:NAME)` });
+      return z.NEVER;
+    }
+    const value = env[m[1]];
+    if (value === undefined || value === "") {
+      ctx.addIssue({ code: "custom", message: `environment variable ${m[1]} is not set` });
+      return z.NEVER;
+    }
+    return value;
+  });
+  const httpUrl = z
+    .url({ protocol: /^https?$/, message: "Invalid URL" })
+    // One spelling per target, so "{url}/metrics" never becomes "//metrics".
+    .transform((u) => u.replace(/\/+$/, ""));
+  const secretUrl = secret.pipe(httpUrl);
+  const id = z.string().regex(ID_RE, "must be 1-64 letters, digits, '-' or '_' (it appears in URLs)");
+  const seconds = z.number().positive();
+
+  const restart = z
+    .strictObject({
+      command: z.array(z.string().min(1)).min(1, "must name the program to run").optional(),
+      timeoutSeconds: seconds.optional(),
+      webhook: z
+        .strictObject({
+          url: secretUrl,
+          method: z.enum(["POST", "PUT", "GET"]).optional(),
+          headers: z.record(z.string(), secret).optional(),
+        })
+        .optional(),
+    })
+    .superRefine((r, ctx) => {
+      if ((r.command === undefined) === (r.webhook === undefined))
+        ctx.addIssue({ code: "custom", message: "give exactly one of command or webhook" });
+      if (r.webhook !== undefined && r.timeoutSeconds !== undefined)
+        ctx.addIssue({ code: "custom", path: ["timeoutSeconds"], message: "only applies to command" });
+    })
+    .transform((r): RestartAction =>
+      r.command
+        ? { kind: "command", command: r.command, timeoutSeconds: r.timeoutSeconds ?? DEFAULTS.restartCommandTimeoutSeconds }
+        : {
+            kind: "webhook",
+            url: r.webhook!.url,
+            method: r.webhook!.method ?? DEFAULTS.webhookMethod,
+            headers: r.webhook!.headers ?? {},
+          },
+    );
+
+  const password = z.string().transform((s, ctx): PasswordSpec => {
+    if (s.startsWith("scrypt:")) return { kind: "scrypt", hash: s };
+    if (s.startsWith("env:")) {
+      const resolved = secret.safeParse(s);
+      if (!resolved.success) {
+        for (const i of resolved.error.issues) ctx.addIssue({ code: "custom", message: i.message });
+        return z.NEVER;
+      }
+      // The variable may itself hold a hash (npm run hash-password) or the password.
+      return resolved.data.startsWith("scrypt:")
+        ? { kind: "scrypt", hash: resolved.data }
+        : { kind: "plain", value: resolved.data, source: "env" };
+    }
+    if (!allowInlinePasswords) {
+      ctx.addIssue({ code: "custom", message: 'must be "env:NAME" or a "scrypt:..." hash (npm run hash-password), not a clear-text password' });
+      return z.NEVER;
+    }
+    return { kind: "plain", value: s, source: "inline" };
+  });
+
+  const backend = z.strictObject({
+    id,
+    url: httpUrl,
+    apiKey: secret.optional(),
+    model: z.string().min(1).optional(),
+    restart: restart.optional(),
+  });
+  const proxy = z.strictObject({ id, url: httpUrl, apiKey: secret.optional() });
+  const operator = z.strictObject({ name: z.string().min(1), password });
+
+  return z
+    .strictObject({
+      pollIntervalSeconds: seconds.default(DEFAULTS.pollIntervalSeconds),
+      stuckAfterSeconds: seconds.default(DEFAULTS.stuckAfterSeconds),
+      probeTimeoutSeconds: seconds.default(DEFAULTS.probeTimeoutSeconds),
+      idleProbeSeconds: seconds.default(DEFAULTS.idleProbeSeconds),
+      restartCooldownSeconds: z.number().nonnegative().default(DEFAULTS.restartCooldownSeconds),
+      recoveryTimeoutSeconds: seconds.default(DEFAULTS.recoveryTimeoutSeconds),
+      retention: z
+        .strictObject({
+          rawHours: seconds.default(DEFAULTS.retention.rawHours),
+          rollupDays: seconds.default(DEFAULTS.retention.rollupDays),
+        })
+        .default({ ...DEFAULTS.retention }),
+      backends: z.array(backend).default([]),
+      proxies: z.array(proxy).default([]),
+      operators: z.array(operator).default([]),
+    })
+    .superRefine((c, ctx) => {
+      // Backends and proxies share one id space: transitions and logs name them by id alone.
+      const seen = new Map<string, string>();
+      const check = (list: { id: string }[], key: "backends" | "proxies") =>
+        list.forEach((t, i) => {
+          const where = `${key}[${i}]`;
+          const first = seen.get(t.id);
+          if (first) ctx.addIssue({ code: "custom", path: [key, i, "id"], message: `"${t.id}" is already used by ${first}` });
+          else seen.set(t.id, where);
+        });
+      check(c.backends, "backends");
+      check(c.proxies, "proxies");
+      const names = new Set<string>();
+      c.operators.forEach((o, i) => {
+        if (names.has(o.name)) ctx.addIssue({ code: "custom", path: ["operators", i, "name"], message: `"${o.name}" appears twice` });
+        names.add(o.name);
+      });
+    });
+}
+
+/** `backends[1].url` from zod's path array. */
+export function formatPath(p: ReadonlyArray<PropertyKey>): string {
+  let out = "";
+  for (const k of p) {
+    if (typeof k === "number") out += `[${k}]`;
+    else out += out ? `.${String(k)}` : String(k);
+  }
+  return out || "(root)";
+}
+
+function formatIssues(issues: z.core.$ZodIssue[]): string[] {
+  const lines: string[] = [];
+  for (const i of issues) {
+    if (i.code === "unrecognized_keys") {
+      for (const k of i.keys) lines.push(`${formatPath([...i.path, k])}: unknown field`);
+    } else {
+      lines.push(`${formatPath(i.path)}: ${i.message}`);
+    }
+  }
+  return lines;
+}
+
+/** Validate an already-parsed JSON value. `source` names it in errors (a path, or "demo"). */
+export function parseConfig(json: unknown, source: string, opts: ParseOptions = {}): Config {
+  const schema = buildSchema(opts.env ?? process.env, opts.allowInlinePasswords ?? false);
+  const r = schema.safeParse(json);
+  if (!r.success) throw new ConfigError(source, formatIssues(r.error.issues));
+  const warnings = r.data.operators
+    .filter((o) => o.password.kind === "plain" && o.password.source === "inline")
+    .map((o) => `operator "${o.name}" has a clear-text password in the config (accepted for the demo only)`);
+  return { source, ...r.data, warnings };
+}
+
+/** Read and validate a config file. Throws ConfigError naming the file and the fields. */
+export function loadConfig(file: string, opts: ParseOptions = {}): Config {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, "utf8");
+  } catch (e) {
+    throw new ConfigError(file, [`cannot read the file: ${(e as Error).message}`]);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new ConfigError(file, [`not valid JSON: ${(e as Error).message}`]);
+  }
+  return parseConfig(json, file, opts);
+}
+
+/**
+ * STEPWATCH_CONFIG if set (it must exist: a typo must not silently start the demo), else
+ * ./stepwatch.config.json when present, else null (the embedded demo fleet runs).
+ */
+export function resolveConfigPath(
+  env: Record<string, string | undefined> = process.env,
+  cwd: string = process.cwd(),
+): string | null {
+  const explicit = env.STEPWATCH_CONFIG;
+  if (explicit) return path.resolve(cwd, explicit);
+  const local = path.join(cwd, "stepwatch.config.json");
+  return fs.existsSync(local) ? local : null;
+}
+
+/** The classifier's thresholds, from the config. */
+export function thresholdsOf(c: Pick<Config, "stuckAfterSeconds" | "idleProbeSeconds" | "recoveryTimeoutSeconds">): Thresholds {
+  return {
+    stuckAfterSeconds: c.stuckAfterSeconds,
+    idleProbeSeconds: c.idleProbeSeconds,
+    recoveryTimeoutSeconds: c.recoveryTimeoutSeconds,
+  };
+}

@@ -1,0 +1,139 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, DEFAULTS, loadConfig, parseConfig, resolveConfigPath } from "@/lib/config";
+
+const env = { KEY: "sk-secret", PW: "hunter2", PWHASH: "scrypt:abc$def", HOOK: "tok" };
+
+function valid(): Record<string, any> {
+  return {
+    pollIntervalSeconds: 2,
+    backends: [
+      { id: "gb10", url: "http://127.0.0.1:8000/", apiKey: "env:KEY", model: "m", restart: { command: ["systemctl", "restart", "vllm"] } },
+      { id: "b2", url: "http://127.0.0.1:8001", restart: { webhook: { url: "http://127.0.0.1:9/hook", headers: { Authorization: "env:HOOK" } } } },
+    ],
+    proxies: [{ id: "lb", url: "http://127.0.0.1:9000" }],
+    operators: [{ name: "ana", password: "env:PW" }, { name: "bo", password: "scrypt:xyz" }],
+  };
+}
+
+function problems(json: unknown, opts = {}): string[] {
+  try {
+    parseConfig(json, "test.json", { env, ...opts });
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return (e as ConfigError).problems;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("parseConfig", () => {
+  it("accepts product.md's shape, fills defaults and resolves env secrets", () => {
+    const c = parseConfig(valid(), "test.json", { env });
+    expect(c.pollIntervalSeconds).toBe(2);
+    expect(c.stuckAfterSeconds).toBe(DEFAULTS.stuckAfterSeconds);
+    expect(c.retention).toEqual({ rawHours: 48, rollupDays: 90 });
+    expect(c.backends[0].url).toBe("http://127.0.0.1:8000");
+    expect(c.backends[0].apiKey).toBe("sk-secret");
+    expect(c.backends[0].restart).toEqual({ kind: "command", command: ["systemctl", "restart", "vllm"], timeoutSeconds: DEFAULTS.restartCommandTimeoutSeconds });
+    expect(c.backends[1].restart).toEqual({ kind: "webhook", url: "http://127.0.0.1:9/hook", method: "POST", headers: { Authorization: "tok" } });
+    expect(c.operators[0].password).toEqual({ kind: "plain", value: "hunter2", source: "env" });
+    expect(c.operators[1].password).toEqual({ kind: "scrypt", hash: "scrypt:xyz" });
+    expect(c.warnings).toEqual([]);
+  });
+
+  it("an env var may hold a scrypt hash", () => {
+    const j = valid();
+    j.operators = [{ name: "ana", password: "env:PWHASH" }];
+    expect(parseConfig(j, "t", { env }).operators[0].password).toEqual({ kind: "scrypt", hash: "scrypt:abc$def" });
+  });
+
+  it("an empty object is a valid config with every default", () => {
+    const c = parseConfig({}, "t", { env });
+    expect(c.backends).toEqual([]);
+    expect(c.recoveryTimeoutSeconds).toBe(900);
+  });
+
+  it("a clear-text password is refused, except for the demo config, and then flagged", () => {
+    const j = valid();
+    j.operators = [{ name: "ana", password: "plain" }];
+    expect(problems(j)).toEqual([expect.stringMatching(/^operators\[0\]\.password: must be "env:NAME"/)]);
+    const c = parseConfig(j, "demo", { env, allowInlinePasswords: true });
+    expect(c.operators[0].password).toEqual({ kind: "plain", value: "plain", source: "inline" });
+    expect(c.warnings[0]).toMatch(/clear-text/);
+  });
+
+  // Every field wrong in turn: the message names that field.
+  const cases: Array<[string, (j: Record<string, any>) => void, RegExp]> = [
+    ["pollIntervalSeconds", (j) => (j.pollIntervalSeconds = 0), /^pollIntervalSeconds: /],
+    ["stuckAfterSeconds", (j) => (j.stuckAfterSeconds = "120"), /^stuckAfterSeconds: /],
+    ["probeTimeoutSeconds", (j) => (j.probeTimeoutSeconds = -1), /^probeTimeoutSeconds: /],
+    ["idleProbeSeconds", (j) => (j.idleProbeSeconds = null), /^idleProbeSeconds: /],
+    ["restartCooldownSeconds", (j) => (j.restartCooldownSeconds = -5), /^restartCooldownSeconds: /],
+    ["recoveryTimeoutSeconds", (j) => (j.recoveryTimeoutSeconds = "x"), /^recoveryTimeoutSeconds: /],
+    ["retention.rawHours", (j) => (j.retention = { rawHours: 0 }), /^retention\.rawHours: /],
+    ["retention.rollupDays", (j) => (j.retention = { rollupDays: "90" }), /^retention\.rollupDays: /],
+    ["retention unknown", (j) => (j.retention = { days: 3 }), /^retention\.days: unknown field$/],
+    ["backends", (j) => (j.backends = {}), /^backends: /],
+    ["backends[1].url", (j) => (j.backends[1].url = "not a url"), /^backends\[1\]\.url: Invalid URL$/],
+    ["backends[0].url scheme", (j) => (j.backends[0].url = "ftp://x"), /^backends\[0\]\.url: Invalid URL$/],
+    ["backends[0].id", (j) => (j.backends[0].id = "a b/c"), /^backends\[0\]\.id: must be/],
+    ["backends[0].id missing", (j) => delete j.backends[0].id, /^backends\[0\]\.id: /],
+    ["backends[1].id duplicate", (j) => (j.backends[1].id = "gb10"), /^backends\[1\]\.id: "gb10" is already used by backends\[0\]$/],
+    ["proxies[0].id duplicate of a backend", (j) => (j.proxies[0].id = "b2"), /^proxies\[0\]\.id: "b2" is already used/],
+    ["backends[0].apiKey missing env", (j) => (j.backends[0].apiKey = "env:NOPE"), /^backends\[0\]\.apiKey: environment variable NOPE is not set$/],
+    ["backends[0].apiKey type", (j) => (j.backends[0].apiKey = 5), /^backends\[0\]\.apiKey: /],
+    ["backends[0].model", (j) => (j.backends[0].model = ""), /^backends\[0\]\.model: /],
+    ["backends[0] unknown field", (j) => (j.backends[0].urll = "x"), /^backends\[0\]\.urll: unknown field$/],
+    ["backends[0].restart.command", (j) => (j.backends[0].restart = { command: [] }), /^backends\[0\]\.restart\.command: /],
+    ["backends[0].restart.command as a string", (j) => (j.backends[0].restart = { command: "systemctl restart" }), /^backends\[0\]\.restart\.command: /],
+    ["backends[0].restart.timeoutSeconds", (j) => (j.backends[0].restart.timeoutSeconds = 0), /^backends\[0\]\.restart\.timeoutSeconds: /],
+    ["backends[0].restart neither", (j) => (j.backends[0].restart = {}), /^backends\[0\]\.restart: give exactly one of command or webhook$/],
+    ["backends[1].restart.webhook.url", (j) => (j.backends[1].restart.webhook.url = "nope"), /^backends\[1\]\.restart\.webhook\.url: Invalid URL$/],
+    ["backends[1].restart.webhook.method", (j) => (j.backends[1].restart.webhook.method = "DELETE"), /^backends\[1\]\.restart\.webhook\.method: /],
+    ["backends[1].restart.webhook.headers", (j) => (j.backends[1].restart.webhook.headers = { X: "env:NOPE" }), /^backends\[1\]\.restart\.webhook\.headers\.X: environment variable NOPE/],
+    ["backends[1].restart.webhook unknown", (j) => (j.backends[1].restart.webhook.body = "x"), /^backends\[1\]\.restart\.webhook\.body: unknown field$/],
+    ["proxies[0].url", (j) => (j.proxies[0].url = "127.0.0.1:9000"), /^proxies\[0\]\.url: Invalid URL$/],
+    ["proxies[0].apiKey", (j) => (j.proxies[0].apiKey = "env:bad-name"), /^proxies\[0\]\.apiKey: /],
+    ["proxies[0] unknown", (j) => (j.proxies[0].restart = { command: ["x"] }), /^proxies\[0\]\.restart: unknown field$/],
+    ["operators[0].name", (j) => (j.operators[0].name = ""), /^operators\[0\]\.name: /],
+    ["operators[1].name duplicate", (j) => (j.operators[1].name = "ana"), /^operators\[1\]\.name: "ana" appears twice$/],
+    ["operators[0].password env", (j) => (j.operators[0].password = "env:NOPE"), /^operators\[0\]\.password: environment variable NOPE is not set$/],
+    ["top-level unknown", (j) => (j.backend = []), /^backend: unknown field$/],
+  ];
+  it.each(cases)("names %s", (_name, mutate, re) => {
+    const j = valid();
+    mutate(j);
+    const p = problems(j);
+    expect(p.length).toBeGreaterThan(0);
+    expect(p.some((line) => re.test(line)), p.join("\n")).toBe(true);
+  });
+
+  it("reports several problems at once", () => {
+    const j = valid();
+    j.backends[1].url = "x";
+    j.proxies[0].url = "y";
+    expect(problems(j)).toEqual(["backends[1].url: Invalid URL", "proxies[0].url: Invalid URL"]);
+  });
+});
+
+describe("loadConfig / resolveConfigPath", () => {
+  it("names the file when it is missing or not JSON", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-cfg-"));
+    const f = path.join(dir, "c.json");
+    expect(() => loadConfig(f)).toThrow(/c\.json[\s\S]*cannot read/);
+    fs.writeFileSync(f, "{ nope");
+    expect(() => loadConfig(f)).toThrow(/not valid JSON/);
+    fs.writeFileSync(f, JSON.stringify({ backends: [{ id: "a", url: "http://127.0.0.1:1" }] }));
+    expect(loadConfig(f, { env: {} }).backends[0].id).toBe("a");
+  });
+
+  it("STEPWATCH_CONFIG, else ./stepwatch.config.json, else null (demo)", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-cfg-"));
+    expect(resolveConfigPath({}, dir)).toBeNull();
+    fs.writeFileSync(path.join(dir, "stepwatch.config.json"), "{}");
+    expect(resolveConfigPath({}, dir)).toBe(path.join(dir, "stepwatch.config.json"));
+    expect(resolveConfigPath({ STEPWATCH_CONFIG: "x/other.json" }, dir)).toBe(path.join(dir, "x/other.json"));
+  });
+});
