@@ -1,0 +1,58 @@
+/**
+ * The SQLite connection: opened once per process (lib/runtime keeps it on globalThis), WAL so the
+ * dashboard's reads never wait for the watcher's writes, committed drizzle-kit migrations applied
+ * at open so a fresh clone and an old database both end up on the current schema.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { drizzle, type BetterSQLite3Database } from "drizzle-orm/better-sqlite3";
+import { migrate } from "drizzle-orm/better-sqlite3/migrator";
+import * as schema from "./schema";
+
+export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
+
+export interface DbHandle {
+  db: Db;
+  sqlite: Database.Database;
+  path: string;
+  close(): void;
+}
+
+export const DEFAULT_DB_PATH = "data/stepwatch.db";
+
+/** STEPWATCH_DB, else data/stepwatch.db, relative to the working directory (the repo root). */
+export function resolveDbPath(env: Record<string, string | undefined> = process.env, cwd = process.cwd()): string {
+  return path.resolve(cwd, env.STEPWATCH_DB || DEFAULT_DB_PATH);
+}
+
+export interface OpenDbOptions {
+  /** Where the committed migrations live; db/migrations under the working directory by default. */
+  migrationsFolder?: string;
+  /** How long a write waits for another connection's lock. It blocks the event loop: keep it short. */
+  busyTimeoutMs?: number;
+}
+
+export function openDb(file: string = resolveDbPath(), opts: OpenDbOptions = {}): DbHandle {
+  fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  const sqlite = new Database(file, { timeout: opts.busyTimeoutMs ?? 2000 });
+  try {
+    sqlite.pragma("journal_mode = WAL");
+    // NORMAL under WAL: a power cut may lose the last transactions, never corrupt the file.
+    sqlite.pragma("synchronous = NORMAL");
+    sqlite.pragma("foreign_keys = ON");
+    const db = drizzle(sqlite, { schema });
+    migrate(db, { migrationsFolder: opts.migrationsFolder ?? path.join(process.cwd(), "db", "migrations") });
+    return {
+      db,
+      sqlite,
+      path: file,
+      close: () => {
+        if (sqlite.open) sqlite.close();
+      },
+    };
+  } catch (e) {
+    sqlite.close();
+    throw new Error(`cannot open the database ${file}: ${(e as Error).message}`);
+  }
+}

@@ -1,0 +1,303 @@
+/**
+ * Named queries. Everything that knows a table's shape lives here; lib/ calls these verbs and
+ * never builds SQL. Transitions and restart events are kept forever: only the retention of raw
+ * samples and minute rollups deletes anything.
+ */
+import { and, asc, desc, eq, gte, isNull, lte } from "drizzle-orm";
+import type { Reading, Verdict } from "../lib/check/types";
+import type { BackendState } from "../lib/check/states";
+import type { Db } from "./client";
+import { restartEvents, samples, transitions, type RestartEventRow, type TransitionRow } from "./schema";
+
+export type NewSample = typeof samples.$inferInsert;
+export type NewTransition = typeof transitions.$inferInsert;
+export type TargetKind = "backend" | "proxy";
+
+/** The sample row of one reading and the verdict drawn from it. */
+export function sampleRow(backendId: string, reading: Reading, verdict: Verdict): NewSample {
+  const m = reading.metrics;
+  return {
+    backendId,
+    at: reading.at,
+    state: verdict.state,
+    outcome: reading.outcome,
+    error: reading.error ?? null,
+    latencyMs: Math.round(reading.latencyMs),
+    running: m?.running ?? null,
+    waiting: m?.waiting ?? null,
+    steps: m?.steps ?? null,
+    promptTokens: m?.promptTokens ?? null,
+    generationTokens: m?.generationTokens ?? null,
+    finishedRequests: m?.finishedRequests ?? null,
+    kvCacheUsage: m?.kvCacheUsage ?? null,
+    processStartTime: m?.processStartTime ?? null,
+    stepsPerSecond: verdict.rates.stepsPerSecond,
+    generationTokensPerSecond: verdict.rates.generationTokensPerSecond,
+    promptTokensPerSecond: verdict.rates.promptTokensPerSecond,
+    probeOk: reading.probe ? reading.probe.ok : null,
+    probeLatencyMs: reading.probe ? Math.round(reading.probe.latencyMs) : null,
+    reading,
+  };
+}
+
+/** One transaction for the whole batch: one fsync per poll round instead of one per row. */
+export function insertSamples(db: Db, rows: NewSample[]): void {
+  if (rows.length === 0) return;
+  db.transaction((tx) => {
+    for (let i = 0; i < rows.length; i += 100) tx.insert(samples).values(rows.slice(i, i + 100)).run();
+  });
+}
+
+/** The stored readings of a backend taken at or after `since`, oldest first, at most `limit` (the newest). */
+export function recentReadings(db: Db, backendId: string, since: number, limit: number): Reading[] {
+  const rows = db
+    .select({ reading: samples.reading })
+    .from(samples)
+    .where(and(eq(samples.backendId, backendId), gte(samples.at, since)))
+    .orderBy(desc(samples.at), desc(samples.id))
+    .limit(limit)
+    .all();
+  return rows.map((r) => r.reading as Reading).reverse();
+}
+
+export function lastTransition(db: Db, kind: TargetKind, targetId: string): TransitionRow | undefined {
+  return db
+    .select()
+    .from(transitions)
+    .where(and(eq(transitions.kind, kind), eq(transitions.targetId, targetId)))
+    .orderBy(desc(transitions.at), desc(transitions.id))
+    .limit(1)
+    .get();
+}
+
+export function insertTransition(db: Db, row: NewTransition): void {
+  db.insert(transitions).values(row).run();
+}
+
+export function transitionsInRange(db: Db, kind: TargetKind, targetId: string, from: number, to: number): TransitionRow[] {
+  return db
+    .select()
+    .from(transitions)
+    .where(and(eq(transitions.kind, kind), eq(transitions.targetId, targetId), gte(transitions.at, from), lte(transitions.at, to)))
+    .orderBy(asc(transitions.at), asc(transitions.id))
+    .all();
+}
+
+// ---- restart events (created by lib/restart; the watcher only resolves pending ones) ----
+
+export function listRestartEvents(
+  db: Db,
+  filter: { backendId?: string; from?: number; to?: number; limit?: number } = {},
+): RestartEventRow[] {
+  const conds = [
+    filter.backendId !== undefined ? eq(restartEvents.backendId, filter.backendId) : undefined,
+    filter.from !== undefined ? gte(restartEvents.requestedAt, filter.from) : undefined,
+    filter.to !== undefined ? lte(restartEvents.requestedAt, filter.to) : undefined,
+  ].filter((c) => c !== undefined);
+  return db
+    .select()
+    .from(restartEvents)
+    .where(conds.length ? and(...conds) : undefined)
+    .orderBy(desc(restartEvents.requestedAt), desc(restartEvents.id))
+    .limit(filter.limit ?? 100)
+    .all();
+}
+
+/** The unresolved restart of a backend (at most one: a partial unique index guarantees it). */
+export function pendingRestartOf(db: Db, backendId: string): RestartEventRow | undefined {
+  return db
+    .select()
+    .from(restartEvents)
+    .where(and(eq(restartEvents.backendId, backendId), isNull(restartEvents.outcome)))
+    .get();
+}
+
+/** The newest restart event of a backend, resolved or not (the cooldown runs from it). */
+export function lastRestartOf(db: Db, backendId: string): RestartEventRow | undefined {
+  return db
+    .select()
+    .from(restartEvents)
+    .where(eq(restartEvents.backendId, backendId))
+    .orderBy(desc(restartEvents.requestedAt), desc(restartEvents.id))
+    .limit(1)
+    .get();
+}
+
+/**
+ * Close a pending restart. Conditional on it still being pending, so the watcher and the restart
+ * verb (a failed command) can race without overwriting each other; returns whether this call won.
+ */
+export function resolveRestart(
+  db: Db,
+  id: number,
+  r: {
+    outcome: "recovered" | "failed" | "timed-out";
+    resolvedAt: number;
+    resolution: string;
+    recoveredAt?: number | null;
+    downtimeSeconds?: number | null;
+  },
+): boolean {
+  const res = db
+    .update(restartEvents)
+    .set({
+      outcome: r.outcome,
+      resolvedAt: r.resolvedAt,
+      resolution: r.resolution,
+      recoveredAt: r.recoveredAt ?? null,
+      downtimeSeconds: r.downtimeSeconds ?? null,
+    })
+    .where(and(eq(restartEvents.id, id), isNull(restartEvents.outcome)))
+    .run();
+  return res.changes === 1;
+}
+
+// ---- history and retention ----
+
+/** Higher is worse: a minute that saw "down" once is shown down in the rollup. A Record, so a new state must be ranked. */
+const SEVERITY_RANK: Record<BackendState, number> = {
+  idle: 1,
+  busy: 2,
+  unknown: 3,
+  "no-metrics": 4,
+  starting: 5,
+  restarting: 6,
+  stalled: 7,
+  stuck: 8,
+  down: 9,
+};
+const RANKED = Object.entries(SEVERITY_RANK) as Array<[BackendState, number]>;
+const rankOf = (col: string) => `CASE ${col} ${RANKED.map(([s, r]) => `WHEN '${s}' THEN ${r}`).join(" ")} ELSE 0 END`;
+const stateOfRank = (expr: string) => `CASE ${expr} ${RANKED.map(([s, r]) => `WHEN ${r} THEN '${s}'`).join(" ")} ELSE 'unknown' END`;
+const stateByRank = new Map(RANKED.map(([s, r]) => [r, s]));
+
+export interface HistoryRow {
+  at: number;
+  running: number | null;
+  waiting: number | null;
+  stepsPerSecond: number | null;
+  generationTokensPerSecond: number | null;
+  promptTokensPerSecond: number | null;
+  kvCacheUsage: number | null;
+  state: BackendState;
+}
+
+/** Up to this range, raw readings are shown; beyond it, per-minute (or coarser) buckets. */
+export const RAW_HISTORY_MAX_MS = 6 * 3600_000;
+/** Buckets are widened (whole minutes) so a long range stays around this many points. */
+export const MAX_HISTORY_POINTS = 1500;
+
+export function historyPoints(
+  db: Db,
+  backendId: string,
+  from: number,
+  to: number,
+): { resolution: "raw" | "minute"; bucketMs: number | null; points: HistoryRow[] } {
+  const client = db.$client;
+  if (to - from <= RAW_HISTORY_MAX_MS) {
+    const points = client
+      .prepare(
+        `SELECT at, running, waiting, steps_per_second AS stepsPerSecond,
+                generation_tokens_per_second AS generationTokensPerSecond,
+                prompt_tokens_per_second AS promptTokensPerSecond, kv_cache_usage AS kvCacheUsage, state
+           FROM samples WHERE backend_id = ? AND at >= ? AND at <= ? ORDER BY at, id`,
+      )
+      .all(backendId, from, to) as HistoryRow[];
+    return { resolution: "raw", bucketMs: null, points };
+  }
+  const bucket = Math.max(1, Math.ceil((to - from) / MAX_HISTORY_POINTS / 60_000)) * 60_000;
+  // Recent raw samples are not rolled up yet: bucket both sources and merge by weight.
+  type Agg = HistoryRow & { n: number; rank: number };
+  const fromRaw = client
+    .prepare(
+      `SELECT (at / CAST(@b AS INTEGER)) * @b AS at, COUNT(*) AS n, AVG(running) AS running, AVG(waiting) AS waiting,
+              AVG(steps_per_second) AS stepsPerSecond, AVG(generation_tokens_per_second) AS generationTokensPerSecond,
+              AVG(prompt_tokens_per_second) AS promptTokensPerSecond, AVG(kv_cache_usage) AS kvCacheUsage,
+              MAX(${rankOf("state")}) AS rank
+         FROM samples WHERE backend_id = @id AND at >= @from AND at <= @to GROUP BY 1`,
+    )
+    .all({ b: bucket, id: backendId, from, to }) as Agg[];
+  const fromRollups = client
+    .prepare(
+      `SELECT (minute / CAST(@b AS INTEGER)) * @b AS at, SUM(n) AS n, SUM(running_avg * n) / SUM(n) AS running,
+              SUM(waiting_avg * n) / SUM(n) AS waiting, SUM(steps_per_second * n) / SUM(n) AS stepsPerSecond,
+              SUM(generation_tokens_per_second * n) / SUM(n) AS generationTokensPerSecond,
+              SUM(prompt_tokens_per_second * n) / SUM(n) AS promptTokensPerSecond,
+              SUM(kv_cache_usage * n) / SUM(n) AS kvCacheUsage, MAX(${rankOf("worst_state")}) AS rank
+         FROM sample_minutes WHERE backend_id = @id AND minute >= @from AND minute <= @to GROUP BY 1`,
+    )
+    .all({ b: bucket, id: backendId, from, to }) as Agg[];
+  const byAt = new Map<number, Agg>();
+  for (const p of [...fromRollups, ...fromRaw]) {
+    const prev = byAt.get(p.at);
+    byAt.set(p.at, prev ? mergeAgg(prev, p) : p);
+  }
+  const points = [...byAt.values()]
+    .sort((a, b) => a.at - b.at)
+    .map(({ n: _n, rank, ...p }) => ({ ...p, state: stateByRank.get(rank) ?? "unknown" }));
+  return { resolution: "minute", bucketMs: bucket, points };
+}
+
+function mergeAgg<T extends HistoryRow & { n: number; rank: number }>(a: T, b: T): T {
+  const w = (x: number | null, y: number | null) =>
+    x === null ? y : y === null ? x : (x * a.n + y * b.n) / (a.n + b.n);
+  return {
+    ...a,
+    n: a.n + b.n,
+    rank: Math.max(a.rank, b.rank),
+    running: w(a.running, b.running),
+    waiting: w(a.waiting, b.waiting),
+    stepsPerSecond: w(a.stepsPerSecond, b.stepsPerSecond),
+    generationTokensPerSecond: w(a.generationTokensPerSecond, b.generationTokensPerSecond),
+    promptTokensPerSecond: w(a.promptTokensPerSecond, b.promptTokensPerSecond),
+    kvCacheUsage: w(a.kvCacheUsage, b.kvCacheUsage),
+  };
+}
+
+export interface RetentionResult {
+  rolledMinutes: number;
+  deletedSamples: number;
+  deletedRollups: number;
+}
+
+/**
+ * Fold raw samples older than rawHours into per-minute rows, delete them, and delete rollups older
+ * than rollupDays, in one transaction (a crash leaves either both or neither). The cutoff is floored
+ * to a minute so a minute is folded whole; the upsert merges by weight, so running it twice, or
+ * after a late write into an already-folded minute, never double-counts nor loses a reading.
+ */
+export function applyRetention(db: Db, opts: { now: number; rawHours: number; rollupDays: number }): RetentionResult {
+  const rawCutoff = Math.floor((opts.now - opts.rawHours * 3600_000) / 60_000) * 60_000;
+  const rollupCutoff = opts.now - opts.rollupDays * 86_400_000;
+  const client = db.$client;
+  const wavg = (col: string) =>
+    `CASE WHEN ${col} IS NULL THEN excluded.${col} WHEN excluded.${col} IS NULL THEN ${col}
+          ELSE (${col} * n + excluded.${col} * excluded.n) / (n + excluded.n) END`;
+  const roll = client.prepare(
+    `INSERT INTO sample_minutes (backend_id, minute, n, running_avg, running_max, waiting_avg, waiting_max,
+            steps_per_second, generation_tokens_per_second, prompt_tokens_per_second, kv_cache_usage, worst_state)
+     SELECT backend_id, (at / 60000) * 60000, COUNT(*), AVG(running), MAX(running), AVG(waiting), MAX(waiting),
+            AVG(steps_per_second), AVG(generation_tokens_per_second), AVG(prompt_tokens_per_second), AVG(kv_cache_usage),
+            ${stateOfRank(`MAX(${rankOf("state")})`)}
+       FROM samples WHERE at < @cutoff GROUP BY 1, 2
+     ON CONFLICT (backend_id, minute) DO UPDATE SET
+       running_avg = ${wavg("running_avg")},
+       waiting_avg = ${wavg("waiting_avg")},
+       steps_per_second = ${wavg("steps_per_second")},
+       generation_tokens_per_second = ${wavg("generation_tokens_per_second")},
+       prompt_tokens_per_second = ${wavg("prompt_tokens_per_second")},
+       kv_cache_usage = ${wavg("kv_cache_usage")},
+       running_max = MAX(COALESCE(running_max, excluded.running_max), COALESCE(excluded.running_max, running_max)),
+       waiting_max = MAX(COALESCE(waiting_max, excluded.waiting_max), COALESCE(excluded.waiting_max, waiting_max)),
+       worst_state = ${stateOfRank(`MAX(${rankOf("worst_state")}, ${rankOf("excluded.worst_state")})`)},
+       n = n + excluded.n`,
+  );
+  const delRaw = client.prepare(`DELETE FROM samples WHERE at < @cutoff`);
+  const delRollups = client.prepare(`DELETE FROM sample_minutes WHERE minute < @cutoff`);
+  return client.transaction(() => {
+    const rolled = roll.run({ cutoff: rawCutoff }).changes;
+    const deletedSamples = delRaw.run({ cutoff: rawCutoff }).changes;
+    const deletedRollups = delRollups.run({ cutoff: rollupCutoff }).changes;
+    return { rolledMinutes: rolled, deletedSamples, deletedRollups };
+  })();
+}
