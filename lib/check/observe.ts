@@ -1,0 +1,29 @@
+/**
+ * One observation of a backend: read /metrics, probe only when the classifier says so, judge.
+ * This is the only way stepwatch judges a backend; the CLI and the watcher both call it.
+ */
+import { classify, shouldProbe } from "./classify";
+import { probeBackend, readBackend, type BackendTarget, type ReadOptions } from "./read";
+import type { PendingRestart, Reading, Thresholds, Verdict } from "./types";
+
+export interface ObserveContext {
+  thresholds: Thresholds;
+  now?: () => number;
+  read?: ReadOptions;
+  pendingRestart?: PendingRestart | null;
+}
+
+export async function observe(
+  target: BackendTarget,
+  history: Reading[],
+  ctx: ObserveContext,
+): Promise<{ reading: Reading; verdict: Verdict }> {
+  const now = ctx.now ?? Date.now;
+  const read = { ...ctx.read, now };
+  const reading = await readBackend(target, read);
+  const input = { history, reading, thresholds: ctx.thresholds, now: now(), pendingRestart: ctx.pendingRestart };
+  if (shouldProbe(input)) {
+    reading.probe = await probeBackend(target, { ...read, model: target.model ?? reading.metrics?.models[0] });
+  }
+  return { reading, verdict: classify({ ...input, now: now() }) };
+}

@@ -1,0 +1,152 @@
+/**
+ * The one way stepwatch talks HTTP to anything it watches (undici 7). Every call has a hard
+ * deadline, a response-size cap and no redirect following, and it never throws: a failed call is
+ * data (`outcome`), because a watcher that crashes on a bad answer protects nothing.
+ */
+import { gunzipSync } from "node:zlib";
+import { Agent, request, type Dispatcher } from "undici";
+import type { FetchOutcome } from "../check/types";
+
+export interface HttpOptions {
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+  timeoutMs: number;
+  maxBytes: number;
+  dispatcher?: Dispatcher;
+  signal?: AbortSignal;
+}
+
+export interface HttpResult {
+  outcome: FetchOutcome;
+  status?: number;
+  headers?: Record<string, string | string[] | undefined>;
+  body: string;
+  bytes: number;
+  latencyMs: number;
+  error?: string;
+}
+
+const g = globalThis as unknown as { __stepwatchAgent?: Agent };
+
+/**
+ * One keep-alive pool per process: a watcher reading 1000 backends every few seconds should not
+ * open 1000 new TCP connections per round. The connect timeout is short because "nothing listens"
+ * (vLLM loading weights) answers at once; a slow connect is a sick host.
+ */
+export function defaultDispatcher(): Agent {
+  g.__stepwatchAgent ??= new Agent({
+    connect: { timeout: 5_000 },
+    keepAliveTimeout: 10_000,
+    keepAliveMaxTimeout: 60_000,
+    connections: 4,
+  });
+  return g.__stepwatchAgent;
+}
+
+export async function httpRequest(url: string, opts: HttpOptions): Promise<HttpResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const deadline = AbortSignal.timeout(opts.timeoutMs);
+  const signal = opts.signal ? AbortSignal.any([deadline, opts.signal]) : deadline;
+  let bytes = 0;
+  try {
+    const res = await request(url, {
+      method: (opts.method ?? "GET") as Dispatcher.HttpMethod,
+      headers: opts.headers,
+      body: opts.body,
+      dispatcher: opts.dispatcher ?? defaultDispatcher(),
+      signal,
+      headersTimeout: opts.timeoutMs,
+      bodyTimeout: opts.timeoutMs,
+    });
+    const chunks: Buffer[] = [];
+    try {
+      for await (const chunk of res.body) {
+        bytes += chunk.length;
+        if (bytes > opts.maxBytes) {
+          res.body.destroy();
+          return {
+            outcome: "too-large",
+            status: res.statusCode,
+            headers: res.headers,
+            body: "",
+            bytes,
+            latencyMs: elapsed(),
+            error: `answer larger than the ${formatBytes(opts.maxBytes)} cap; cut after ${formatBytes(bytes)}`,
+          };
+        }
+        chunks.push(chunk as Buffer);
+      }
+    } catch (err) {
+      return { ...failure(err, deadline, opts), status: res.statusCode, bytes, latencyMs: elapsed() };
+    }
+    let raw = Buffer.concat(chunks);
+    const encoding = String(res.headers["content-encoding"] ?? "").toLowerCase();
+    if (encoding === "gzip") {
+      try {
+        raw = gunzipSync(raw, { maxOutputLength: opts.maxBytes });
+      } catch (err) {
+        return {
+          outcome: "error",
+          status: res.statusCode,
+          headers: res.headers,
+          body: "",
+          bytes,
+          latencyMs: elapsed(),
+          error: `gzip body could not be decoded within ${formatBytes(opts.maxBytes)}: ${(err as Error).message}`,
+        };
+      }
+    }
+    const body = raw.toString("utf8");
+    const ok = res.statusCode >= 200 && res.statusCode < 300;
+    return {
+      outcome: ok ? "ok" : "http-error",
+      status: res.statusCode,
+      headers: res.headers,
+      body,
+      bytes,
+      latencyMs: elapsed(),
+      error: ok ? undefined : describeStatus(res.statusCode, res.headers),
+    };
+  } catch (err) {
+    return { ...failure(err, deadline, opts), bytes, latencyMs: elapsed() };
+  }
+}
+
+function describeStatus(status: number, headers: Record<string, string | string[] | undefined>): string {
+  if (status >= 300 && status < 400) {
+    // Redirects are never followed: a watched server that redirects elsewhere is misconfigured,
+    // and following it could send the API key to another host.
+    return `HTTP ${status} redirect to ${String(headers.location ?? "?")} (not followed)`;
+  }
+  return `HTTP ${status}`;
+}
+
+function failure(err: unknown, deadline: AbortSignal, opts: HttpOptions): Omit<HttpResult, "bytes" | "latencyMs"> {
+  const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string } };
+  const code = e.code ?? e.cause?.code ?? "";
+  if (opts.signal?.aborted && !deadline.aborted) {
+    return { outcome: "error", body: "", error: "aborted by stepwatch (shutting down)" };
+  }
+  if (code === "ECONNREFUSED") return { outcome: "refused", body: "", error: "connection refused" };
+  if (code === "ECONNRESET" || code === "EPIPE" || code === "UND_ERR_SOCKET" || code === "UND_ERR_CLOSED") {
+    return { outcome: "reset", body: "", error: `connection reset (${code})` };
+  }
+  if (
+    code === "UND_ERR_CONNECT_TIMEOUT" ||
+    code === "UND_ERR_HEADERS_TIMEOUT" ||
+    code === "UND_ERR_BODY_TIMEOUT" ||
+    e.name === "TimeoutError" ||
+    deadline.aborted
+  ) {
+    return { outcome: "timeout", body: "", error: `no complete answer within ${opts.timeoutMs} ms` };
+  }
+  return { outcome: "error", body: "", error: `${code || e.name || "error"}: ${e.message ?? String(err)}` };
+}
+
+export function formatBytes(n: number): string {
+  if (n >= 1024 * 1024) return `${(n / 1024 / 1024).toFixed(n % (1024 * 1024) === 0 ? 0 : 1)} MB`;
+  if (n >= 1024) return `${Math.round(n / 1024)} KB`;
+  return `${n} B`;
+}
