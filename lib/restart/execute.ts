@@ -1,0 +1,169 @@
+/**
+ * Running a configured restart action, once. A command is an argv run with spawn (never a shell:
+ * nothing from a request can become shell syntax, and the operator's note never reaches argv), in
+ * its own process group so a timeout kills the whole tree, with stdout+stderr captured up to a cap.
+ * A webhook goes through lib/net/http (timeout, size cap, no redirects). Never throws: the result
+ * is data recorded on the restart event.
+ */
+import { spawn } from "node:child_process";
+import type { RestartAction } from "../config";
+import { httpRequest } from "../net/http";
+
+export const MAX_OUTPUT_BYTES = 8 * 1024;
+const WEBHOOK_TIMEOUT_MS = 30_000;
+/** After SIGTERM to the group, how long before SIGKILL. */
+const KILL_GRACE_MS = 2_000;
+/** After the command exits, how long to wait for its pipes to drain (a backgrounded child may hold them). */
+const DRAIN_MS = 500;
+
+export interface ActionResult {
+  ok: boolean;
+  exitCode: number | null;
+  output: string;
+  error: string | null;
+  finishedAt: number;
+}
+
+/** A short description for the audit row and the UI: no header values, no URL query (tokens live there). */
+export function describeAction(action: RestartAction): string {
+  if (action.kind === "command") {
+    const text = action.command.map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(" ");
+    return `command: ${text.length > 200 ? `${text.slice(0, 200)}…` : text}`;
+  }
+  let where = action.url;
+  try {
+    const u = new URL(action.url);
+    where = `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    /* keep as is: config validated it */
+  }
+  return `webhook: ${action.method} ${where}`;
+}
+
+/** Appends chunks up to `max` bytes and remembers how much was dropped. */
+class Capture {
+  private chunks: Buffer[] = [];
+  private kept = 0;
+  dropped = 0;
+  constructor(private readonly max: number) {}
+  push(chunk: Buffer): void {
+    const room = this.max - this.kept;
+    if (room > 0) {
+      const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
+      this.chunks.push(part);
+      this.kept += part.length;
+    }
+    this.dropped += Math.max(0, chunk.length - Math.max(0, room));
+  }
+  text(): string {
+    const s = Buffer.concat(this.chunks).toString("utf8");
+    return this.dropped ? `${s}\n… [${this.dropped} more bytes not kept]` : s;
+  }
+}
+
+export interface CommandOptions {
+  timeoutMs: number;
+  maxOutputBytes?: number;
+  now?: () => number;
+  env?: NodeJS.ProcessEnv;
+}
+
+export function runCommand(argv: string[], opts: CommandOptions): Promise<ActionResult> {
+  const now = opts.now ?? Date.now;
+  const out = new Capture(opts.maxOutputBytes ?? MAX_OUTPUT_BYTES);
+  return new Promise((resolve) => {
+    let settled = false;
+    let timedOut = false;
+    const finish = (r: Omit<ActionResult, "output" | "finishedAt">) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      clearTimeout(killTimer);
+      resolve({ ...r, output: out.text(), finishedAt: now() });
+    };
+    let child: ReturnType<typeof spawn>;
+    try {
+      child = spawn(argv[0], argv.slice(1), {
+        shell: false,
+        detached: true, // its own process group: process.kill(-pid) reaches the whole tree
+        stdio: ["ignore", "pipe", "pipe"],
+        env: opts.env ?? process.env,
+      });
+    } catch (e) {
+      resolve({ ok: false, exitCode: null, output: "", error: `cannot run ${argv[0]}: ${(e as Error).message}`, finishedAt: now() });
+      return;
+    }
+    let killTimer: NodeJS.Timeout | undefined;
+    const killGroup = (signal: NodeJS.Signals) => {
+      try {
+        if (child.pid) process.kill(-child.pid, signal);
+      } catch {
+        /* already gone */
+      }
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup("SIGTERM");
+      killTimer = setTimeout(() => killGroup("SIGKILL"), KILL_GRACE_MS);
+    }, opts.timeoutMs);
+    child.stdout?.on("data", (c: Buffer) => out.push(c));
+    child.stderr?.on("data", (c: Buffer) => out.push(c));
+    child.on("error", (e) => finish({ ok: false, exitCode: null, error: `cannot run ${argv[0]}: ${e.message}` }));
+    child.on("exit", (code, signal) => {
+      // Resolve on exit, not on pipe close: a restart script that starts the server in the
+      // background leaves a child holding our pipes, and that child must neither be waited for
+      // nor killed. Give the pipes a moment to drain, then let go of them.
+      const result =
+        timedOut
+          ? { ok: false, exitCode: code, error: `timed out after ${Math.round(opts.timeoutMs / 1000)} s; process group killed` }
+          : code === 0
+            ? { ok: true, exitCode: 0, error: null }
+            : { ok: false, exitCode: code, error: code === null ? `killed by ${signal}` : `exited with status ${code}` };
+      const drained = setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        finish(result);
+      }, DRAIN_MS);
+      child.once("close", () => {
+        clearTimeout(drained);
+        finish(result);
+      });
+    });
+  });
+}
+
+export interface WebhookContext {
+  backendId: string;
+  eventId: number;
+  requestedBy: string;
+}
+
+export async function callWebhook(
+  action: Extract<RestartAction, { kind: "webhook" }>,
+  ctx: WebhookContext,
+  now: () => number = Date.now,
+): Promise<ActionResult> {
+  const hasBody = action.method !== "GET";
+  const res = await httpRequest(action.url, {
+    method: action.method,
+    headers: { ...(hasBody ? { "content-type": "application/json" } : {}), ...action.headers },
+    // Ids only: the operator's free-text note stays in stepwatch's own records.
+    body: hasBody ? JSON.stringify({ backend: ctx.backendId, event: ctx.eventId, requestedBy: ctx.requestedBy }) : undefined,
+    timeoutMs: WEBHOOK_TIMEOUT_MS,
+    maxBytes: MAX_OUTPUT_BYTES,
+  });
+  const output = res.status !== undefined ? `HTTP ${res.status}\n${res.body}` : res.body;
+  return {
+    ok: res.outcome === "ok",
+    exitCode: null,
+    output: output.slice(0, MAX_OUTPUT_BYTES),
+    error: res.outcome === "ok" ? null : (res.error ?? res.outcome),
+    finishedAt: now(),
+  };
+}
+
+export function executeAction(action: RestartAction, ctx: WebhookContext, now: () => number = Date.now): Promise<ActionResult> {
+  return action.kind === "command"
+    ? runCommand(action.command, { timeoutMs: action.timeoutSeconds * 1000, now })
+    : callWebhook(action, ctx, now);
+}

@@ -1,0 +1,106 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { describe, expect, it } from "vitest";
+import { callWebhook, describeAction, runCommand } from "@/lib/restart/execute";
+
+const node = process.execPath;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function until(cond: () => boolean, what: string, deadlineMs = 10_000): Promise<void> {
+  const end = Date.now() + deadlineMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe("runCommand", () => {
+  it("runs the argv without a shell: metacharacters stay plain arguments", async () => {
+    const r = await runCommand([node, "-e", "console.log(JSON.stringify(process.argv.slice(1)))", "a; rm -rf /", "$(id)"], {
+      timeoutMs: 10_000,
+    });
+    expect(r).toMatchObject({ ok: true, exitCode: 0, error: null });
+    expect(JSON.parse(r.output)).toEqual(["a; rm -rf /", "$(id)"]);
+  });
+
+  it("reports a non-zero exit with its output", async () => {
+    const r = await runCommand([node, "-e", "console.error('unit vllm not found'); process.exit(5)"], { timeoutMs: 10_000 });
+    expect(r).toMatchObject({ ok: false, exitCode: 5, error: "exited with status 5" });
+    expect(r.output).toContain("unit vllm not found");
+  });
+
+  it("reports a program that cannot be started", async () => {
+    const r = await runCommand(["/nonexistent/restart-vllm"], { timeoutMs: 10_000 });
+    expect(r.ok).toBe(false);
+    expect(r.error).toMatch(/cannot run \/nonexistent\/restart-vllm: .*ENOENT/);
+  });
+
+  it("truncates long output and says how much was dropped", async () => {
+    const r = await runCommand([node, "-e", "process.stdout.write('x'.repeat(20000))"], { timeoutMs: 10_000, maxOutputBytes: 1000 });
+    expect(r.ok).toBe(true);
+    expect(r.output.startsWith("x".repeat(1000))).toBe(true);
+    expect(r.output).toContain("[19000 more bytes not kept]");
+  });
+
+  it("kills the whole process group on timeout, grandchildren included", async () => {
+    const script = "const c=require('child_process').spawn('sleep',['60'],{stdio:'inherit'});console.log(c.pid);setInterval(()=>{},1000)";
+    const r = await runCommand([node, "-e", script], { timeoutMs: 500 });
+    expect(r.ok).toBe(false);
+    expect(r.error).toMatch(/timed out after .*process group killed/);
+    const grandchild = Number(r.output.trim().split("\n")[0]);
+    expect(grandchild).toBeGreaterThan(0);
+    await until(() => !alive(grandchild), "the grandchild to die");
+  });
+
+  it("does not wait for (or kill) a server the script left running in the background", async () => {
+    const script =
+      "const c=require('child_process').spawn('sleep',['60'],{stdio:'inherit',detached:true});c.unref();console.log(c.pid);process.exit(0)";
+    const r = await runCommand([node, "-e", script], { timeoutMs: 20_000 });
+    expect(r).toMatchObject({ ok: true, exitCode: 0 });
+    const bg = Number(r.output.trim().split("\n")[0]);
+    try {
+      expect(alive(bg)).toBe(true);
+    } finally {
+      process.kill(bg, "SIGKILL");
+    }
+  });
+});
+
+describe("callWebhook", () => {
+  it("posts ids only (never the note) and reports a non-2xx as failed", async () => {
+    const seen: Array<{ method?: string; body: string; auth?: string }> = [];
+    let status = 202;
+    const server = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", () => {
+        seen.push({ method: req.method, body, auth: req.headers.authorization });
+        res.writeHead(status).end("queued");
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/restart?token=secret`;
+    try {
+      const action = { kind: "webhook" as const, url, method: "POST", headers: { authorization: "Bearer s3" } };
+      const ok = await callWebhook(action, { backendId: "a", eventId: 7, requestedBy: "ana" });
+      expect(ok).toMatchObject({ ok: true, exitCode: null, error: null });
+      expect(ok.output).toBe("HTTP 202\nqueued");
+      expect(seen[0]).toEqual({ method: "POST", body: JSON.stringify({ backend: "a", event: 7, requestedBy: "ana" }), auth: "Bearer s3" });
+      status = 500;
+      const bad = await callWebhook(action, { backendId: "a", eventId: 8, requestedBy: "ana" });
+      expect(bad).toMatchObject({ ok: false, error: "HTTP 500" });
+      // The description kept for the audit row shows neither headers nor the query string.
+      expect(describeAction(action)).toBe(`webhook: POST ${url.split("?")[0]}`);
+    } finally {
+      server.close();
+    }
+  });
+});

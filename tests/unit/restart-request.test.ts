@@ -1,0 +1,168 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { openDb, type DbHandle } from "@/db/client";
+import type { BackendConfig } from "@/lib/config";
+import type { Verdict } from "@/lib/check/types";
+import { DomainError } from "@/lib/errors";
+import { requestRestart, type CurrentView, type RestartDeps } from "@/lib/restart/request";
+import type { ActionResult } from "@/lib/restart/execute";
+
+function verdict(state: Verdict["state"], reasons: string[] = [`it is ${state}`]): Verdict {
+  const healthy = state === "idle" || state === "busy";
+  return {
+    state,
+    health: healthy ? "yes" : "no",
+    healthy,
+    restartRecommended: state === "stuck" || state === "down",
+    reasons,
+    rates: { stepsPerSecond: 0, generationTokensPerSecond: 0, promptTokensPerSecond: 0 },
+    basis: [],
+  };
+}
+
+const OK: ActionResult = { ok: true, exitCode: 0, output: "restarted", error: null, finishedAt: 0 };
+
+describe("requestRestart", () => {
+  let dir: string;
+  let handle: DbHandle;
+  let views: Record<string, CurrentView>;
+  let calls: string[];
+  let deps: RestartDeps;
+  const backends: BackendConfig[] = [
+    { id: "gb10-a", url: "http://127.0.0.1:1", restart: { kind: "command", command: ["/bin/true"], timeoutSeconds: 5 } },
+    { id: "gb10-b", url: "http://127.0.0.1:2" },
+  ];
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "stepwatch-restart-"));
+    handle = openDb(path.join(dir, "t.db"));
+    views = { "gb10-a": { verdict: verdict("stuck", ["2 running, 0 new steps in 134 s across 3 reads"]), reading: null } };
+    calls = [];
+    deps = {
+      db: handle,
+      backends,
+      restartCooldownSeconds: 600,
+      current: (id) => views[id] ?? null,
+      execute: async (_a, ctx) => {
+        calls.push(ctx.backendId);
+        return OK;
+      },
+    };
+  });
+  afterEach(() => {
+    handle.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const code = (fn: () => unknown): string => {
+    try {
+      fn();
+    } catch (e) {
+      if (e instanceof DomainError) return e.code;
+      throw e;
+    }
+    return "accepted";
+  };
+
+  it("refuses an unknown backend and one without a restart action", () => {
+    expect(code(() => requestRestart({ backendId: "nope", operator: "ana", now: 1 }, deps))).toBe("not-found");
+    expect(code(() => requestRestart({ backendId: "gb10-b", operator: "ana", now: 1 }, deps))).toBe("not-configured");
+  });
+
+  it("records who, when, state and evidence, runs the action once and leaves the event pending", async () => {
+    const { event, done } = requestRestart({ backendId: "gb10-a", operator: "ana", note: "hung since 3am", now: 1_000 }, deps);
+    expect(event).toMatchObject({
+      backendId: "gb10-a",
+      requestedBy: "ana",
+      requestedAt: 1_000,
+      stateAtRequest: "stuck",
+      healthyAtRequest: false,
+      note: "hung since 3am",
+      action: "command: /bin/true",
+      outcome: null,
+    });
+    expect(event.evidence.reasons).toEqual(["2 running, 0 new steps in 134 s across 3 reads"]);
+    await done;
+    expect(calls).toEqual(["gb10-a"]);
+    const row = handle.sqlite.prepare("SELECT * FROM restart_events").get() as Record<string, unknown>;
+    expect(row).toMatchObject({ command_exit_code: 0, command_output: "restarted", outcome: null });
+  });
+
+  it("asks for the typed id before restarting a healthy backend", async () => {
+    views["gb10-a"] = { verdict: verdict("busy"), reading: null };
+    expect(code(() => requestRestart({ backendId: "gb10-a", operator: "ana", now: 1 }, deps))).toBe("confirmation-required");
+    expect(code(() => requestRestart({ backendId: "gb10-a", operator: "ana", confirm: "gb10-A", now: 1 }, deps))).toBe(
+      "confirmation-required",
+    );
+    const { event, done } = requestRestart({ backendId: "gb10-a", operator: "ana", confirm: "gb10-a", now: 1 }, deps);
+    expect(event).toMatchObject({ healthyAtRequest: true, confirmedHealthy: true, stateAtRequest: "busy" });
+    await done;
+  });
+
+  it("answers 'already restarting' while one is pending, and runs nothing twice", async () => {
+    const first = requestRestart({ backendId: "gb10-a", operator: "ana", now: 1_000 }, deps);
+    let err: DomainError | undefined;
+    try {
+      requestRestart({ backendId: "gb10-a", operator: "bo", overrideCooldown: true, now: 2_000 }, deps);
+    } catch (e) {
+      err = e as DomainError;
+    }
+    expect(err?.code).toBe("conflict");
+    expect(err?.message).toMatch(/already restarting/);
+    expect(err?.details).toMatchObject({ reason: "pending" });
+    await first.done;
+    expect(calls).toEqual(["gb10-a"]);
+    expect(handle.sqlite.prepare("SELECT COUNT(*) AS n FROM restart_events").get()).toEqual({ n: 1 });
+  });
+
+  it("refuses within the cooldown unless overridden, and records the override", async () => {
+    const first = requestRestart({ backendId: "gb10-a", operator: "ana", now: 1_000_000 }, deps);
+    await first.done;
+    handle.sqlite.prepare("UPDATE restart_events SET outcome = 'recovered'").run();
+    let err: DomainError | undefined;
+    try {
+      requestRestart({ backendId: "gb10-a", operator: "ana", now: 1_000_000 + 60_000 }, deps);
+    } catch (e) {
+      err = e as DomainError;
+    }
+    expect(err?.code).toBe("conflict");
+    expect(err?.message).toMatch(/cooldown until \d\d:\d\d; override/);
+    expect(err?.details).toMatchObject({ reason: "cooldown", cooldownUntil: 1_000_000 + 600_000 });
+    const second = requestRestart({ backendId: "gb10-a", operator: "ana", overrideCooldown: true, now: 1_000_000 + 60_000 }, deps);
+    expect(second.event.overrideCooldown).toBe(true);
+    await second.done;
+    handle.sqlite.prepare("UPDATE restart_events SET outcome = 'recovered'").run();
+    // After the cooldown, no override is needed.
+    const third = requestRestart({ backendId: "gb10-a", operator: "ana", now: 1_000_000 + 60_000 + 600_001 }, deps);
+    await third.done;
+    expect(calls).toHaveLength(3);
+  });
+
+  it("marks the event failed at once when the action fails, and does not retry", async () => {
+    deps.execute = async () => ({ ok: false, exitCode: 3, output: "unit not found", error: "exited with status 3", finishedAt: 5 });
+    const { done } = requestRestart({ backendId: "gb10-a", operator: "ana", now: 1 }, deps);
+    await done;
+    const row = handle.sqlite.prepare("SELECT * FROM restart_events").get() as Record<string, unknown>;
+    expect(row).toMatchObject({ outcome: "failed", command_exit_code: 3, command_output: "unit not found", resolved_at: 5 });
+    expect(String(row.resolution)).toMatch(/exited with status 3; not retried/);
+  });
+
+  it("keeps a second pending row out even from another connection (the partial unique index)", async () => {
+    const other = openDb(handle.path);
+    try {
+      const { done } = requestRestart({ backendId: "gb10-a", operator: "ana", now: 1 }, deps);
+      await done;
+      const insert = () =>
+        other.sqlite
+          .prepare(
+            "INSERT INTO restart_events (backend_id, requested_at, requested_by, state_at_request, healthy_at_request, evidence, action) VALUES ('gb10-a', 2, 'bo', 'stuck', 0, '{}', 'x')",
+          )
+          .run();
+      expect(insert).toThrow(/UNIQUE/);
+    } finally {
+      other.close();
+    }
+  });
+});
