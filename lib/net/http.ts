@@ -44,7 +44,10 @@ export function defaultDispatcher(): Agent {
   return g.__stepwatchAgent;
 }
 
-export async function httpRequest(url: string, opts: HttpOptions): Promise<HttpResult> {
+export async function httpRequest(url: string, options: HttpOptions): Promise<HttpResult> {
+  // Timers need whole milliseconds; a fractional deadline (time left after a first request)
+  // would otherwise throw, and this function must never throw.
+  const opts = { ...options, timeoutMs: Math.max(1, Math.ceil(Number.isFinite(options.timeoutMs) ? options.timeoutMs : 1)) };
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const deadline = AbortSignal.timeout(opts.timeoutMs);

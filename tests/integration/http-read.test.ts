@@ -1,0 +1,203 @@
+/**
+ * Bad answers over real sockets: every one ends in a Reading that says what happened, never an
+ * exception and never a false "stuck". Servers are plain node:http / node:net fakes on 127.0.0.1.
+ */
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createNetServer, type AddressInfo, type Server as NetServer } from "node:net";
+import { gzipSync } from "node:zlib";
+import { readFileSync } from "node:fs";
+import { afterEach, describe, expect, it } from "vitest";
+import { httpRequest } from "@/lib/net/http";
+import { readBackend, readProxy, probeBackend } from "@/lib/check/read";
+
+const METRICS = readFileSync(new URL("../fixtures/real-metrics/vllm-0.29.0-inferstack.prom", import.meta.url), "utf8");
+const open: Array<Server | NetServer> = [];
+
+async function serve(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ url: string; hits: string[] }> {
+  const hits: string[] = [];
+  const server = createHttpServer((req, res) => {
+    hits.push(`${req.method} ${req.url}`);
+    handler(req, res);
+  });
+  open.push(server);
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits };
+}
+
+async function rawServer(onConnection: (socket: import("node:net").Socket) => void): Promise<string> {
+  const server = createNetServer(onConnection);
+  open.push(server);
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+async function closedPort(): Promise<string> {
+  const server = createNetServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((r) => server.close(() => r()));
+  return `http://127.0.0.1:${port}`;
+}
+
+afterEach(async () => {
+  for (const s of open.splice(0)) {
+    (s as Server).closeAllConnections?.();
+    await new Promise<void>((r) => s.close(() => r()));
+  }
+});
+
+describe("httpRequest: every failure is data", () => {
+  it("connection refused", async () => {
+    const r = await httpRequest(`${await closedPort()}/metrics`, { timeoutMs: 2000, maxBytes: 1024 });
+    expect(r.outcome).toBe("refused");
+    expect(r.error).toBe("connection refused");
+  });
+
+  it("a connection reset in the middle of the body", async () => {
+    const url = await rawServer((socket) => {
+      socket.once("data", () => {
+        socket.write("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\nvllm:num_requests_running 1\n");
+        setTimeout(() => socket.resetAndDestroy(), 20);
+      });
+    });
+    const r = await httpRequest(`${url}/metrics`, { timeoutMs: 2000, maxBytes: 1 << 20 });
+    expect(r.outcome).toBe("reset");
+  });
+
+  it("no answer: the deadline fires and the request is aborted", async () => {
+    const { url } = await serve(() => {
+      /* never answers */
+    });
+    const r = await httpRequest(`${url}/metrics`, { timeoutMs: 300, maxBytes: 1024 });
+    expect(r.outcome).toBe("timeout");
+    expect(r.error).toMatch(/within 300 ms/);
+  });
+
+  it("a server that drips one byte at a time is cut at the deadline, not waited on forever", async () => {
+    const { url } = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "text/plain" });
+      const timer = setInterval(() => res.write("#"), 50);
+      res.on("close", () => clearInterval(timer));
+    });
+    const r = await httpRequest(`${url}/metrics`, { timeoutMs: 400, maxBytes: 1 << 20 });
+    expect(r.outcome).toBe("timeout");
+    expect(r.bytes).toBeGreaterThan(0);
+    expect(r.bytes).toBeLessThan(100);
+  });
+
+  it("a 50 MB body is cut at the cap and says why", async () => {
+    const chunk = Buffer.alloc(64 * 1024, "a");
+    const { url } = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "text/plain" });
+      let sent = 0;
+      const pump = () => {
+        while (sent < 50 * 1024 * 1024) {
+          sent += chunk.length;
+          if (!res.write(chunk)) return void res.once("drain", pump);
+        }
+        res.end();
+      };
+      res.on("error", () => {});
+      pump();
+    });
+    const r = await httpRequest(`${url}/metrics`, { timeoutMs: 5000, maxBytes: 1024 * 1024 });
+    expect(r.outcome).toBe("too-large");
+    expect(r.error).toMatch(/larger than the 1 MB cap/);
+    expect(r.bytes).toBeLessThan(2 * 1024 * 1024);
+  });
+
+  it("a redirect is not followed to another host", async () => {
+    const other = await serve((_req, res) => res.end("secret-free"));
+    const { url } = await serve((_req, res) => {
+      res.writeHead(302, { location: `${other.url}/metrics` });
+      res.end();
+    });
+    const r = await httpRequest(`${url}/metrics`, { timeoutMs: 2000, maxBytes: 1024, headers: { authorization: "Bearer k" } });
+    expect(r.outcome).toBe("http-error");
+    expect(r.error).toMatch(/redirect .* \(not followed\)/);
+    expect(other.hits).toEqual([]);
+  });
+
+  it("a gzip body is decoded", async () => {
+    const { url } = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "text/plain", "content-encoding": "gzip" });
+      res.end(gzipSync(METRICS));
+    });
+    const r = await readBackend({ url }, { timeoutMs: 2000 });
+    expect(r.outcome).toBe("ok");
+    expect(r.metrics?.steps).toBe(137);
+  });
+});
+
+describe("readBackend: a failed or strange answer is a Reading with an error", () => {
+  it("refused: /health is asked too, so 'down' can be decided", async () => {
+    const url = await closedPort();
+    const r = await readBackend({ url }, { timeoutMs: 1000 });
+    expect(r).toMatchObject({ outcome: "refused", metrics: null, health: { outcome: "refused" } });
+  });
+
+  it("HTTP 500 on /metrics: a failed read, no other request", async () => {
+    const s = await serve((_req, res) => {
+      res.writeHead(500);
+      res.end("boom");
+    });
+    const r = await readBackend({ url: s.url }, { timeoutMs: 1000 });
+    expect(r).toMatchObject({ outcome: "http-error", status: 500, metrics: null, error: "HTTP 500" });
+    expect(s.hits).toEqual(["GET /metrics"]);
+  });
+
+  it("HTML instead of metrics: not vLLM's, liveness from /v1/models", async () => {
+    const s = await serve((req, res) => {
+      if (req.url === "/v1/models") return void res.end(JSON.stringify({ object: "list", data: [{ id: "m1" }] }));
+      res.writeHead(200, { "content-type": "text/html" });
+      res.end("<html><body>Welcome to nginx</body></html>");
+    });
+    const r = await readBackend({ url: s.url }, { timeoutMs: 1000 });
+    expect(r.noMetrics).toBe(true);
+    expect(r.error).toMatch(/not Prometheus text|no vLLM metrics/);
+    expect(r.models).toEqual({ outcome: "ok", status: 200, ids: ["m1"] });
+    expect(s.hits).toEqual(["GET /metrics", "GET /v1/models"]);
+  });
+
+  it("JSON instead of metrics, and another exporter's metrics, are not vLLM's", async () => {
+    for (const body of ['{"status":"ok"}', readFileSync(new URL("../fixtures/real-metrics/sglang-0.5.10-datadog.prom", import.meta.url), "utf8")]) {
+      const s = await serve((req, res) => res.end(req.url === "/v1/models" ? '{"data":[]}' : body));
+      const r = await readBackend({ url: s.url }, { timeoutMs: 1000 });
+      expect(r.metrics).toBeNull();
+      expect(r.noMetrics).toBe(true);
+    }
+  });
+
+  it("the API key goes with the requests to the configured backend", async () => {
+    const seen: Array<string | undefined> = [];
+    const s = await serve((req, res) => {
+      seen.push(req.headers.authorization);
+      res.end(METRICS);
+    });
+    await readBackend({ url: s.url, apiKey: "sk-test" }, { timeoutMs: 1000 });
+    expect(seen).toEqual(["Bearer sk-test"]);
+  });
+});
+
+describe("probe and proxy", () => {
+  it("the probe asks for one token and is aborted at its deadline", async () => {
+    let body = "";
+    let aborted = false;
+    const s = await serve((req, res) => {
+      req.on("data", (c) => (body += c));
+      res.on("close", () => (aborted = !res.writableEnded));
+    });
+    const p = await probeBackend({ url: s.url, model: "m" }, { probeTimeoutMs: 300 });
+    expect(p.ok).toBe(false);
+    expect(p.error).toMatch(/within/);
+    expect(JSON.parse(body)).toMatchObject({ model: "m", max_tokens: 1 });
+    await expect.poll(() => aborted, { timeout: 2000 }).toBe(true);
+  });
+
+  it("a proxy is asked /v1/models and nothing else", async () => {
+    const s = await serve((_req, res) => res.end(JSON.stringify({ data: [{ id: "a" }, { id: "b" }] })));
+    const r = await readProxy({ url: s.url }, { timeoutMs: 1000 });
+    expect(r).toMatchObject({ outcome: "ok", models: ["a", "b"] });
+    expect(s.hits).toEqual(["GET /v1/models"]);
+  });
+});
