@@ -17,6 +17,7 @@ import type { BackendConfig, RestartAction } from "../config";
 import type { DbHandle } from "../../db/client";
 import { eq } from "drizzle-orm";
 import { restartEvents, type RestartEventRow } from "../../db/schema";
+import { resolveRestart } from "../../db/queries";
 import type { RestartEventDTO } from "../api/types";
 import { DomainError } from "../errors";
 import { formatClock } from "../ui/format";
@@ -180,10 +181,12 @@ async function runAndRecord(row: RestartEventRow, action: RestartAction, deps: R
         )
         .run(result.exitCode, result.output, result.error, result.finishedAt, row.id);
       if (!result.ok) {
-        // Only while still pending: the watcher may have resolved it meanwhile (it came back anyway).
-        sqlite
-          .prepare("UPDATE restart_events SET outcome = 'failed', resolved_at = ?, resolution = ? WHERE id = ? AND outcome IS NULL")
-          .run(result.finishedAt, `the restart action failed: ${result.error ?? "unknown error"}; not retried`, row.id);
+        // Conditional on still pending: the watcher may have resolved it meanwhile (it came back anyway).
+        resolveRestart(deps.db.db, row.id, {
+          outcome: "failed",
+          resolvedAt: result.finishedAt,
+          resolution: `the restart action failed: ${result.error ?? "unknown error"}; not retried`,
+        });
       }
     })();
   } catch (e) {

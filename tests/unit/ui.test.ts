@@ -1,0 +1,113 @@
+import { describe, expect, it } from "vitest";
+import type { HistoryPoint, RestartEventDTO } from "@/lib/api/types";
+import { parseRange, rangeMs, seriesMax, toHistorySeries, toMarkers, toSparkline, typicalStepMs } from "@/lib/ui/chart";
+import { formatAgo, formatClock, formatCount, formatDateTime, formatDuration, formatPercent, formatRate, truncate } from "@/lib/ui/format";
+import { STATE_TONE, inFlightWarning, needsTypedConfirmation } from "@/lib/ui/state";
+import { BACKEND_STATES } from "@/lib/check/states";
+
+const pt = (at: number, running: number | null, kv: number | null = 0.5): HistoryPoint => ({
+  at,
+  running,
+  waiting: 0,
+  stepsPerSecond: 10,
+  generationTokensPerSecond: 100,
+  promptTokensPerSecond: 5,
+  kvCacheUsage: kv,
+  state: "busy",
+});
+
+describe("format", () => {
+  it("formats rates, percents, counts and durations", () => {
+    expect([formatRate(null), formatRate(0), formatRate(0.456), formatRate(12.34), formatRate(126.4), formatRate(1234), formatRate(12345)]).toEqual([
+      "—", "0", "0.46", "12.3", "126", "1.2k", "12k",
+    ]);
+    expect([formatPercent(0.374), formatPercent(0.004), formatPercent(null)]).toEqual(["37%", "0.4%", "—"]);
+    expect([formatCount(12), formatCount(2.25), formatCount(undefined)]).toEqual(["12", "2.3", "—"]);
+    expect([formatDuration(45), formatDuration(200), formatDuration(7500), formatDuration(3 * 86400 + 4 * 3600)]).toEqual([
+      "45 s", "3 min 20 s", "2 h 5 min", "3 d 4 h",
+    ]);
+    expect([formatAgo(1000, 1500), formatAgo(0, 12_000), formatAgo(0, 330_000), formatAgo(null, 0)]).toEqual([
+      "just now", "12 s ago", "5 min ago", "—",
+    ]);
+  });
+  it("formats clock times in a given zone, and truncates long text visibly", () => {
+    const at = Date.UTC(2025, 2, 4, 14, 5, 9);
+    expect(formatClock(at, 0)).toBe("14:05");
+    expect(formatClock(at, 60)).toBe("15:05");
+    expect(formatDateTime(at, 0)).toBe("2025-03-04 14:05:09");
+    expect(truncate("abcdef", 3)).toBe("abc… (3 more characters)");
+    expect(truncate("abc", 3)).toBe("abc");
+    expect(truncate(null, 3)).toBe("");
+  });
+});
+
+describe("state presentation", () => {
+  it("gives every state a tone and asks for typed confirmation only when healthy", () => {
+    for (const s of BACKEND_STATES) expect(STATE_TONE[s]).toBeTruthy();
+    expect(BACKEND_STATES.filter(needsTypedConfirmation)).toEqual(["idle", "busy"]);
+  });
+  it("says how many in-flight requests a restart will fail", () => {
+    expect(inFlightWarning(2, 1)).toBe("2 running and 1 waiting requests will fail.");
+    expect(inFlightWarning(1, 0)).toBe("1 running request will fail.");
+    expect(inFlightWarning(0, 0)).toBe("No requests are in flight right now.");
+    expect(inFlightWarning(null, null)).toMatch(/not known/);
+  });
+});
+
+describe("chart shaping", () => {
+  it("parses ranges with a default", () => {
+    expect(parseRange("24h")).toBe("24h");
+    expect(parseRange("bogus")).toBe("1h");
+    expect(rangeMs("15m")).toBe(900_000);
+  });
+  it("aligns series in seconds and converts KV-cache to percent", () => {
+    const s = toHistorySeries([pt(10_000, 2, 0.25), pt(5_000, 1, null)]);
+    expect(s.x).toEqual([5, 10]);
+    expect(s.running).toEqual([1, 2]);
+    expect(s.kvCachePercent).toEqual([null, 25]);
+    expect(s.generationTokensPerSecond).toEqual([100, 100]);
+  });
+  it("breaks the line where readings are missing instead of bridging the gap", () => {
+    const pts = [0, 5, 10, 15, 60, 65].map((t) => pt(t * 1000, 1));
+    expect(typicalStepMs(pts.map((p) => p.at))).toBe(5000);
+    const s = toHistorySeries(pts);
+    expect(s.x).toEqual([0, 5, 10, 15, 20, 60, 65]);
+    expect(s.running).toEqual([1, 1, 1, 1, null, 1, 1]);
+    expect(s.x.length).toBe(s.kvCachePercent.length);
+  });
+  it("handles empty and single-point history", () => {
+    expect(toHistorySeries([]).x).toEqual([]);
+    expect(toHistorySeries([pt(1000, 3)]).running).toEqual([3]);
+  });
+  it("marks restarts and state changes inside the range, in time order", () => {
+    const restart = { requestedAt: 30_000, requestedBy: "ana" } as RestartEventDTO;
+    const ms = toMarkers(
+      [
+        { at: 20_000, from: "busy", to: "stuck", reasons: [] },
+        { at: 40_000, from: "stuck", to: "restarting", reasons: [] },
+        { at: 99_000, from: "a", to: "idle", reasons: [] },
+        { at: 25_000, from: "up", to: "down", reasons: [] }, // a proxy-only state word is still a backend state here
+      ],
+      [restart],
+      10_000,
+      50_000,
+    );
+    expect(ms.map((m) => [m.x, m.kind, m.label])).toEqual([
+      [20, "state", "stuck"],
+      [25, "state", "down"],
+      [30, "restart", "restart by ana"],
+      [40, "state", "restarting"],
+    ]);
+  });
+  it("shapes the sparkline and finds a shared maximum", () => {
+    const [x, running, gen] = toSparkline([
+      [2000, 1, 10],
+      [1000, null, 5],
+    ]);
+    expect(x).toEqual([1, 2]);
+    expect(running).toEqual([null, 1]);
+    expect(gen).toEqual([5, 10]);
+    expect(seriesMax([running, gen])).toBe(10);
+    expect(seriesMax([[null]], 1)).toBe(1);
+  });
+});
