@@ -4,10 +4,11 @@
  * Why our own parser instead of the npm package parse-prometheus-text-format (kept as a
  * devDependency only, for bench/parse.ts):
  * - Speed, measured with bench/parse.ts (`npx tsx bench/parse.ts`, Node 20.20, the 2-core dev machine,
- *   shared with other jobs): on a realistic 8-engine data-parallel vLLM V1 body (277 KB, 2,863 samples)
- *   this parser takes 2.2-2.5 ms (median of 50 runs) and the package 6.0-6.6 ms, about 2.6-3x faster
- *   over three runs. The watcher parses every backend's body on every tick. A 50 MB junk body takes
- *   about 0.2 s and errors on every line without throwing.
+ *   shared with other jobs, three runs): on a realistic 8-engine data-parallel vLLM V1 body (277 KB,
+ *   2,863 samples) this parser takes 2.2-2.6 ms (median of 50 runs) and the package 6.2-6.6 ms, about
+ *   2.6-2.9x faster. The watcher parses every backend's body on every tick. A 50 MB junk body takes
+ *   0.15-0.2 s and every line becomes an error; single 50 MB lines of junk (one endless name, an
+ *   unterminated quoted value, 25 M backslashes, 50 M "{") take 0.1-0.4 s each.
  * - Errors per line, never a throw, never junk accepted. The package (1.1.1, tried) throws on the
  *   first malformed label set, so one odd line loses every reading in the body; and it does not
  *   validate names or values, so an HTML page parses "successfully" into metrics named "<html>" with
@@ -82,6 +83,9 @@ const CLOSE_BRACE = 125;
 const LOWER_E = 101;
 const LOWER_N = 110;
 
+/** Names quoted in error messages are clipped: a 50 MB "name" must not end up in a log line. */
+const clip = (s: string) => (s.length > 60 ? `${s.slice(0, 60)}...` : s);
+
 const isBlank = (c: number) => c === SPACE || c === TAB;
 const isDigit = (c: number) => c >= 48 && c <= 57;
 const isLetter = (c: number) => (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
@@ -130,34 +134,46 @@ class LineScanner {
     return this.text.slice(start, this.pos);
   }
 
-  /** Reads a double-quoted label value (the opening quote is at pos), unescaped; null if unterminated. */
+  /**
+   * Reads a double-quoted label value (the opening quote is at pos), unescaped; null if unterminated.
+   * It finds the closing quote first, so an unterminated value (typical of junk) costs one scan and
+   * no string building, and a value without escapes (typical of real bodies) is one slice.
+   */
   quoted(): string | null {
-    this.pos++; // opening quote
-    let out = "";
-    let chunkStart = this.pos;
-    while (this.pos < this.end) {
-      const c = this.text.charCodeAt(this.pos);
-      if (c === QUOTE) {
-        out += this.text.slice(chunkStart, this.pos);
-        this.pos++;
-        return out;
-      }
+    const { text, end } = this;
+    const start = this.pos + 1;
+    let i = start;
+    let escapes = false;
+    while (i < end) {
+      const c = text.charCodeAt(i);
+      if (c === QUOTE) break;
       if (c === BACKSLASH) {
-        if (this.pos + 1 >= this.end) return null;
-        out += this.text.slice(chunkStart, this.pos);
-        const next = this.text.charCodeAt(this.pos + 1);
-        if (next === BACKSLASH) out += "\\";
-        else if (next === QUOTE) out += '"';
-        else if (next === LOWER_N) out += "\n";
-        else out += this.text.slice(this.pos, this.pos + 2);
-        this.pos += 2;
-        chunkStart = this.pos;
-        continue;
-      }
-      this.pos++;
+        escapes = true;
+        i += 2;
+      } else i++;
     }
-    return null;
+    if (i >= end) return null;
+    this.pos = i + 1;
+    return escapes ? unescapeLabel(text, start, i) : text.slice(start, i);
   }
+}
+
+/** Label-value escapes: \\ \" \n; any other escape is kept verbatim, as Prometheus does. */
+function unescapeLabel(text: string, start: number, close: number): string {
+  let out = "";
+  let chunk = start;
+  for (let i = start; i < close; i++) {
+    if (text.charCodeAt(i) !== BACKSLASH) continue;
+    out += text.slice(chunk, i);
+    const next = text.charCodeAt(i + 1);
+    if (next === BACKSLASH) out += "\\";
+    else if (next === QUOTE) out += '"';
+    else if (next === LOWER_N) out += "\n";
+    else out += text.slice(i, i + 2);
+    i++;
+    chunk = i + 1;
+  }
+  return out + text.slice(chunk, close);
 }
 
 /** Unescapes a HELP docstring: only \\ and \n are escapes there. */
@@ -246,13 +262,13 @@ function parseLabels(s: LineScanner, labels: Record<string, string>): string | n
     const name = s.name(false);
     if (name === "") return `invalid label name at "${s.text.slice(s.pos, Math.min(s.end, s.pos + 20))}"`;
     s.skipBlanks();
-    if (s.peek() !== EQUALS) return `expected "=" after label name "${name}"`;
+    if (s.peek() !== EQUALS) return `expected "=" after label name "${clip(name)}"`;
     s.pos++;
     s.skipBlanks();
-    if (s.peek() !== QUOTE) return `expected a quoted value for label "${name}"`;
+    if (s.peek() !== QUOTE) return `expected a quoted value for label "${clip(name)}"`;
     const value = s.quoted();
-    if (value === null) return `unterminated value for label "${name}"`;
-    if (Object.hasOwn(labels, name)) return `duplicate label "${name}"`;
+    if (value === null) return `unterminated value for label "${clip(name)}"`;
+    if (Object.hasOwn(labels, name)) return `duplicate label "${clip(name)}"`;
     if (name === "__proto__") {
       Object.defineProperty(labels, name, { value, enumerable: true, writable: true, configurable: true });
     } else {
@@ -265,7 +281,7 @@ function parseLabels(s: LineScanner, labels: Record<string, string>): string | n
       s.pos++;
       return null;
     } else if (s.atEnd()) return "unterminated label set (no closing brace)";
-    else return `expected "," or "}" after label "${name}"`;
+    else return `expected "," or "}" after label "${clip(name)}"`;
   }
 }
 
@@ -283,19 +299,19 @@ function parseSampleLine(text: string, start: number, end: number): Sample | str
     beforeValue = s.pos;
     s.skipBlanks();
   }
-  if (s.atEnd()) return `no value for "${name}"`;
+  if (s.atEnd()) return `no value for "${clip(name)}"`;
   // The value must be separated by a blank: "up1" is a name, "up{}1" and "up-1" are malformed.
-  if (s.pos === beforeValue) return `unexpected character "${text[s.pos]}" after "${name}"`;
+  if (s.pos === beforeValue) return `unexpected character "${text[s.pos]}" after "${clip(name)}"`;
   const valueTok = s.token();
   const value = parseFloatStrict(valueTok);
-  if (value === null) return `invalid value "${valueTok.slice(0, 40)}" for "${name}"`;
+  if (value === null) return `invalid value "${valueTok.slice(0, 40)}" for "${clip(name)}"`;
   s.skipBlanks();
   if (s.atEnd()) return { name, labels, value };
   const tsTok = s.token();
   const timestampMs = parseTimestamp(tsTok);
-  if (timestampMs === null) return `invalid timestamp "${tsTok.slice(0, 40)}" for "${name}"`;
+  if (timestampMs === null) return `invalid timestamp "${tsTok.slice(0, 40)}" for "${clip(name)}"`;
   s.skipBlanks();
-  if (!s.atEnd()) return `unexpected text after the timestamp of "${name}"`;
+  if (!s.atEnd()) return `unexpected text after the timestamp of "${clip(name)}"`;
   return { name, labels, value, timestampMs };
 }
 
@@ -323,9 +339,9 @@ function parseCommentLine(
   }
   s.skipBlanks();
   const type = s.token();
-  if (type === "") return `# TYPE ${name} without a type`;
+  if (type === "") return `# TYPE ${clip(name)} without a type`;
   s.skipBlanks();
-  if (!s.atEnd()) return `unexpected text after "# TYPE ${name} ${type}"`;
+  if (!s.atEnd()) return `unexpected text after "# TYPE ${clip(name)} ${clip(type)}"`;
   if (!types.has(name)) types.set(name, type);
   return null;
 }

@@ -71,6 +71,8 @@ describe("parsePrometheus on crafted lines", () => {
     { line: 'a{p="C:\\\\DIR\\\\F.TXT"} 1', name: "a", labels: { p: "C:\\DIR\\F.TXT" }, value: 1 },
     { line: 'a{e="say \\"hi\\"\\nbye"} 1', name: "a", labels: { e: 'say "hi"\nbye' }, value: 1 },
     { line: 'a{e="tab\\t"} 1', name: "a", labels: { e: "tab\\t" }, value: 1 },
+    { line: 'a{e="ends in a backslash\\\\"} 1', name: "a", labels: { e: "ends in a backslash\\" }, value: 1 },
+    { line: 'a{e="\\"} 1"} 2', name: "a", labels: { e: '"} 1' }, value: 2 },
     { line: 'a{u="ünï ✓"} 1', name: "a", labels: { u: "ünï ✓" }, value: 1 },
     { line: "a 1.0777853952e+010", name: "a", labels: {}, value: 10777853952 },
     { line: "a -1.5E-3", name: "a", labels: {}, value: -0.0015 },
@@ -107,7 +109,18 @@ describe("parsePrometheus on crafted lines", () => {
   });
 
   it("handles CRLF, blank lines, comments and a body with no trailing newline", () => {
-    const body = "# HELP a The a.\r\n# TYPE a counter\r\n\r\n   \r\n# just a comment\r\n# type is lowercase here, so a comment\r\n# HELPFUL text\r\n#TYPE b gauge\r\na_total 4\r\nb 5";
+    const body = [
+      "# HELP a The a.",
+      "# TYPE a counter",
+      "",
+      "   ",
+      "# just a comment",
+      "# type is lowercase here, so a comment",
+      "# HELPFUL text",
+      "#TYPE b gauge",
+      "a_total 4",
+      "b 5", // no newline after the last line
+    ].join("\r\n");
     const r = parsePrometheus(body);
     expect(r.errors).toEqual([]);
     expect(r.samples).toEqual([
