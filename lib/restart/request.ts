@@ -18,6 +18,7 @@ import type { DbHandle } from "../../db/client";
 import { eq } from "drizzle-orm";
 import { restartEvents, type RestartEventRow } from "../../db/schema";
 import { resolveRestart } from "../../db/queries";
+import { restartDTO } from "../watcher/snapshot";
 import type { RestartEventDTO } from "../api/types";
 import { DomainError } from "../errors";
 import { formatClock } from "../ui/format";
@@ -131,7 +132,7 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
 
   deps.onPending?.(backend.id, { requestedAt: row.requestedAt, processStartTime: row.processStartTimeAtRequest, eventId: row.id });
   const done = runAndRecord(row, backend.restart, deps);
-  return { event: row, done };
+  return { event: restartDTO(row), done };
 }
 
 function selectEvent(db: DbHandle, id: number): RestartEventRow {

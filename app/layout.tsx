@@ -1,0 +1,31 @@
+import type { Metadata, Viewport } from "next";
+import type { ReactNode } from "react";
+import { TopBar } from "@/components/TopBar";
+import { currentOperatorName } from "@/lib/auth/server";
+import "./globals.css";
+
+export const metadata: Metadata = {
+  title: { default: "stepwatch", template: "%s · stepwatch" },
+  description: "Model servers watched from their own metrics, restarted only when an operator confirms.",
+};
+
+export const viewport: Viewport = {
+  width: "device-width",
+  initialScale: 1,
+  themeColor: [
+    { media: "(prefers-color-scheme: light)", color: "#ffffff" },
+    { media: "(prefers-color-scheme: dark)", color: "#171c24" },
+  ],
+};
+
+export default async function RootLayout({ children }: { children: ReactNode }) {
+  const operator = await currentOperatorName();
+  return (
+    <html lang="en">
+      <body>
+        <TopBar operator={operator} />
+        <main>{children}</main>
+      </body>
+    </html>
+  );
+}

@@ -1,0 +1,17 @@
+import { FleetView } from "@/components/FleetView";
+import { currentOperatorName } from "@/lib/auth/server";
+import { getFleet } from "@/lib/fleet";
+import type { FleetResponse } from "@/lib/api/types";
+
+export const dynamic = "force-dynamic";
+
+/** Server-rendered first answer (no empty flash), then the client polls /api/fleet. */
+export default async function FleetPage() {
+  let initial: FleetResponse | null = null;
+  try {
+    initial = await getFleet();
+  } catch {
+    // The client shows the API's own error on its first poll.
+  }
+  return <FleetView initial={initial} operator={await currentOperatorName()} />;
+}

@@ -1,0 +1,138 @@
+"use client";
+/**
+ * The one way to ask for a restart. A native <dialog> opened with showModal(): the page behind it
+ * is inert (focus stays inside), Esc closes it, focus returns to the button that opened it. It
+ * shows what the operator is about to break: the state, the evidence, and the requests in flight.
+ * A healthy backend (idle/busy) needs its id typed; the server checks the same rule (422).
+ */
+import { usePathname } from "next/navigation";
+import { useEffect, useRef, useState } from "react";
+import type { FleetBackend, RestartEventDTO } from "@/lib/api/types";
+import { ApiError, sendJson } from "@/lib/ui/fetcher";
+import { formatClock } from "@/lib/ui/format";
+import { inFlightWarning, needsTypedConfirmation } from "@/lib/ui/state";
+import { StateBadge } from "./StateBadge";
+
+export interface RestartDialogProps {
+  backend: FleetBackend;
+  operator: string | null;
+  now: number;
+  onClose: () => void;
+  onAccepted: (event: RestartEventDTO) => void;
+}
+
+export function RestartDialog({ backend, operator, now, onClose, onAccepted }: RestartDialogProps) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const path = usePathname();
+  const [typed, setTyped] = useState("");
+  const [note, setNote] = useState("");
+  const [override, setOverride] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [cooldownUntil, setCooldownUntil] = useState<number | null>(backend.cooldownUntil);
+
+  useEffect(() => {
+    const d = ref.current;
+    if (d && !d.open) d.showModal();
+    return () => d?.close();
+  }, []);
+
+  const healthy = needsTypedConfirmation(backend.state);
+  const inCooldown = cooldownUntil !== null && cooldownUntil > now;
+  const canConfirm = !!operator && !busy && (!healthy || typed === backend.id) && (!inCooldown || override);
+
+  async function confirm(e: React.FormEvent) {
+    e.preventDefault();
+    if (!canConfirm) return;
+    setBusy(true);
+    setError(null);
+    try {
+      const res = await sendJson<{ event: RestartEventDTO }>(`/api/backends/${encodeURIComponent(backend.id)}/restart`, "POST", {
+        ...(healthy ? { confirm: typed } : {}),
+        ...(override ? { overrideCooldown: true } : {}),
+        ...(note.trim() ? { note: note.trim() } : {}),
+      });
+      onAccepted(res.event);
+    } catch (err) {
+      if (err instanceof ApiError && err.details?.reason === "cooldown" && typeof err.details.cooldownUntil === "number") {
+        setCooldownUntil(err.details.cooldownUntil);
+      }
+      setError(err instanceof ApiError && err.status === 401 ? "Your session has ended: sign in again." : (err as Error).message);
+      setBusy(false);
+    }
+  }
+
+  return (
+    <dialog ref={ref} onClose={onClose} aria-labelledby="restart-title" data-testid="restart-dialog">
+      <form onSubmit={confirm}>
+        <div className="dialog-body">
+          <h2 id="restart-title">Restart {backend.id}?</h2>
+          <div>
+            <StateBadge state={backend.state} /> <span className="muted small">{backend.url}</span>
+          </div>
+          <div>
+            <strong className="small">Evidence</strong>
+            <ul className="reasons" data-testid="restart-evidence">
+              {backend.reasons.map((r, i) => (
+                <li key={i}>{r}</li>
+              ))}
+            </ul>
+          </div>
+          <div className="warn-box" data-testid="restart-inflight">
+            {inFlightWarning(backend.running, backend.waiting)} The model is unavailable until it has loaded again.
+          </div>
+          {!operator ? (
+            <p className="form-error">
+              Restarts need a signed-in operator. <a href={`/signin?next=${encodeURIComponent(path || "/")}`}>Sign in</a>
+            </p>
+          ) : null}
+          {healthy ? (
+            <div className="field">
+              <label htmlFor="restart-confirm">
+                {backend.id} is healthy ({backend.state}). Type <code>{backend.id}</code> to restart it anyway.
+              </label>
+              <input
+                id="restart-confirm"
+                type="text"
+                autoComplete="off"
+                spellCheck={false}
+                value={typed}
+                onChange={(e) => setTyped(e.target.value)}
+                data-testid="restart-confirm-input"
+                autoFocus
+              />
+            </div>
+          ) : null}
+          {inCooldown ? (
+            <div className="field">
+              <p className="small muted" style={{ margin: "0 0 .3rem" }}>
+                A restart was asked for recently: cooldown until {formatClock(cooldownUntil!)}.
+              </p>
+              <label className="check">
+                <input type="checkbox" checked={override} onChange={(e) => setOverride(e.target.checked)} data-testid="restart-override" />
+                Override the cooldown (recorded)
+              </label>
+            </div>
+          ) : null}
+          <div className="field">
+            <label htmlFor="restart-note">Note (optional, kept with the event)</label>
+            <textarea id="restart-note" maxLength={500} value={note} onChange={(e) => setNote(e.target.value)} data-testid="restart-note" />
+          </div>
+          {error ? (
+            <p className="form-error" role="alert" data-testid="restart-error">
+              {error}
+            </p>
+          ) : null}
+        </div>
+        <div className="dialog-actions">
+          <button type="button" onClick={() => ref.current?.close()} data-testid="restart-cancel" autoFocus={!healthy}>
+            Cancel
+          </button>
+          <button type="submit" className="danger" disabled={!canConfirm} data-testid="restart-submit">
+            {busy ? "Restarting…" : `Restart ${backend.id}`}
+          </button>
+        </div>
+      </form>
+    </dialog>
+  );
+}

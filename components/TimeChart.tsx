@@ -1,0 +1,186 @@
+"use client";
+/**
+ * Time-series charts with uPlot. Chosen over SVG chart kits because it is made for exactly this:
+ * ~50 KB, canvas-drawn, and it stays fast with thousands of points per series (a 7-day range at
+ * per-minute resolution is ~10k points per line), with real time axes and gaps for nulls.
+ * Restarts and state changes are drawn as vertical lines through a `draw` hook (no plugin package).
+ * uPlot touches the DOM, so it is loaded in the browser only (dynamic import in an effect).
+ */
+import { useEffect, useRef, useState } from "react";
+import type uPlotType from "uplot";
+import "uplot/dist/uPlot.min.css";
+import type { Marker } from "@/lib/ui/chart";
+import { STATE_TONE } from "@/lib/ui/state";
+
+export interface ChartSeries {
+  label: string;
+  /** A CSS custom property holding the colour, e.g. "--series-1". */
+  color: string;
+  /** Which y scale: series with different units get their own. */
+  scale?: string;
+  fill?: boolean;
+  /** Legend value formatting. */
+  format?: (v: number | null) => string;
+}
+
+export interface TimeChartProps {
+  data: uPlotType.AlignedData;
+  series: ChartSeries[];
+  height: number;
+  markers?: Marker[];
+  /** Fixed x range in seconds (the chosen time range), so an empty chart still shows it. */
+  xRange?: [number, number];
+  /** Fixed y range per scale, e.g. { pct: [0, 100] }. */
+  yRanges?: Record<string, [number, number]>;
+  /** No axes, legend or cursor: the fleet card's sparkline. */
+  sparkline?: boolean;
+  ariaLabel: string;
+  testId?: string;
+}
+
+function cssVar(name: string): string {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || "#888";
+}
+
+function withAlpha(color: string, alpha: number): string {
+  const m = /^#([0-9a-f]{6})$/i.exec(color);
+  if (!m) return color;
+  const n = parseInt(m[1], 16);
+  return `rgba(${(n >> 16) & 255}, ${(n >> 8) & 255}, ${n & 255}, ${alpha})`;
+}
+
+/** Changes when the operator's OS switches light/dark, so the chart is redrawn in the new colours. */
+function useColorScheme(): string {
+  const [scheme, setScheme] = useState("light");
+  useEffect(() => {
+    const mq = window.matchMedia("(prefers-color-scheme: dark)");
+    const update = () => setScheme(mq.matches ? "dark" : "light");
+    update();
+    mq.addEventListener("change", update);
+    return () => mq.removeEventListener("change", update);
+  }, []);
+  return scheme;
+}
+
+export function TimeChart(props: TimeChartProps) {
+  const { data, series, height, markers, xRange, yRanges, sparkline, ariaLabel, testId } = props;
+  const host = useRef<HTMLDivElement>(null);
+  const plot = useRef<uPlotType | null>(null);
+  const markersRef = useRef<Marker[]>(markers ?? []);
+  const dataRef = useRef(data);
+  const xRangeRef = useRef(xRange);
+  const scheme = useColorScheme();
+  // The series definitions rarely change; key the (re)creation on their text form.
+  const seriesKey = JSON.stringify(series.map(({ format: _f, ...s }) => s)) + JSON.stringify(yRanges ?? {});
+
+  dataRef.current = data;
+  xRangeRef.current = xRange;
+  markersRef.current = markers ?? [];
+
+  useEffect(() => {
+    let cancelled = false;
+    let ro: ResizeObserver | null = null;
+    void import("uplot").then(({ default: uPlot }) => {
+      if (cancelled || !host.current) return;
+      const el = host.current;
+      const axisColor = cssVar("--muted");
+      const grid = { stroke: cssVar("--grid"), width: 1 };
+      const scales: uPlotType.Scales = {
+        x: { time: true, range: (_u, min, max) => (xRangeRef.current ? [xRangeRef.current[0], xRangeRef.current[1]] : [min, max]) },
+      };
+      for (const s of series) {
+        const key = s.scale ?? "y";
+        const fixed = yRanges?.[key];
+        scales[key] = fixed
+          ? { range: [fixed[0], fixed[1]] }
+          : { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] };
+      }
+      const toneColors = { ok: cssVar("--ok"), warn: cssVar("--warn"), bad: cssVar("--bad"), info: cssVar("--info"), muted: cssVar("--muted") };
+      const drawMarkers = (u: uPlotType) => {
+        const ctx = u.ctx;
+        const dpr = window.devicePixelRatio || 1;
+        ctx.save();
+        ctx.font = `${11 * dpr}px system-ui, sans-serif`;
+        for (const m of markersRef.current) {
+          const x = Math.round(u.valToPos(m.x, "x", true));
+          if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
+          const color = m.kind === "restart" ? toneColors.bad : toneColors[m.state ? STATE_TONE[m.state] : "muted"];
+          ctx.strokeStyle = color;
+          ctx.lineWidth = (m.kind === "restart" ? 2 : 1) * dpr;
+          ctx.setLineDash(m.kind === "restart" ? [] : [4 * dpr, 3 * dpr]);
+          ctx.beginPath();
+          ctx.moveTo(x, u.bbox.top);
+          ctx.lineTo(x, u.bbox.top + u.bbox.height);
+          ctx.stroke();
+          if (m.kind === "restart") {
+            ctx.fillStyle = color;
+            ctx.fillText("restart", x + 3 * dpr, u.bbox.top + 11 * dpr);
+          }
+        }
+        ctx.restore();
+      };
+      const opts: uPlotType.Options = {
+        width: Math.max(50, el.clientWidth),
+        height,
+        scales,
+        legend: { show: !sparkline, live: true },
+        cursor: sparkline ? { show: false } : { drag: { x: false, y: false } },
+        select: { show: false, left: 0, top: 0, width: 0, height: 0 },
+        padding: sparkline ? [2, 0, 2, 0] : [8, 8, 0, 0],
+        axes: sparkline
+          ? [{ show: false }, ...series.map(() => ({ show: false }))]
+          : [
+              { stroke: axisColor, grid, ticks: grid },
+              ...[...new Set(series.map((s) => s.scale ?? "y"))].map((scale, i) => ({
+                scale,
+                side: i === 0 ? 3 : 1,
+                stroke: axisColor,
+                grid: i === 0 ? grid : { show: false },
+                ticks: grid,
+                size: 48,
+              })),
+            ],
+        series: [
+          {},
+          ...series.map((s) => {
+            const stroke = cssVar(s.color);
+            return {
+              label: s.label,
+              scale: s.scale ?? "y",
+              stroke,
+              width: sparkline ? 1.5 : 1.75,
+              fill: s.fill ? withAlpha(stroke, 0.14) : undefined,
+              spanGaps: false,
+              points: { show: false },
+              value: s.format ? (_u: uPlotType, v: number | null) => s.format!(v) : undefined,
+            };
+          }),
+        ],
+        hooks: { draw: [drawMarkers] },
+      };
+      plot.current?.destroy();
+      plot.current = new uPlot(opts, dataRef.current, el);
+      ro = new ResizeObserver(() => {
+        if (plot.current && el.clientWidth > 0) plot.current.setSize({ width: el.clientWidth, height });
+      });
+      ro.observe(el);
+    });
+    return () => {
+      cancelled = true;
+      ro?.disconnect();
+      plot.current?.destroy();
+      plot.current = null;
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- recreated only when the look changes
+  }, [seriesKey, height, sparkline, scheme]);
+
+  useEffect(() => {
+    plot.current?.setData(data);
+  }, [data]);
+
+  useEffect(() => {
+    plot.current?.redraw(false);
+  }, [markers, xRange?.[0], xRange?.[1]]);
+
+  return <div ref={host} className={sparkline ? "spark" : "chart"} role="img" aria-label={ariaLabel} data-testid={testId} />;
+}

@@ -1,0 +1,51 @@
+"use client";
+import Link from "next/link";
+import { usePathname, useRouter } from "next/navigation";
+import { sendJson } from "@/lib/ui/fetcher";
+
+const LINKS = [
+  { href: "/", label: "Fleet" },
+  { href: "/restarts", label: "Restarts" },
+];
+
+export function TopBar({ operator }: { operator: string | null }) {
+  const path = usePathname();
+  const router = useRouter();
+  async function signOut() {
+    await sendJson("/api/session", "DELETE").catch(() => undefined);
+    router.refresh();
+  }
+  return (
+    <header className="topbar">
+      <Link href="/" className="brand">
+        step<span>watch</span>
+      </Link>
+      <nav className="nav" aria-label="Main">
+        {LINKS.map((l) => {
+          const active = l.href === "/" ? path === "/" || path.startsWith("/backends") : path.startsWith(l.href);
+          return (
+            <Link key={l.href} href={l.href} aria-current={active ? "page" : undefined}>
+              {l.label}
+            </Link>
+          );
+        })}
+      </nav>
+      <div className="who">
+        {operator ? (
+          <>
+            <span className="muted name" data-testid="operator-name">
+              {operator}
+            </span>
+            <button type="button" className="link" onClick={signOut} data-testid="sign-out">
+              Sign out
+            </button>
+          </>
+        ) : (
+          <Link href={`/signin?next=${encodeURIComponent(path || "/")}`} data-testid="sign-in-link">
+            Sign in
+          </Link>
+        )}
+      </div>
+    </header>
+  );
+}
