@@ -1,0 +1,686 @@
+/**
+ * The simulated vLLM server over real HTTP (node:http): /metrics, /health, /v1/models,
+ * /v1/completions, /v1/chat/completions (streaming too), and an admin API under /_sim/.
+ *
+ * Restart and crash really close the listening socket (connection refused, as while vLLM loads its
+ * weights) and reopen on the same port. Everything a test needs to prove stepwatch's rule "a check
+ * must not use what it protects" is recorded: every request, with the load at the moment it came.
+ */
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { DEFAULT_ENGINE_CONFIG, type EngineConfig, type RequestSpec } from "./engine";
+import { renderMetrics } from "./metrics";
+import { LIVE_MODES, VllmSimModel, type LiveMode, type SubmittedRequest } from "./model";
+import {
+  BadRequest,
+  STREAM_DONE,
+  completionBody,
+  errorBody,
+  parseCompletionAsk,
+  streamChunk,
+  type CompletionAsk,
+  type ResponseMeta,
+} from "./openai";
+import { subscribeTick } from "./ticker";
+
+export interface SimulatorOptions {
+  /** 0 (default) = an ephemeral port, kept across restarts. */
+  port?: number;
+  host?: string;
+  modelName?: string;
+  /** Data-parallel ranks (one metrics series each). */
+  engines?: number;
+  maxNumSeqs?: number;
+  singleRequestTokensPerSecond?: number;
+  totalTokensPerSecondAtLimit?: number;
+  prefillTokensPerSecond?: number;
+  chunkSize?: number;
+  blockSize?: number;
+  kvCacheBlocks?: number;
+  maxModelLen?: number;
+  /** Wall seconds nothing listens after a restart (default 180: ~19 GB of weights on a GB10). */
+  weightsLoadSeconds?: number;
+  /** Engine seconds per wall second. Does not shorten weightsLoadSeconds. */
+  timeScale?: number;
+  /** vLLM with several API server processes: no process_start_time_seconds. */
+  multiApiServer?: boolean;
+  /** When set, /v1/* needs "Authorization: Bearer <apiKey>". */
+  apiKey?: string;
+  /** Wall clock, ms since epoch. */
+  clock?: () => number;
+  /** Most requests kept in the received log (oldest dropped first). */
+  logLimit?: number;
+}
+
+export type SimMode = LiveMode | "restart" | "crash";
+export const SIM_MODES: readonly SimMode[] = [...LIVE_MODES, "restart", "crash"];
+
+/** listening: serving; loading: restarted, weights loading, refused; crashed: refused until recovered. */
+export type SimPhase = "listening" | "loading" | "crashed" | "closed";
+
+export type RequestKind = "metrics" | "health" | "models" | "completion" | "admin" | "other";
+
+export interface ReceivedRequest {
+  method: string;
+  path: string;
+  /** Wall ms. */
+  at: number;
+  kind: RequestKind;
+  completion: boolean;
+  /** Load when the request arrived. */
+  running: number;
+  waiting: number;
+  mode: LiveMode;
+}
+
+export interface SimState {
+  url: string;
+  port: number;
+  modelName: string;
+  phase: SimPhase;
+  mode: LiveMode;
+  running: number;
+  waiting: number;
+  kvCacheUsage: number;
+  counters: { steps: number; promptTokens: number; generationTokens: number; finished: number };
+  /** The current process's start time (also kept when /metrics does not expose it). */
+  processStartTime: number;
+  exposesProcessStartTime: boolean;
+  /** Process number: 1, then +1 on every restart or recovery. */
+  generation: number;
+  received: number;
+  completionsReceivedWhileBusy: number;
+  httpInFlight: number;
+}
+
+export interface LoadSpec {
+  requests: number;
+  promptTokens?: number;
+  maxTokens?: number;
+  /** Finish early with "stop" after this many tokens. */
+  outputTokens?: number;
+}
+
+export interface Simulator {
+  readonly url: string;
+  readonly port: number;
+  readonly host: string;
+  readonly modelName: string;
+  /** The engine model, for in-process inspection. */
+  readonly model: VllmSimModel;
+  phase(): SimPhase;
+  mode(): LiveMode;
+  /** Live modes apply at once; "restart"/"crash" as the methods below with default options. */
+  setMode(mode: SimMode, opts?: { waiting?: number; forSeconds?: number; weightsLoadSeconds?: number }): Promise<void>;
+  /** Resolves once the socket is closed (refusing); listens again by itself after the weights load. */
+  restart(opts?: { weightsLoadSeconds?: number }): Promise<void>;
+  /** Resolves once the socket is closed. With forSeconds it comes back by itself as a new process. */
+  crash(opts?: { forSeconds?: number }): Promise<void>;
+  /** Listen again now as a new process (after a crash, or to cut a weights load short). */
+  recover(): Promise<void>;
+  /** Resolves when listening (at once if it is). */
+  whenListening(): Promise<void>;
+  /** Start background requests inside the engine (not over HTTP). */
+  load(spec: LoadSpec): number;
+  state(): SimState;
+  received(): ReceivedRequest[];
+  completionsReceivedWhileBusy(): ReceivedRequest[];
+  resetLog(): void;
+  close(): Promise<void>;
+}
+
+interface InFlight {
+  sub: SubmittedRequest;
+  ask: CompletionAsk;
+  meta: ResponseMeta;
+  handler: string;
+  res: ServerResponse;
+  /** Output tokens already streamed. */
+  sent: number;
+  done: boolean;
+}
+
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+const ADMIN_PREFIX = "/_sim/";
+const SHUTDOWN_MESSAGE = "cannot schedule new futures after shutdown";
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY_BYTES) {
+        reject(new HttpError(413, `request body over ${MAX_BODY_BYTES} bytes`));
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const text = await readBody(req);
+  if (text.trim() === "") return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new BadRequest("request body is not valid JSON");
+  }
+}
+
+function listen(server: http.Server, port: number, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error) => {
+      server.off("listening", onListening);
+      reject(err);
+    };
+    const onListening = () => {
+      server.off("error", onError);
+      resolve((server.address() as AddressInfo).port);
+    };
+    server.once("error", onError);
+    server.once("listening", onListening);
+    server.listen(port, host);
+  });
+}
+
+const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function kindOf(path: string): RequestKind {
+  if (path === "/metrics") return "metrics";
+  if (path === "/health") return "health";
+  if (path === "/v1/models") return "models";
+  if (path === "/v1/completions" || path === "/v1/chat/completions") return "completion";
+  if (path.startsWith(ADMIN_PREFIX)) return "admin";
+  return "other";
+}
+
+class SimulatorImpl implements Simulator {
+  readonly host: string;
+  readonly modelName: string;
+  readonly model: VllmSimModel;
+  port: number;
+  private server: http.Server | null = null;
+  /** "loading" until the first listen, like a vLLM process that is still loading its weights. */
+  private currentPhase: SimPhase = "loading";
+  private readonly inflight = new Set<InFlight>();
+  private unsubscribe: (() => void) | null = null;
+  private phaseTimer: NodeJS.Timeout | null = null;
+  private listeningWaiters: Array<() => void> = [];
+  private log: ReceivedRequest[] = [];
+  private nextId = 1;
+  private readonly weightsLoadSeconds: number;
+  private readonly apiKey: string | undefined;
+  private readonly logLimit: number;
+  private readonly multiApiServer: boolean;
+
+  constructor(opts: SimulatorOptions) {
+    this.host = opts.host ?? "127.0.0.1";
+    this.port = opts.port ?? 0;
+    this.weightsLoadSeconds = opts.weightsLoadSeconds ?? 180;
+    this.apiKey = opts.apiKey;
+    this.logLimit = opts.logLimit ?? 10_000;
+    this.multiApiServer = opts.multiApiServer ?? false;
+    const engine: EngineConfig = { ...DEFAULT_ENGINE_CONFIG };
+    for (const key of Object.keys(engine) as Array<keyof EngineConfig>) {
+      const v = opts[key];
+      if (v !== undefined) engine[key] = v;
+    }
+    this.model = new VllmSimModel({
+      ...(opts.modelName !== undefined && { modelName: opts.modelName }),
+      engines: opts.engines ?? 1,
+      engine,
+      timeScale: opts.timeScale ?? 1,
+      multiApiServer: this.multiApiServer,
+      ...(opts.clock && { clock: opts.clock }),
+    });
+    this.modelName = this.model.opts.modelName;
+  }
+
+  get url(): string {
+    return `http://${this.host}:${this.port}`;
+  }
+
+  phase(): SimPhase {
+    return this.currentPhase;
+  }
+
+  mode(): LiveMode {
+    return this.model.mode;
+  }
+
+  async start(): Promise<void> {
+    await this.openListener();
+  }
+
+  // ---- lifecycle ------------------------------------------------------------------------------
+
+  private async openListener(): Promise<void> {
+    const server = http.createServer((req, res) => void this.handle(req, res));
+    // A queued completion may wait for minutes, like on a loaded vLLM: no server-side time limit.
+    server.requestTimeout = 0;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        this.port = await listen(server, this.port, this.host);
+        break;
+      } catch (err) {
+        // Reopening on the same port can race the kernel releasing it: retry briefly.
+        if ((err as NodeJS.ErrnoException).code !== "EADDRINUSE" || this.port === 0 || attempt >= 50) throw err;
+        await delay(100);
+      }
+    }
+    if (this.currentPhase === "closed") {
+      // close() was called while we were opening
+      server.close();
+      return;
+    }
+    this.server = server;
+    this.currentPhase = "listening";
+    const waiters = this.listeningWaiters;
+    this.listeningWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  /**
+   * Close the listening socket. A restart answers every in-flight completion with vLLM's shutdown
+   * 500 first; a crash just drops the connections.
+   */
+  private async shutdown(kind: "restart" | "crash" | "close"): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    const flights = [...this.inflight];
+    this.inflight.clear();
+    this.stopTicking();
+    if (!server) {
+      for (const f of flights) f.res.destroy();
+      return;
+    }
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    if (kind === "restart") {
+      const flushed = flights.map((f) => this.fail500(f));
+      await Promise.race([Promise.all(flushed), delay(1000)]);
+    } else {
+      for (const f of flights) {
+        f.done = true;
+        f.res.destroy();
+      }
+    }
+    server.closeAllConnections();
+    await closed;
+  }
+
+  private fail500(f: InFlight): Promise<void> {
+    f.done = true;
+    return new Promise((resolve) => {
+      f.res.once("finish", resolve);
+      f.res.once("close", resolve);
+      if (f.res.headersSent) {
+        // A stream cannot change its status any more: end it with an error event, as vLLM does.
+        f.res.end(`data: ${JSON.stringify({ error: errorBody(SHUTDOWN_MESSAGE, "InternalServerError", 500) })}\n\n`);
+      } else {
+        sendJson(f.res, 500, { error: SHUTDOWN_MESSAGE }, { connection: "close" });
+      }
+    });
+  }
+
+  private clearPhaseTimer(): void {
+    if (this.phaseTimer) clearTimeout(this.phaseTimer);
+    this.phaseTimer = null;
+  }
+
+  private assertOpen(): void {
+    if (this.currentPhase === "closed") throw new Error(`simulator ${this.url} is closed`);
+  }
+
+  async restart(opts: { weightsLoadSeconds?: number } = {}): Promise<void> {
+    this.assertOpen();
+    const seconds = opts.weightsLoadSeconds ?? this.weightsLoadSeconds;
+    this.clearPhaseTimer();
+    this.currentPhase = "loading";
+    await this.shutdown("restart");
+    if (this.phase() !== "loading") return; // closed meanwhile
+    const keepNoMetrics = this.model.mode === "no-metrics";
+    // The new process starts now, then loads its weights: nothing listens meanwhile.
+    this.model.startNewProcess();
+    if (keepNoMetrics) this.model.setMode("no-metrics"); // a server without metrics stays one
+    this.phaseTimer = setTimeout(() => {
+      this.phaseTimer = null;
+      this.openListener().catch((err) => console.error(`[sim] ${this.url} could not listen again:`, err));
+    }, seconds * 1000);
+  }
+
+  async crash(opts: { forSeconds?: number } = {}): Promise<void> {
+    this.assertOpen();
+    this.clearPhaseTimer();
+    this.currentPhase = "crashed";
+    await this.shutdown("crash");
+    if (this.phase() !== "crashed") return;
+    if (opts.forSeconds !== undefined) {
+      this.phaseTimer = setTimeout(() => {
+        this.phaseTimer = null;
+        this.recover().catch((err) => console.error(`[sim] ${this.url} could not recover:`, err));
+      }, opts.forSeconds * 1000);
+    }
+  }
+
+  async recover(): Promise<void> {
+    this.assertOpen();
+    if (this.currentPhase === "listening") return;
+    this.clearPhaseTimer();
+    const keepNoMetrics = this.model.mode === "no-metrics";
+    this.model.startNewProcess();
+    if (keepNoMetrics) this.model.setMode("no-metrics");
+    await this.openListener();
+  }
+
+  whenListening(): Promise<void> {
+    if (this.currentPhase === "listening") return Promise.resolve();
+    if (this.currentPhase === "closed") return Promise.reject(new Error(`simulator ${this.url} is closed`));
+    return new Promise((resolve) => this.listeningWaiters.push(resolve));
+  }
+
+  async setMode(mode: SimMode, opts: { waiting?: number; forSeconds?: number; weightsLoadSeconds?: number } = {}): Promise<void> {
+    if (mode === "restart") return this.restart(opts);
+    if (mode === "crash") return this.crash(opts);
+    if (!(LIVE_MODES as readonly string[]).includes(mode)) throw new Error(`unknown simulator mode "${String(mode)}"; one of ${SIM_MODES.join(", ")}`);
+    this.model.setMode(mode, opts);
+  }
+
+  load(spec: LoadSpec): number {
+    if (this.currentPhase !== "listening") throw new Error(`simulator ${this.url} is ${this.currentPhase}: it cannot take requests`);
+    const n = Math.max(0, Math.floor(spec.requests));
+    const req: RequestSpec = {
+      promptTokens: spec.promptTokens ?? 1000,
+      maxTokens: spec.maxTokens ?? 1000,
+      stopAfter: spec.outputTokens ?? null,
+    };
+    for (let i = 0; i < n; i++) this.model.submit(req);
+    return n;
+  }
+
+  state(): SimState {
+    this.model.advance();
+    const t = this.model.totals();
+    return {
+      url: this.url,
+      port: this.port,
+      modelName: this.modelName,
+      phase: this.currentPhase,
+      mode: this.model.mode,
+      running: t.running,
+      waiting: t.waiting,
+      kvCacheUsage: t.kvCacheUsage,
+      counters: { steps: t.steps, promptTokens: t.promptTokens, generationTokens: t.generationTokens, finished: t.finished },
+      processStartTime: this.model.processStartTime,
+      exposesProcessStartTime: !this.multiApiServer,
+      generation: this.model.generation,
+      received: this.log.length,
+      completionsReceivedWhileBusy: this.completionsReceivedWhileBusy().length,
+      httpInFlight: this.inflight.size,
+    };
+  }
+
+  received(): ReceivedRequest[] {
+    return [...this.log];
+  }
+
+  completionsReceivedWhileBusy(): ReceivedRequest[] {
+    return this.log.filter((r) => r.completion && (r.running > 0 || r.waiting > 0));
+  }
+
+  resetLog(): void {
+    this.log = [];
+  }
+
+  async close(): Promise<void> {
+    if (this.currentPhase === "closed") return;
+    this.currentPhase = "closed";
+    this.clearPhaseTimer();
+    this.listeningWaiters = [];
+    await this.shutdown("close");
+  }
+
+  // ---- HTTP -----------------------------------------------------------------------------------
+
+  private record(req: IncomingMessage, path: string): void {
+    const t = this.model.totals();
+    const kind = kindOf(path);
+    this.log.push({
+      method: req.method ?? "GET",
+      path,
+      at: this.model.now(),
+      kind,
+      completion: kind === "completion",
+      running: t.running,
+      waiting: t.waiting,
+      mode: this.model.mode,
+    });
+    // Drop the oldest tenth at once so a long benchmark keeps bounded memory without O(n) per request.
+    if (this.log.length > this.logLimit) this.log.splice(0, Math.ceil(this.logLimit / 10));
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? "/", "http://sim").pathname;
+    const method = req.method ?? "GET";
+    this.model.advance();
+    this.record(req, path);
+    try {
+      if (path.startsWith(ADMIN_PREFIX)) return await this.handleAdmin(req, res, path, method);
+      if (path === "/metrics") return this.handleMetrics(res, method);
+      if (path === "/health") return this.routeGet(res, method, () => res.writeHead(200, { "content-length": 0 }).end());
+      if (path === "/version") return this.routeGet(res, method, () => sendJson(res, 200, { version: "0.29.0" }));
+      if (path.startsWith("/v1/")) return await this.handleOpenAi(req, res, path, method);
+      sendJson(res, 404, { detail: "Not Found" });
+    } catch (err) {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (err instanceof BadRequest) sendJson(res, err.status, errorBody(err.message, err.type, err.status));
+      else if (err instanceof HttpError) sendJson(res, err.status, { error: err.message });
+      else sendJson(res, 500, { error: `simulator error: ${(err as Error).message}` });
+    }
+  }
+
+  private routeGet(res: ServerResponse, method: string, answer: () => void): void {
+    if (method !== "GET" && method !== "HEAD") return sendJson(res, 405, { detail: "Method Not Allowed" });
+    answer();
+  }
+
+  private handleMetrics(res: ServerResponse, method: string): void {
+    this.routeGet(res, method, () => {
+      if (this.model.mode === "no-metrics") {
+        // What a server without vLLM's metrics answers: another app's HTML 404.
+        const html = "<html>\n<head><title>404 Not Found</title></head>\n<body>\n<center><h1>404 Not Found</h1></center>\n</body>\n</html>\n";
+        res.writeHead(404, { "content-type": "text/html; charset=utf-8", "content-length": Buffer.byteLength(html) });
+        res.end(html);
+        return;
+      }
+      const body = renderMetrics(this.model, { openConnections: this.inflight.size });
+      res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8", "content-length": Buffer.byteLength(body) });
+      res.end(body);
+    });
+  }
+
+  private async handleOpenAi(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
+    if (this.apiKey !== undefined && req.headers.authorization !== `Bearer ${this.apiKey}`) {
+      return sendJson(res, 401, { error: "Unauthorized" });
+    }
+    if (path === "/v1/models") {
+      this.model.recordHttp(path, method, 200);
+      return this.routeGet(res, method, () =>
+        sendJson(res, 200, {
+          object: "list",
+          data: [
+            {
+              id: this.modelName,
+              object: "model",
+              created: Math.floor(this.model.processStartTime),
+              owned_by: "vllm",
+              root: this.modelName,
+              parent: null,
+              max_model_len: this.model.opts.engine.maxModelLen,
+              permission: [],
+            },
+          ],
+        }),
+      );
+    }
+    const chat = path === "/v1/chat/completions";
+    if (!chat && path !== "/v1/completions") return sendJson(res, 404, { detail: "Not Found" });
+    if (method !== "POST") return sendJson(res, 405, { detail: "Method Not Allowed" });
+    let ask: CompletionAsk;
+    try {
+      ask = parseCompletionAsk(await readJson(req), chat, this.model.opts.engine.maxModelLen);
+      if (ask.model !== undefined && ask.model !== this.modelName)
+        throw new BadRequest(`The model \`${ask.model}\` does not exist.`, 404, "NotFoundError");
+    } catch (err) {
+      if (err instanceof BadRequest) this.model.recordHttp(path, method, err.status);
+      throw err;
+    }
+    if (res.destroyed || req.socket.destroyed) return; // the client left while we read its body
+    const sub = this.model.submit({ promptTokens: ask.promptTokens, maxTokens: ask.maxTokens, stopAfter: ask.stopAfter });
+    const f: InFlight = {
+      sub,
+      ask,
+      handler: path,
+      res,
+      sent: 0,
+      done: false,
+      meta: { id: `${chat ? "chatcmpl" : "cmpl"}-sim${this.nextId++}`, created: Math.floor(this.model.now() / 1000), model: this.modelName },
+    };
+    this.inflight.add(f);
+    // The client hung up (a probe's timeout): free the slot, as vLLM aborts the request.
+    res.on("close", () => {
+      if (f.done) return;
+      f.done = true;
+      this.inflight.delete(f);
+      this.model.abort(f.sub);
+    });
+    if (ask.stream) {
+      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" });
+      res.flushHeaders();
+    }
+    this.startTicking();
+  }
+
+  private startTicking(): void {
+    if (!this.unsubscribe) this.unsubscribe = subscribeTick(() => this.onTick());
+  }
+
+  private stopTicking(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+  }
+
+  /** Push streamed tokens and answer finished requests; unsubscribe once nobody waits. */
+  private onTick(): void {
+    this.model.advance();
+    for (const f of [...this.inflight]) {
+      const r = f.sub.request;
+      if (f.ask.stream && r.generated > f.sent && !(r.status === "finished")) {
+        f.res.write(streamChunk(f.ask, f.meta, f.sent, r.generated, null));
+        f.sent = r.generated;
+      }
+      if (r.status === "finished") this.answer(f);
+    }
+    if (this.inflight.size === 0) this.stopTicking();
+  }
+
+  private answer(f: InFlight): void {
+    f.done = true;
+    this.inflight.delete(f);
+    const r = f.sub.request;
+    this.model.recordHttp(f.handler, "POST", 200);
+    if (!f.ask.stream) return sendJson(f.res, 200, completionBody(f.ask, f.meta, r));
+    f.res.write(streamChunk(f.ask, f.meta, f.sent, r.generated, r.finishReason ?? "length"));
+    f.res.end(STREAM_DONE);
+  }
+
+  // ---- admin ----------------------------------------------------------------------------------
+
+  private async handleAdmin(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
+    const route = path.slice(ADMIN_PREFIX.length);
+    const post = method === "POST" || method === "PUT";
+    if (route === "state" && method === "GET") return sendJson(res, 200, this.state());
+    if (route === "received" && method === "GET") return sendJson(res, 200, this.received());
+    if (route === "reset-log" && post) {
+      this.resetLog();
+      return sendJson(res, 200, { ok: true });
+    }
+    if (!post) return sendJson(res, route.match(/^(state|received|reset-log|mode|restart|crash|load)$/) ? 405 : 404, { error: `no admin route ${method} ${path}` });
+    // A restart webhook may carry any body (or none): only mode and load need a valid one.
+    const lenient = route === "restart" || route === "crash";
+    const body = (await readJson(req).catch((err) => {
+      if (lenient) return {};
+      throw err;
+    })) as Record<string, unknown>;
+    const num = (k: string): number | undefined => {
+      const v = body?.[k];
+      if (v === undefined) return undefined;
+      if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new BadRequest(`${k} must be a non-negative number`);
+      return v;
+    };
+    // Restart and crash close the socket this answer travels on: answer 202 first, act once it is sent.
+    const afterAnswer = (act: () => Promise<void>, info: unknown) => {
+      res.once("finish", () => void act().catch((err) => console.error(`[sim] ${this.url}:`, err)));
+      sendJson(res, 202, info);
+    };
+    switch (route) {
+      case "mode": {
+        const mode = body?.mode;
+        if (typeof mode !== "string" || !(SIM_MODES as readonly string[]).includes(mode))
+          throw new BadRequest(`mode must be one of ${SIM_MODES.join(", ")}`);
+        if (mode === "restart" || mode === "crash") {
+          const opts = { weightsLoadSeconds: num("weightsLoadSeconds"), forSeconds: num("forSeconds") };
+          return afterAnswer(() => this.setMode(mode, opts), { mode, accepted: true });
+        }
+        await this.setMode(mode as LiveMode, { waiting: num("waiting") });
+        return sendJson(res, 200, this.state());
+      }
+      case "restart": {
+        const weightsLoadSeconds = num("weightsLoadSeconds") ?? this.weightsLoadSeconds;
+        return afterAnswer(() => this.restart({ weightsLoadSeconds }), { restarting: true, weightsLoadSeconds });
+      }
+      case "crash": {
+        const forSeconds = num("forSeconds");
+        return afterAnswer(() => this.crash({ forSeconds }), { crashing: true, forSeconds: forSeconds ?? null });
+      }
+      case "load": {
+        const requests = num("requests");
+        if (requests === undefined) throw new BadRequest("requests is required");
+        const submitted = this.load({ requests, promptTokens: num("promptTokens"), maxTokens: num("maxTokens"), outputTokens: num("outputTokens") });
+        const s = this.state();
+        return sendJson(res, 200, { submitted, running: s.running, waiting: s.waiting });
+      }
+      default:
+        return sendJson(res, 404, { error: `no admin route ${method} ${path}` });
+    }
+  }
+}
+
+/** Start one simulated vLLM server; resolves when it listens. */
+export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
+  const sim = new SimulatorImpl(opts);
+  await sim.start();
+  return sim;
+}
