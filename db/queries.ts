@@ -43,9 +43,10 @@ export function sampleRow(backendId: string, reading: Reading, verdict: Verdict)
 /** One transaction for the whole batch: one fsync per poll round instead of one per row. */
 export function insertSamples(db: Db, rows: NewSample[]): void {
   if (rows.length === 0) return;
-  db.transaction((tx) => {
-    for (let i = 0; i < rows.length; i += 100) tx.insert(samples).values(rows.slice(i, i + 100)).run();
-  });
+  // better-sqlite3's transaction nests as a savepoint, so a caller may wrap this in a larger one.
+  db.$client.transaction(() => {
+    for (let i = 0; i < rows.length; i += 100) db.insert(samples).values(rows.slice(i, i + 100)).run();
+  })();
 }
 
 /** The stored readings of a backend taken at or after `since`, oldest first, at most `limit` (the newest). */

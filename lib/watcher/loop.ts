@@ -1,0 +1,54 @@
+/**
+ * The one scheduling primitive of the watcher: run a step, then sleep until the next slot.
+ * setTimeout after the step ended, never setInterval: a slow read can never overlap the next one.
+ * Slots are measured from the scheduled start (start + k * interval), so a loop does not drift by
+ * its own read latency; a step longer than the interval skips the missed slots instead of firing
+ * them back to back.
+ */
+
+export interface LoopClock {
+  now(): number;
+  /** Resolves after `ms`, or at once when `signal` aborts. Never rejects. */
+  sleep(ms: number, signal: AbortSignal): Promise<void>;
+}
+
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, Math.max(0, ms));
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+export const realClock: LoopClock = { now: () => Date.now(), sleep };
+
+export interface LoopOptions {
+  intervalMs: number;
+  signal: AbortSignal;
+  clock?: LoopClock;
+  /** A step that throws is reported here and the loop goes on: one bad read never stops watching. */
+  onError?: (e: unknown) => void;
+}
+
+/** Runs `step` every intervalMs until `signal` aborts; resolves once the last step has ended. */
+export async function runEvery(step: (signal: AbortSignal) => Promise<void> | void, opts: LoopOptions): Promise<void> {
+  const clock = opts.clock ?? realClock;
+  let slot = clock.now();
+  while (!opts.signal.aborted) {
+    try {
+      await step(opts.signal);
+    } catch (e) {
+      opts.onError?.(e);
+    }
+    if (opts.signal.aborted) break;
+    const now = clock.now();
+    slot += opts.intervalMs;
+    if (slot < now) slot += Math.ceil((now - slot) / opts.intervalMs) * opts.intervalMs;
+    await clock.sleep(slot - now, opts.signal);
+  }
+}

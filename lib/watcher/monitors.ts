@@ -1,0 +1,177 @@
+/**
+ * Per-target state of the watcher: one poll is `read -> classify -> persist`. Judging is
+ * observe() (lib/check/observe.ts), the same code the CLI runs; this file only feeds it the
+ * backend's history and pending restart, and records what it decided.
+ */
+import { sampleRow } from "../../db/queries";
+import type { RestartEventRow } from "../../db/schema";
+import type { observe as observeFn } from "../check/observe";
+import type { BackendTarget, ReadOptions } from "../check/read";
+import type { readProxy as readProxyFn } from "../check/read";
+import type { BackendState, ProxyState } from "../check/states";
+import type { PendingRestart, ProxyReading, Reading, Thresholds, Verdict } from "../check/types";
+import type { BackendConfig, ProxyConfig } from "../config";
+import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
+import { judgeProxy } from "./proxy";
+import type { WatchStore } from "./store";
+
+/** Points kept for the fleet page's sparkline. */
+export const RECENT_POINTS = 60;
+
+export interface MonitorDeps {
+  store: WatchStore;
+  thresholds: Thresholds;
+  read: ReadOptions;
+  now: () => number;
+  observe: typeof observeFn;
+  readProxy: typeof readProxyFn;
+}
+
+export class BackendMonitor {
+  history: Reading[] = [];
+  last: { reading: Reading; verdict: Verdict } | null = null;
+  /** The state last stored as a transition (seeded from the DB so a restart adds no duplicate). */
+  storedState: BackendState | null = null;
+  since: number | null = null;
+  recent: Array<[number, number | null, number | null]> = [];
+  /** The newest restart event of this backend (pending when outcome is null). */
+  lastRestart: RestartEventRow | null = null;
+
+  constructor(
+    readonly config: BackendConfig,
+    private readonly deps: MonitorDeps,
+  ) {}
+
+  get target(): BackendTarget {
+    return { url: this.config.url, apiKey: this.config.apiKey, model: this.config.model };
+  }
+
+  /** Reload the readings of the window and the last transition: "two waits" survive a restart of stepwatch. */
+  seed(): void {
+    const { store, thresholds, now } = this.deps;
+    this.history = store.seedReadings(this.config.id, now() - historyWindowMs(thresholds), MAX_HISTORY_READINGS);
+    for (const r of this.history) this.pushRecent(r, null);
+    const t = store.lastTransition("backend", this.config.id);
+    if (t) {
+      this.storedState = t.toState as BackendState;
+      this.since = t.at;
+    }
+    this.refreshRestart();
+  }
+
+  pending(): PendingRestart | null {
+    const r = this.lastRestart;
+    return r && r.outcome === null ? { requestedAt: r.requestedAt, processStartTime: r.processStartTimeAtRequest } : null;
+  }
+
+  /** Re-read the newest restart event (one indexed row); keeps the old one if the read failed. */
+  refreshRestart(): void {
+    const r = this.deps.store.lastRestart(this.config.id);
+    if (r !== undefined) this.lastRestart = r;
+  }
+
+  async poll(signal: AbortSignal): Promise<void> {
+    const { store, thresholds, now } = this.deps;
+    this.refreshRestart();
+    const pendingRow = this.lastRestart?.outcome === null ? this.lastRestart : null;
+    const pending = this.pending();
+    const { reading, verdict } = await this.deps.observe(this.target, this.history, {
+      thresholds,
+      now,
+      read: { ...this.deps.read, signal },
+      pendingRestart: pending,
+    });
+    // A read cut short by shutdown is not evidence about the backend.
+    if (signal.aborted) return;
+
+    if (pendingRow && pending) this.resolvePending(pendingRow, verdict, reading);
+
+    this.history = trimHistory([...this.history, reading], now(), thresholds);
+    this.last = { reading, verdict };
+    this.pushRecent(reading, verdict.rates.generationTokensPerSecond);
+    if (verdict.state !== this.storedState) {
+      store.enqueueTransition({
+        kind: "backend",
+        targetId: this.config.id,
+        at: reading.at,
+        fromState: this.storedState,
+        toState: verdict.state,
+        reasons: verdict.reasons,
+      });
+      this.storedState = verdict.state;
+      this.since = reading.at;
+    }
+    store.enqueueSample(sampleRow(this.config.id, reading, verdict));
+  }
+
+  private resolvePending(row: RestartEventRow, verdict: Verdict, reading: Reading): void {
+    const { store, thresholds, now } = this.deps;
+    const t = now();
+    if (verdict.recovered) {
+      const downtimeSeconds = (reading.at - row.requestedAt) / 1000;
+      store.resolveRestart(row.id, {
+        outcome: "recovered",
+        resolvedAt: t,
+        recoveredAt: reading.at,
+        downtimeSeconds,
+        resolution: `a new process was seen serving ${downtimeSeconds.toFixed(1)} s after the restart was asked for (${verdict.state})`,
+      });
+    } else if (t - row.requestedAt > thresholds.recoveryTimeoutSeconds * 1000) {
+      store.resolveRestart(row.id, {
+        outcome: "timed-out",
+        resolvedAt: t,
+        resolution: `no new process seen serving within recoveryTimeoutSeconds (${thresholds.recoveryTimeoutSeconds} s); last state ${verdict.state}`,
+      });
+    } else {
+      return;
+    }
+    this.refreshRestart();
+  }
+
+  private pushRecent(r: Reading, genTps: number | null): void {
+    this.recent.push([r.at, r.metrics?.running ?? null, genTps]);
+    if (this.recent.length > RECENT_POINTS) this.recent.splice(0, this.recent.length - RECENT_POINTS);
+  }
+}
+
+export class ProxyMonitor {
+  last: ProxyReading | null = null;
+  state: ProxyState = "unknown";
+  reasons: string[] = ["not read yet"];
+  storedState: ProxyState | null = null;
+  since: number | null = null;
+
+  constructor(
+    readonly config: ProxyConfig,
+    private readonly deps: MonitorDeps,
+  ) {}
+
+  seed(): void {
+    const t = this.deps.store.lastTransition("proxy", this.config.id);
+    if (t) {
+      this.storedState = t.toState as ProxyState;
+      this.since = t.at;
+    }
+  }
+
+  async poll(signal: AbortSignal): Promise<void> {
+    const reading = await this.deps.readProxy({ url: this.config.url, apiKey: this.config.apiKey }, { ...this.deps.read, signal });
+    if (signal.aborted) return;
+    const j = judgeProxy(this.last, reading);
+    this.last = reading;
+    this.state = j.state;
+    this.reasons = j.reasons;
+    if (j.state !== this.storedState) {
+      this.deps.store.enqueueTransition({
+        kind: "proxy",
+        targetId: this.config.id,
+        at: reading.at,
+        fromState: this.storedState,
+        toState: j.state,
+        reasons: j.reasons,
+      });
+      this.storedState = j.state;
+      this.since = reading.at;
+    }
+  }
+}

@@ -1,0 +1,21 @@
+/**
+ * A proxy is judged only from GET /v1/models: never its /metrics (behind least-connection
+ * balancing each read may come from a different backend), never a backend from its errors.
+ */
+import type { ProxyState } from "../check/states";
+import type { ProxyReading } from "../check/types";
+
+export interface ProxyJudgement {
+  state: ProxyState;
+  reasons: string[];
+}
+
+/** Pure: `previous` is the reading before this one (null on the first). One miss is not "down". */
+export function judgeProxy(previous: ProxyReading | null, reading: ProxyReading): ProxyJudgement {
+  if (reading.outcome === "ok") {
+    return { state: "up", reasons: [`/v1/models answered in ${Math.round(reading.latencyMs)} ms: ${reading.models.length} model(s)`] };
+  }
+  const why = `/v1/models failed: ${reading.error ?? reading.outcome}${reading.status ? ` (HTTP ${reading.status})` : ""}`;
+  if (previous && previous.outcome !== "ok") return { state: "down", reasons: [why, "failed on two consecutive reads"] };
+  return { state: "unknown", reasons: [why, "one failed read is not down"] };
+}

@@ -1,0 +1,113 @@
+/**
+ * The JSON views of what the watcher knows: the fleet from memory (no backend is touched, no DB
+ * read), a backend's history and the restart log from SQLite. Field by field, so nothing secret
+ * (API keys, restart commands' config, webhook headers) can ride along with a config object.
+ */
+import type { Db } from "../../db/client";
+import { historyPoints, listRestartEvents, transitionsInRange } from "../../db/queries";
+import type { RestartEventRow, TransitionRow } from "../../db/schema";
+import type { FleetBackend, FleetProxy, FleetResponse, HistoryResponse, RestartEventDTO, TransitionDTO } from "../api/types";
+import { STATE_INFO, restartRecommended } from "../check/states";
+import type { BackendMonitor, ProxyMonitor } from "./monitors";
+import type { Watcher } from "./index";
+
+export function backendView(m: BackendMonitor, restartCooldownSeconds: number, now: number): FleetBackend {
+  const reading = m.last?.reading ?? null;
+  const verdict = m.last?.verdict ?? null;
+  const metrics = reading?.metrics ?? null;
+  const state = verdict?.state ?? "unknown";
+  const last = m.lastRestart;
+  const cooldownUntil = last ? last.requestedAt + restartCooldownSeconds * 1000 : null;
+  return {
+    id: m.config.id,
+    url: m.config.url,
+    model: m.config.model ?? metrics?.models[0] ?? null,
+    state,
+    healthy: verdict?.healthy ?? false,
+    since: verdict ? m.since : null,
+    running: metrics?.running ?? null,
+    waiting: metrics?.waiting ?? null,
+    stepsPerSecond: verdict?.rates.stepsPerSecond ?? null,
+    generationTokensPerSecond: verdict?.rates.generationTokensPerSecond ?? null,
+    promptTokensPerSecond: verdict?.rates.promptTokensPerSecond ?? null,
+    kvCacheUsage: metrics?.kvCacheUsage ?? null,
+    processStartTime: metrics?.processStartTime ?? null,
+    lastReadAt: reading?.at ?? null,
+    restartRecommended: verdict?.restartRecommended ?? restartRecommended(state),
+    reasons: verdict?.reasons ?? [`${STATE_INFO.unknown.description} Not read yet since stepwatch started.`],
+    restartConfigured: m.config.restart !== undefined,
+    pendingRestartId: last && last.outcome === null ? last.id : null,
+    cooldownUntil: cooldownUntil !== null && cooldownUntil > now ? cooldownUntil : null,
+    recent: m.recent.slice(),
+  };
+}
+
+export function proxyView(m: ProxyMonitor): FleetProxy {
+  return {
+    id: m.config.id,
+    url: m.config.url,
+    state: m.state,
+    models: m.last?.models ?? [],
+    lastReadAt: m.last?.at ?? null,
+    since: m.since,
+    error: m.last && m.last.outcome !== "ok" ? (m.last.error ?? m.last.outcome) : null,
+  };
+}
+
+export function fleetSnapshot(w: Watcher, opts: { demo: boolean; now: number; restartCooldownSeconds: number }): FleetResponse {
+  return {
+    generatedAt: opts.now,
+    demo: opts.demo,
+    storageError: w.store.storageError,
+    backends: [...w.backends.values()].map((m) => backendView(m, opts.restartCooldownSeconds, opts.now)),
+    proxies: [...w.proxies.values()].map(proxyView),
+  };
+}
+
+export function transitionDTO(t: TransitionRow): TransitionDTO {
+  return { at: t.at, from: t.fromState, to: t.toState, reasons: t.reasons };
+}
+
+export function restartDTO(r: RestartEventRow): RestartEventDTO {
+  return {
+    id: r.id,
+    backendId: r.backendId,
+    requestedAt: r.requestedAt,
+    requestedBy: r.requestedBy,
+    note: r.note,
+    stateAtRequest: r.stateAtRequest,
+    healthyAtRequest: r.healthyAtRequest,
+    runningAtRequest: r.runningAtRequest,
+    waitingAtRequest: r.waitingAtRequest,
+    evidence: r.evidence,
+    overrideCooldown: r.overrideCooldown,
+    confirmedHealthy: r.confirmedHealthy,
+    action: r.action,
+    commandExitCode: r.commandExitCode,
+    commandOutput: r.commandOutput,
+    commandError: r.commandError,
+    commandFinishedAt: r.commandFinishedAt,
+    recoveredAt: r.recoveredAt,
+    downtimeSeconds: r.downtimeSeconds,
+    outcome: r.outcome,
+    resolvedAt: r.resolvedAt,
+    resolution: r.resolution,
+  };
+}
+
+export function historyOf(db: Db, backendId: string, from: number, to: number): HistoryResponse {
+  const h = historyPoints(db, backendId, from, to);
+  return {
+    backendId,
+    from,
+    to,
+    resolution: h.resolution,
+    points: h.points,
+    transitions: transitionsInRange(db, "backend", backendId, from, to).map(transitionDTO),
+    restarts: listRestartEvents(db, { backendId, from, to, limit: 500 }).map(restartDTO),
+  };
+}
+
+export function restartsOf(db: Db, filter: { backendId?: string; limit?: number }): RestartEventDTO[] {
+  return listRestartEvents(db, filter).map(restartDTO);
+}

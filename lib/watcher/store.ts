@@ -1,0 +1,119 @@
+/**
+ * The watcher's only door to SQLite. Writes are queued and flushed in one transaction per tick;
+ * when a write fails (disk full, read-only file) the batch stays queued (bounded: oldest samples
+ * dropped first, transitions kept longest) and is retried on the next tick, while polling and the
+ * live view go on. Reads that fail fall back to "nothing stored". Nothing here throws.
+ */
+import type { Db } from "../../db/client";
+import {
+  insertSamples,
+  insertTransition,
+  lastRestartOf,
+  lastTransition,
+  recentReadings,
+  resolveRestart,
+  type NewSample,
+  type NewTransition,
+  type TargetKind,
+} from "../../db/queries";
+import type { RestartEventRow, TransitionRow } from "../../db/schema";
+import type { Reading } from "../check/types";
+
+export interface StoreLimits {
+  /** Samples kept in memory while the DB refuses writes (about an hour of a 10-backend fleet at 5 s). */
+  maxQueuedSamples: number;
+  maxQueuedTransitions: number;
+}
+
+export const STORE_LIMITS: StoreLimits = { maxQueuedSamples: 10_000, maxQueuedTransitions: 2_000 };
+
+export class WatchStore {
+  private samples: NewSample[] = [];
+  private transitions: NewTransition[] = [];
+  private error: string | null = null;
+  dropped = 0;
+
+  constructor(
+    readonly db: Db,
+    private readonly limits: StoreLimits = STORE_LIMITS,
+    private readonly log: (msg: string) => void = (m) => console.error(m),
+  ) {}
+
+  /** The storage problem an operator should see, or null when the last write went through. */
+  get storageError(): string | null {
+    return this.error;
+  }
+
+  get queued(): number {
+    return this.samples.length + this.transitions.length;
+  }
+
+  enqueueSample(row: NewSample): void {
+    this.samples.push(row);
+    const over = this.samples.length - this.limits.maxQueuedSamples;
+    if (over > 0) {
+      this.samples.splice(0, over);
+      this.dropped += over;
+    }
+  }
+
+  enqueueTransition(row: NewTransition): void {
+    this.transitions.push(row);
+    const over = this.transitions.length - this.limits.maxQueuedTransitions;
+    if (over > 0) this.transitions.splice(0, over);
+  }
+
+  /** Writes everything queued in one transaction. Returns false (and keeps the queue) on failure. */
+  flush(): boolean {
+    if (this.queued === 0) return true;
+    const samples = this.samples;
+    const transitions = this.transitions;
+    try {
+      this.db.$client.transaction(() => {
+        insertSamples(this.db, samples);
+        for (const t of transitions) insertTransition(this.db, t);
+      })();
+      this.samples = this.samples.slice(samples.length);
+      this.transitions = this.transitions.slice(transitions.length);
+      if (this.error) this.log(`stepwatch: storage writable again; ${samples.length} queued samples written`);
+      this.error = null;
+      return true;
+    } catch (e) {
+      this.fail("cannot write to the database", e);
+      return false;
+    }
+  }
+
+  /** Record a failure from another writer (the retention job) so the operator sees it. */
+  fail(what: string, e: unknown): void {
+    const msg = `${what}: ${(e as Error)?.message ?? String(e)}`;
+    if (msg !== this.error) this.log(`stepwatch: ${msg} (polling goes on; writes are retried)`);
+    this.error = msg;
+  }
+
+  seedReadings(backendId: string, since: number, limit: number): Reading[] {
+    return this.read(() => recentReadings(this.db, backendId, since, limit), []);
+  }
+
+  lastTransition(kind: TargetKind, targetId: string): TransitionRow | undefined {
+    return this.read(() => lastTransition(this.db, kind, targetId), undefined);
+  }
+
+  /** undefined when the read failed (keep what was known), null when there is none. */
+  lastRestart(backendId: string): RestartEventRow | null | undefined {
+    return this.read<RestartEventRow | null | undefined>(() => lastRestartOf(this.db, backendId) ?? null, undefined);
+  }
+
+  resolveRestart(id: number, r: Parameters<typeof resolveRestart>[2]): boolean {
+    return this.read(() => resolveRestart(this.db, id, r), false);
+  }
+
+  private read<T>(f: () => T, fallback: T): T {
+    try {
+      return f();
+    } catch (e) {
+      this.fail("cannot read the database", e);
+      return fallback;
+    }
+  }
+}

@@ -1,0 +1,84 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { runEvery } from "@/lib/watcher/loop";
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: 1_000_000 });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+const wait = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+describe("runEvery", () => {
+  it("starts each step on a slot measured from the first start (no drift)", async () => {
+    const ac = new AbortController();
+    const starts: number[] = [];
+    const loop = runEvery(
+      async () => {
+        starts.push(Date.now() - 1_000_000);
+        await wait(300); // the read takes 300 ms
+      },
+      { intervalMs: 1000, signal: ac.signal },
+    );
+    await vi.advanceTimersByTimeAsync(4500);
+    ac.abort();
+    await loop;
+    expect(starts).toEqual([0, 1000, 2000, 3000, 4000]);
+  });
+
+  it("never overlaps: a step longer than the interval delays the next one and skips missed slots", async () => {
+    const ac = new AbortController();
+    let inFlight = 0;
+    let maxInFlight = 0;
+    const starts: number[] = [];
+    const loop = runEvery(
+      async () => {
+        inFlight++;
+        maxInFlight = Math.max(maxInFlight, inFlight);
+        starts.push(Date.now() - 1_000_000);
+        await wait(starts.length === 1 ? 2500 : 100);
+        inFlight--;
+      },
+      { intervalMs: 1000, signal: ac.signal },
+    );
+    await vi.advanceTimersByTimeAsync(5500);
+    ac.abort();
+    await loop;
+    expect(maxInFlight).toBe(1);
+    expect(starts).toEqual([0, 3000, 4000, 5000]);
+  });
+
+  it("a step that throws is reported and the loop goes on", async () => {
+    const ac = new AbortController();
+    const errors: unknown[] = [];
+    let n = 0;
+    const loop = runEvery(
+      () => {
+        n++;
+        if (n === 1) throw new Error("boom");
+      },
+      { intervalMs: 1000, signal: ac.signal, onError: (e) => errors.push(e) },
+    );
+    await vi.advanceTimersByTimeAsync(2500);
+    ac.abort();
+    await loop;
+    expect(n).toBe(3);
+    expect(errors).toHaveLength(1);
+  });
+
+  it("abort stops the loop during its sleep, at once", async () => {
+    const ac = new AbortController();
+    let n = 0;
+    const loop = runEvery(() => void n++, { intervalMs: 60_000, signal: ac.signal });
+    await vi.advanceTimersByTimeAsync(10);
+    ac.abort();
+    let done = false;
+    void loop.then(() => (done = true));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(done).toBe(true);
+    await vi.advanceTimersByTimeAsync(120_000);
+    expect(n).toBe(1);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});

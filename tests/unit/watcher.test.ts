@@ -1,0 +1,259 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { openDb, type DbHandle } from "@/db/client";
+import { insertSamples, lastTransition, listRestartEvents, sampleRow } from "@/db/queries";
+import { restartEvents, transitions } from "@/db/schema";
+import { restartRecommended, STATE_INFO, type BackendState } from "@/lib/check/states";
+import type { PendingRestart, ProxyReading, Reading, Verdict } from "@/lib/check/types";
+import { parseConfig, type Config } from "@/lib/config";
+import { startWatcher, type Watcher, type WatcherOptions } from "@/lib/watcher";
+import { fleetSnapshot } from "@/lib/watcher/snapshot";
+
+const T0 = Date.UTC(2025, 0, 1);
+let dir: string;
+let h: DbHandle;
+let watchers: Watcher[] = [];
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: T0 });
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-watch-"));
+  h = openDb(path.join(dir, "w.db"));
+});
+afterEach(async () => {
+  for (const w of watchers) await w.stop();
+  watchers = [];
+  vi.useRealTimers();
+  h.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function config(extra: Record<string, unknown> = {}): Config {
+  return parseConfig(
+    {
+      pollIntervalSeconds: 1,
+      stuckAfterSeconds: 3,
+      idleProbeSeconds: 2,
+      recoveryTimeoutSeconds: 10,
+      backends: [
+        { id: "fast", url: "http://127.0.0.1:1", apiKey: "sk-hidden", restart: { command: ["/bin/true"] } },
+        { id: "slow", url: "http://127.0.0.1:2" },
+      ],
+      proxies: [{ id: "lb", url: "http://127.0.0.1:3" }],
+      ...extra,
+    },
+    "test",
+    { env: {} },
+  );
+}
+
+function reading(at: number, start = 1000): Reading {
+  return {
+    at,
+    latencyMs: 1,
+    outcome: "ok",
+    metrics: { processStartTime: start, running: 1, waiting: 0, steps: at, promptTokens: 0, generationTokens: at, finishedRequests: 0, kvCacheUsage: 0.1, models: ["m"] },
+  };
+}
+function verdict(state: BackendState, extra: Partial<Verdict> = {}): Verdict {
+  return {
+    state,
+    health: STATE_INFO[state].health,
+    healthy: STATE_INFO[state].health === "yes",
+    restartRecommended: restartRecommended(state),
+    reasons: [`${state} because`],
+    rates: { stepsPerSecond: 5, generationTokensPerSecond: 7, promptTokensPerSecond: 0 },
+    basis: [],
+    ...extra,
+  };
+}
+
+type Call = { id: string; at: number; history: Reading[]; pending: PendingRestart | null | undefined };
+
+function start(opts: Partial<WatcherOptions> & { states?: Record<string, () => BackendState>; slowMs?: number } = {}) {
+  const calls: Call[] = [];
+  const states = opts.states ?? {};
+  const w = startWatcher({
+    config: opts.config ?? config(),
+    db: h.db,
+    log: () => {},
+    observe: async (target, history, ctx) => {
+      const id = target.url.endsWith(":1") ? "fast" : "slow";
+      const at = Date.now();
+      calls.push({ id, at, history, pending: ctx.pendingRestart });
+      if (id === "slow") {
+        // Hangs far past the interval, until its deadline or an abort (as the real reader does).
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, opts.slowMs ?? 60_000);
+          ctx.read?.signal?.addEventListener("abort", () => (clearTimeout(t), r()), { once: true });
+        });
+      }
+      const state = states[id]?.() ?? "busy";
+      return { reading: reading(at), verdict: verdict(state, state === "idle" && ctx.pendingRestart ? { recovered: true } : {}) };
+    },
+    readProxy: async (_t, _o): Promise<ProxyReading> => ({ at: Date.now(), latencyMs: 1, outcome: "ok", models: ["m"] }),
+    ...opts,
+  });
+  watchers.push(w);
+  return { w, calls };
+}
+
+describe("watcher", () => {
+  it("a slow backend never delays another; reads of one backend never overlap", async () => {
+    const { w, calls } = start();
+    await vi.advanceTimersByTimeAsync(5500);
+    const fast = calls.filter((c) => c.id === "fast").map((c) => c.at - T0);
+    const slow = calls.filter((c) => c.id === "slow");
+    expect(fast).toEqual([0, 1000, 2000, 3000, 4000, 5000]);
+    expect(slow).toHaveLength(1); // still in its first read: no second read piled on
+    // Each read of "fast" saw the earlier ones as history.
+    expect(calls.filter((c) => c.id === "fast").at(-1)!.history).toHaveLength(5);
+    const snap = fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600 });
+    expect(snap.backends.map((b) => [b.id, b.state])).toEqual([
+      ["fast", "busy"],
+      ["slow", "unknown"],
+    ]);
+    expect(snap.proxies[0]).toMatchObject({ id: "lb", state: "up", models: ["m"] });
+    expect(JSON.stringify(snap)).not.toContain("sk-hidden");
+    expect(JSON.stringify(snap)).not.toContain("/bin/true");
+  });
+
+  it("abort (stop) ends every loop, also a read in flight, and writes what is queued", async () => {
+    const { w } = start();
+    await vi.advanceTimersByTimeAsync(2500);
+    await w.stop();
+    expect(w.signal.aborted).toBe(true);
+    const n = (h.sqlite.prepare("SELECT COUNT(*) AS c FROM samples").get() as { c: number }).c;
+    expect(n).toBe(3);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it("stores a transition only on a change, and not again after a restart of stepwatch", async () => {
+    let s: BackendState = "busy";
+    const first = start({ states: { fast: () => s }, config: config({ backends: [{ id: "fast", url: "http://127.0.0.1:1" }], proxies: [] }) });
+    await vi.advanceTimersByTimeAsync(2500);
+    s = "stalled";
+    await vi.advanceTimersByTimeAsync(2000);
+    await first.w.stop();
+    const rows = h.db.select().from(transitions).all();
+    expect(rows.map((r) => [r.fromState, r.toState])).toEqual([
+      [null, "busy"],
+      ["busy", "stalled"],
+    ]);
+    expect(rows[1].reasons).toEqual(["stalled because"]);
+
+    // A new process of stepwatch: seeded from the DB, same state => no duplicate transition.
+    const second = start({ states: { fast: () => s }, config: config({ backends: [{ id: "fast", url: "http://127.0.0.1:1" }], proxies: [] }) });
+    await vi.advanceTimersByTimeAsync(10);
+    expect(second.calls[0].history.map((r) => r.at - T0)).toEqual([0, 1000, 2000, 3000, 4000]); // stored readings reloaded
+    await vi.advanceTimersByTimeAsync(2000);
+    await second.w.stop();
+    expect(h.db.select().from(transitions).all()).toHaveLength(2);
+    expect(second.w.backends.get("fast")!.since).toBe(rows[1].at);
+  });
+
+  it("seeds only readings inside the history window", async () => {
+    const cfg = config({ backends: [{ id: "fast", url: "http://127.0.0.1:1" }], proxies: [] });
+    // window = max(3 * 3 s, 2 * 2 s) = 9 s
+    insertSamples(h.db, [T0 - 20_000, T0 - 8_000, T0 - 1_000].map((at) => sampleRow("fast", reading(at), verdict("busy"))));
+    const { calls } = start({ config: cfg });
+    await vi.advanceTimersByTimeAsync(10);
+    expect(calls[0].history.map((r) => r.at - T0)).toEqual([-8000, -1000]);
+  });
+
+  it("passes the pending restart to observe and resolves it as recovered, with the downtime", async () => {
+    const row = h.db
+      .insert(restartEvents)
+      .values({ backendId: "fast", requestedAt: T0 - 4000, requestedBy: "ana", stateAtRequest: "stuck", healthyAtRequest: false, evidence: { reasons: [], readings: [] }, action: "command: /bin/true", processStartTimeAtRequest: 1000 })
+      .returning()
+      .get();
+    let s: BackendState = "restarting";
+    const { w, calls } = start({ states: { fast: () => s } });
+    await vi.advanceTimersByTimeAsync(10);
+    expect(calls[0].pending).toEqual({ requestedAt: T0 - 4000, processStartTime: 1000 });
+    expect(fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600 }).backends[0]).toMatchObject({
+      pendingRestartId: row.id,
+      cooldownUntil: T0 - 4000 + 600_000,
+      restartConfigured: true,
+    });
+    s = "idle";
+    await vi.advanceTimersByTimeAsync(1000);
+    const ev = listRestartEvents(h.db)[0];
+    expect(ev).toMatchObject({ outcome: "recovered", recoveredAt: T0 + 1000, downtimeSeconds: 5 });
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(calls.filter((c) => c.id === "fast").at(-1)!.pending).toBeNull();
+    expect(fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600 }).backends[0].pendingRestartId).toBeNull();
+  });
+
+  it("times a restart out after recoveryTimeoutSeconds", async () => {
+    h.db
+      .insert(restartEvents)
+      .values({ backendId: "fast", requestedAt: T0, requestedBy: "ana", stateAtRequest: "stuck", healthyAtRequest: false, evidence: { reasons: [], readings: [] }, action: "x" })
+      .run();
+    start({ states: { fast: () => "restarting" } });
+    await vi.advanceTimersByTimeAsync(9500);
+    expect(listRestartEvents(h.db)[0].outcome).toBeNull();
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(listRestartEvents(h.db)[0]).toMatchObject({ outcome: "timed-out", recoveredAt: null });
+  });
+
+  it("when writes fail, polling and the live view go on, the error is shown, and the queue is written later", async () => {
+    const { w, calls } = start({ config: config({ backends: [{ id: "fast", url: "http://127.0.0.1:1" }], proxies: [] }) });
+    h.sqlite.exec("CREATE TRIGGER full BEFORE INSERT ON samples BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END");
+    await vi.advanceTimersByTimeAsync(3500);
+    const snap = fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600 });
+    expect(snap.storageError).toMatch(/disk is full/);
+    expect(snap.backends[0]).toMatchObject({ state: "busy", lastReadAt: T0 + 3000 });
+    expect(h.sqlite.prepare("SELECT COUNT(*) AS c FROM samples").get()).toEqual({ c: 0 });
+    expect(lastTransition(h.db, "backend", "fast")).toBeUndefined();
+    h.sqlite.exec("DROP TRIGGER full");
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(w.store.storageError).toBeNull();
+    await w.stop();
+    // Every reading taken while the disk was "full" is stored now, none twice.
+    expect(h.sqlite.prepare("SELECT COUNT(*) AS c FROM samples").get()).toEqual({ c: calls.length });
+    expect(calls.length).toBeGreaterThanOrEqual(5);
+    expect(lastTransition(h.db, "backend", "fast")?.toState).toBe("busy");
+  });
+
+  it("the write queue is bounded", async () => {
+    const { w } = start({ storeLimits: { maxQueuedSamples: 3, maxQueuedTransitions: 10 }, config: config({ backends: [{ id: "fast", url: "http://127.0.0.1:1" }], proxies: [] }) });
+    h.sqlite.exec("CREATE TRIGGER full BEFORE INSERT ON samples BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+    await vi.advanceTimersByTimeAsync(6500);
+    expect(w.store.dropped).toBe(4);
+    h.sqlite.exec("DROP TRIGGER full");
+    await vi.advanceTimersByTimeAsync(1000);
+    expect((h.sqlite.prepare("SELECT MIN(at) - ? AS first FROM samples").get(T0) as { first: number }).first).toBe(4000);
+  });
+
+  it("proxies: unknown after one failure, down after two, with kind proxy transitions", async () => {
+    let ok = true;
+    const { w } = start({
+      config: config({ backends: [], proxies: [{ id: "lb", url: "http://127.0.0.1:3" }] }),
+      readProxy: async () => (ok ? { at: Date.now(), latencyMs: 1, outcome: "ok", models: ["a", "b"] } : { at: Date.now(), latencyMs: 1, outcome: "refused", error: "ECONNREFUSED", models: [] }),
+    });
+    await vi.advanceTimersByTimeAsync(1500);
+    ok = false;
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(w.proxies.get("lb")!.state).toBe("down");
+    await w.stop();
+    const rows = h.db.select().from(transitions).all();
+    expect(rows.map((r) => [r.kind, r.fromState, r.toState])).toEqual([
+      ["proxy", null, "up"],
+      ["proxy", "up", "unknown"],
+      ["proxy", "unknown", "down"],
+    ]);
+  });
+
+  it("runs retention periodically with the injected clock", async () => {
+    const cfg = config({ backends: [], proxies: [], retention: { rawHours: 1, rollupDays: 1 } });
+    insertSamples(h.db, [sampleRow("gone", reading(T0 - 2 * 3600_000), verdict("busy"))]);
+    start({ config: cfg, retentionIntervalMs: 60_000 });
+    await vi.advanceTimersByTimeAsync(10);
+    expect(h.sqlite.prepare("SELECT COUNT(*) AS c FROM samples").get()).toEqual({ c: 0 });
+    expect(h.sqlite.prepare("SELECT COUNT(*) AS c FROM sample_minutes").get()).toEqual({ c: 1 });
+    await vi.advanceTimersByTimeAsync(24 * 3600_000); // a day passes in milliseconds
+    expect(h.sqlite.prepare("SELECT COUNT(*) AS c FROM sample_minutes").get()).toEqual({ c: 0 });
+  });
+});
