@@ -1,0 +1,30 @@
+import { z } from "zod";
+import { respond } from "@/lib/api/respond";
+import { DomainError } from "@/lib/errors";
+import { getHistory } from "@/lib/fleet";
+
+export const dynamic = "force-dynamic";
+export const runtime = "nodejs";
+
+const HOUR = 3600_000;
+const ms = z.coerce.number().int().nonnegative();
+const Query = z
+  .object({ from: ms.optional(), to: ms.optional() })
+  .refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, { message: "from must be before to", path: ["from"] });
+
+/** GET /api/backends/{id}/history?from=&to= (ms since epoch; default the last hour). */
+export async function GET(req: Request, ctx: { params: Promise<{ id: string }> }): Promise<Response> {
+  const { id } = await ctx.params;
+  return respond(() => {
+    const sp = new URL(req.url).searchParams;
+    const q = Query.safeParse({ from: sp.get("from") ?? undefined, to: sp.get("to") ?? undefined });
+    if (!q.success) {
+      const i = q.error.issues[0];
+      throw new DomainError("bad-request", `${i.path.join(".") || "query"}: ${i.message}`);
+    }
+    const to = q.data.to ?? Date.now();
+    const from = q.data.from ?? to - HOUR;
+    if (from >= to) throw new DomainError("bad-request", "from: from must be before to");
+    return getHistory(id, from, to);
+  });
+}

@@ -1,0 +1,13 @@
+/**
+ * Starts the watcher once per server process. Next compiles register() for the Edge runtime too,
+ * so every Node-only module is imported dynamically inside the nodejs branch; lib/runtime keeps
+ * the instance on globalThis, which also guards against a second start (dev reloads).
+ */
+export async function register(): Promise<void> {
+  if (process.env.NEXT_RUNTIME === "nodejs") {
+    // `next build` may load this file while collecting pages: watching belongs to `next start`.
+    if (process.env.NEXT_PHASE === "phase-production-build") return;
+    const { startFromInstrumentation } = await import("./lib/runtime");
+    await startFromInstrumentation();
+  }
+}

@@ -1,0 +1,22 @@
+/**
+ * The one error mapping of route handlers: a DomainError becomes its HTTP status (lib/errors.ts),
+ * anything else a 500 whose body says nothing about internals (the log has the stack).
+ */
+import { DomainError, httpStatus } from "../errors";
+
+export function errorResponse(e: unknown): Response {
+  if (e instanceof DomainError) {
+    return Response.json({ error: e.code, message: e.message, ...(e.details ? { details: e.details } : {}) }, { status: httpStatus(e.code) });
+  }
+  console.error("stepwatch: unexpected error in a route:", e);
+  return Response.json({ error: "internal", message: "internal error (see the server log)" }, { status: 500 });
+}
+
+/** Runs a lib verb and answers its result as JSON (no caching: every answer is live). */
+export async function respond<T>(verb: () => Promise<T> | T, status = 200): Promise<Response> {
+  try {
+    return Response.json(await verb(), { status, headers: { "cache-control": "no-store" } });
+  } catch (e) {
+    return errorResponse(e);
+  }
+}

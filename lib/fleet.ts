@@ -1,0 +1,37 @@
+/**
+ * The read verbs of the JSON API: the fleet from the watcher's memory (no backend is touched),
+ * a backend's history and the restart log from SQLite. Route handlers only parse and call these.
+ */
+import type { FleetResponse, HistoryResponse, RestartEventDTO } from "./api/types";
+import { DomainError } from "./errors";
+import { getRuntime, type Runtime } from "./runtime";
+import { fleetSnapshot, historyOf, restartsOf } from "./watcher/snapshot";
+
+export async function getFleet(now: number = Date.now()): Promise<FleetResponse> {
+  const rt = await getRuntime();
+  return fleetSnapshot(rt.watcher, { demo: rt.demo, now, restartCooldownSeconds: rt.config.restartCooldownSeconds });
+}
+
+function knownBackend(rt: Runtime, id: string): void {
+  if (!rt.config.backends.some((b) => b.id === id)) throw new DomainError("not-found", `no backend "${id}" in the config`);
+}
+
+function fromStorage<T>(what: string, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    throw new DomainError("unavailable", `cannot read ${what} from the database: ${(e as Error).message}`);
+  }
+}
+
+export async function getHistory(id: string, from: number, to: number): Promise<HistoryResponse> {
+  const rt = await getRuntime();
+  knownBackend(rt, id);
+  return fromStorage("the history", () => historyOf(rt.db.db, id, from, to));
+}
+
+export async function listRestarts(filter: { backendId?: string; limit?: number } = {}): Promise<RestartEventDTO[]> {
+  const rt = await getRuntime();
+  if (filter.backendId !== undefined) knownBackend(rt, filter.backendId);
+  return fromStorage("the restart log", () => restartsOf(rt.db.db, filter));
+}

@@ -1,0 +1,106 @@
+/**
+ * The process-wide runtime: config, database, watcher, created once per server process.
+ * Next 16 loads instrumentation.ts and each route handler as separate module instances, so the
+ * single instance lives on globalThis (a module-level variable would start a second watcher).
+ * Routes may be hit before instrumentation finished starting: they await the same promise.
+ */
+import { openDb, resolveDbPath, type DbHandle } from "../db/client";
+import { ConfigError, loadConfig, parseConfig, resolveConfigPath, type Config } from "./config";
+import { startWatcher, type Watcher } from "./watcher";
+
+export interface Runtime {
+  config: Config;
+  db: DbHandle;
+  watcher: Watcher;
+  /** True when no config file was found and the embedded demo fleet is being watched. */
+  demo: boolean;
+  startedAt: number;
+  /** Stops the watcher (and the demo fleet), writes what is queued, closes the database. */
+  stop(): Promise<void>;
+}
+
+const KEY = Symbol.for("stepwatch.runtime");
+type Holder = { [KEY]?: Promise<Runtime> };
+
+export function getRuntime(): Promise<Runtime> {
+  const g = globalThis as Holder;
+  g[KEY] ??= startRuntime();
+  return g[KEY];
+}
+
+/** The runtime if it already started, else null (never starts one). */
+export function peekRuntime(): Promise<Runtime> | null {
+  return (globalThis as Holder)[KEY] ?? null;
+}
+
+async function startRuntime(): Promise<Runtime> {
+  const startedAt = Date.now();
+  const configPath = resolveConfigPath();
+  let config: Config;
+  let stopDemo: (() => Promise<void>) | null = null;
+  if (configPath) {
+    config = loadConfig(configPath);
+    console.log(`stepwatch: config ${configPath}: ${config.backends.length} backend(s), ${config.proxies.length} proxy(ies)`);
+  } else {
+    // Loaded only when needed: the demo fleet is simulators and load generators.
+    const { startDemoFleet } = await import("./demo");
+    const demo = await startDemoFleet();
+    stopDemo = () => demo.stop();
+    try {
+      config = parseConfig(demo.config, "demo", { allowInlinePasswords: true });
+    } catch (e) {
+      await demo.stop();
+      throw e;
+    }
+    console.log(
+      "stepwatch: no config (STEPWATCH_CONFIG unset and no ./stepwatch.config.json): watching the embedded DEMO fleet of simulated backends",
+    );
+  }
+  for (const w of config.warnings) console.warn(`stepwatch: ${w}`);
+
+  const dbPath = resolveDbPath();
+  let db: DbHandle;
+  try {
+    db = openDb(dbPath);
+  } catch (e) {
+    await stopDemo?.();
+    throw e;
+  }
+  const watcher = startWatcher({ config, db: db.db });
+  console.log(`stepwatch: database ${dbPath}; polling every ${config.pollIntervalSeconds} s`);
+
+  let stopping: Promise<void> | null = null;
+  const rt: Runtime = {
+    config,
+    db,
+    watcher,
+    demo: stopDemo !== null,
+    startedAt,
+    stop: () =>
+      (stopping ??= (async () => {
+        await watcher.stop();
+        await stopDemo?.();
+        db.close();
+      })()),
+  };
+
+  // Synchronous on purpose: Next's own SIGTERM handler may exit right after ours returns, and a
+  // better-sqlite3 write is synchronous, so the queued readings are on disk before that.
+  const onSignal = () => {
+    watcher.stopNow();
+  };
+  process.once("SIGTERM", onSignal);
+  process.once("SIGINT", onSignal);
+  return rt;
+}
+
+/** For instrumentation.ts: start once; a bad config (or an unusable DB) ends the process non-zero. */
+export async function startFromInstrumentation(): Promise<void> {
+  try {
+    await getRuntime();
+  } catch (e) {
+    if (e instanceof ConfigError) console.error(`stepwatch: ${e.message}`);
+    else console.error(`stepwatch: cannot start: ${(e as Error)?.message ?? String(e)}`);
+    process.exit(1);
+  }
+}
