@@ -33,10 +33,10 @@ export function renderMetrics(model: VllmSimModel, extra: { openConnections?: nu
   const engines = model.engines;
 
   /** A counter family and, unless multiprocess, its `_created` gauge family. */
-  const counter = (base: string, help: string, samples: Array<[Labels, number]>) => {
+  const counter = (base: string, help: string, samples: Array<[Labels, number]>, withCreated = true) => {
     x.family(`${base}_total`, "counter", help);
     for (const [l, v] of samples) x.sample(`${base}_total`, l, v);
-    if (multiApiServer) return;
+    if (multiApiServer || !withCreated) return;
     x.family(`${base}_created`, "gauge", help);
     samples.forEach(([l], i) => x.sample(`${base}_created`, l, created + i * 1e-4));
   };
@@ -49,9 +49,10 @@ export function renderMetrics(model: VllmSimModel, extra: { openConnections?: nu
   // Multiprocess mode (several API servers) has neither the process nor the platform collector.
   if (!multiApiServer) {
     const gens = ["0", "1", "2"];
-    counter("python_gc_objects_collected", "Objects collected during gc", gens.map((g, i) => [{ generation: g }, Math.floor((40000 + uptime * 3) / (i * 6 + 1))]));
-    counter("python_gc_objects_uncollectable", "Uncollectable objects found during GC", gens.map((g) => [{ generation: g }, 0]));
-    counter("python_gc_collections", "Number of times this generation was collected", gens.map((g, i) => [{ generation: g }, Math.floor((2000 + uptime) / (i * 10 + 1))]));
+    // The GC collector is a custom collector: no _created families, as in a real scrape.
+    counter("python_gc_objects_collected", "Objects collected during gc", gens.map((g, i) => [{ generation: g }, Math.floor((40000 + uptime * 3) / (i * 6 + 1))]), false);
+    counter("python_gc_objects_uncollectable", "Uncollectable objects found during GC", gens.map((g) => [{ generation: g }, 0]), false);
+    counter("python_gc_collections", "Number of times this generation was collected", gens.map((g, i) => [{ generation: g }, Math.floor((2000 + uptime) / (i * 10 + 1))]), false);
     gauge("python_info", "Python platform information", [[{ implementation: "CPython", major: "3", minor: "12", patchlevel: "13", version: "3.12.13" }, 1]]);
     gauge("process_virtual_memory_bytes", "Virtual memory size in bytes.", [[{}, 2.3467474944e10]]);
     gauge("process_resident_memory_bytes", "Resident memory size in bytes.", [[{}, 3.145728e9]]);

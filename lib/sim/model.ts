@@ -131,8 +131,9 @@ export class VllmSimModel {
     if (!(LIVE_MODES as readonly string[]).includes(mode)) throw new Error(`unknown simulator mode "${mode}"`);
     const t = this.simNow();
     for (const e of this.engines) e.setFrozen(false, t);
-    if (mode === "waiting-hang") for (const e of this.engines) e.preemptAll(t);
+    // Freeze first: preempting a live engine would let it admit the work again at once.
     if (mode === "hang" || mode === "waiting-hang") for (const e of this.engines) e.setFrozen(true, t);
+    if (mode === "waiting-hang") for (const e of this.engines) e.preemptAll(t);
     if (mode === "waiting-hang") {
       // A frozen engine queues without admitting: these stay waiting.
       const want = Math.max(opts.waiting ?? 1, 0);

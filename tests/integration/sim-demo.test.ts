@@ -1,0 +1,72 @@
+import { spawn } from "node:child_process";
+import path from "node:path";
+import readline from "node:readline";
+import { afterEach, describe, expect, it } from "vitest";
+import { parseConfig } from "@/lib/config";
+import { DEMO_SCRIPT, startDemoFleet, type DemoFleet } from "@/lib/demo";
+import { call, waitFor } from "./sim-support";
+
+let fleet: DemoFleet | null = null;
+afterEach(async () => {
+  await fleet?.stop();
+  fleet = null;
+});
+
+describe("demo fleet", () => {
+  it("returns a valid stepwatch config and plays the scripted day: load, a hang, a crash and its return", async () => {
+    const timeScale = 60; // hang at 2 s, crash at 4 s for 1 s
+    fleet = await startDemoFleet({ timeScale, weightsLoadSeconds: 0.3 });
+    const config = parseConfig(fleet.config, "demo", { allowInlinePasswords: true });
+    expect(config.backends.map((b) => b.id)).toEqual(["gb10-a", "gb10-b"]);
+    expect(config.proxies.map((p) => p.id)).toEqual(["gb10-proxy"]);
+    expect(fleet.config.stuckAfterSeconds).toBe(30);
+    const a = fleet.simulators["gb10-a"];
+    const b = fleet.simulators["gb10-b"];
+    expect(config.backends[0].restart).toMatchObject({ kind: "webhook", url: `${a.url}/_sim/restart`, method: "POST" });
+
+    await waitFor("the batch job on both backends", () => a.state().running >= 2 && b.state().running >= 2, 5000);
+    expect(JSON.parse((await call(`${fleet.proxy.url}/v1/models`)).body).data[0].id).toBe("gb10/llama-3.1-70b-fp8");
+
+    await waitFor("gb10-a to hang", () => a.mode() === "hang", ((DEMO_SCRIPT.hangAt + 30) * 1000) / timeScale);
+    await waitFor("gb10-b to crash", () => b.phase() === "crashed", ((DEMO_SCRIPT.crashAt - DEMO_SCRIPT.hangAt + 30) * 1000) / timeScale);
+    expect((await call(`${b.url}/metrics`)).error).toBe("ECONNREFUSED");
+    await waitFor("gb10-b back as a new process", () => b.phase() === "listening" && b.state().generation === 2, 5000);
+
+    // The operator's restart (the config's webhook) cures the hang.
+    expect((await call(`${a.url}/_sim/restart`, { method: "POST", body: {} })).status).toBe(202);
+    await waitFor("gb10-a back after its restart", () => a.phase() === "listening" && a.state().generation === 2, 5000);
+    expect(a.mode()).toBe("normal");
+
+    await fleet.stop();
+    expect((await call(`${a.url}/health`)).error).toBe("ECONNREFUSED");
+    expect((await call(`${fleet.proxy.url}/v1/models`)).error).toBe("ECONNREFUSED");
+  });
+});
+
+describe("sim CLI", () => {
+  it("prints one JSON line when ready, serves, and exits 0 on SIGTERM", async () => {
+    const root = path.resolve(__dirname, "../..");
+    const child = spawn(process.execPath, ["--import", "tsx", "lib/sim/cli.ts", "--count", "2", "--proxy", "0", "--model", "cli/model"], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error("the CLI printed no ready line in 20 s")), 20_000);
+        readline.createInterface({ input: child.stdout! }).once("line", (l) => {
+          clearTimeout(timer);
+          resolve(l);
+        });
+        child.once("exit", (code) => reject(new Error(`the CLI exited with ${code}`)));
+      });
+      const ready = JSON.parse(line) as { ready: boolean; simulators: Array<{ url: string }>; proxy: { url: string } };
+      expect(ready.ready).toBe(true);
+      expect(ready.simulators).toHaveLength(2);
+      for (const s of ready.simulators) expect((await call(`${s.url}/metrics`)).status).toBe(200);
+      expect(JSON.parse((await call(`${ready.proxy.url}/v1/models`)).body).data[0].id).toBe("cli/model");
+      const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+      expect((await call(`${ready.simulators[0].url}/health`)).error).toBe("ECONNREFUSED");
+    } finally {
+      if (child.exitCode === null) child.kill("SIGKILL");
+    }
+  });
+});
