@@ -34,7 +34,8 @@ export interface OpenDbOptions {
 }
 
 export function openDb(file: string = resolveDbPath(), opts: OpenDbOptions = {}): DbHandle {
-  fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  // The DB path is chosen at run time (STEPWATCH_DB): tell Turbopack not to trace the project for it.
+  fs.mkdirSync(path.dirname(path.resolve(/*turbopackIgnore: true*/ file)), { recursive: true });
   const sqlite = new Database(file, { timeout: opts.busyTimeoutMs ?? 2000 });
   try {
     sqlite.pragma("journal_mode = WAL");
