@@ -190,3 +190,22 @@ describe("a bad config", () => {
     expect(a.output()).toContain("backends[1].url: Invalid URL");
   });
 });
+
+describe("no config at all", () => {
+  it("watches the embedded demo fleet and says so", async () => {
+    const a = await spawnApp({ STEPWATCH_CONFIG: "", STEPWATCH_DB: path.join(dir, "demo.db") });
+    try {
+      const f = await until("the demo fleet answering", async () => {
+        if (a.proc.exitCode !== null) throw new Error(`the app exited:\n${a.output()}`);
+        const r = await getJson<FleetResponse>(`${a.url}/api/fleet`);
+        return r?.status === 200 && r.body.backends.some((b) => b.lastReadAt !== null) ? r.body : null;
+      }, 60_000);
+      expect(f.demo).toBe(true);
+      expect(f.backends.length).toBeGreaterThanOrEqual(2);
+      expect(f.proxies.length).toBeGreaterThanOrEqual(1);
+      expect(a.output()).toMatch(/DEMO fleet/);
+    } finally {
+      await a.stop();
+    }
+  });
+});
