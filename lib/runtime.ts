@@ -86,8 +86,11 @@ async function startRuntime(): Promise<Runtime> {
 
   // Synchronous on purpose: Next's own SIGTERM handler may exit right after ours returns, and a
   // better-sqlite3 write is synchronous, so the queued readings are on disk before that.
-  const onSignal = () => {
+  const onSignal = (sig: NodeJS.Signals) => {
     watcher.stopNow();
+    // If nobody else (Next) handles the signal, our listener must not swallow it: re-raise it
+    // now that ours is removed, so the default action ends the process.
+    if (process.listenerCount(sig) === 0) process.kill(process.pid, sig);
   };
   process.once("SIGTERM", onSignal);
   process.once("SIGINT", onSignal);
