@@ -28,6 +28,8 @@ export function pythonFloatRepr(d: number): string {
  * positive value with more than 6 digits before the dot is rewritten as "d.ddd" + "e+0" + digits.
  */
 export function formatValue(d: number): string {
+  // Fast path for the common case (counts): small non-negative integers print as "N.0".
+  if (Number.isInteger(d) && d >= 0 && d < 1e6) return `${d}.0`;
   if (d === Infinity) return "+Inf";
   if (d === -Infinity) return "-Inf";
   if (Number.isNaN(d)) return "NaN";
@@ -63,6 +65,12 @@ export class Exposition {
 
   sample(name: string, labels: Labels, value: number): this {
     this.lines.push(`${name}${formatLabels(labels)} ${formatValue(value)}`);
+    return this;
+  }
+
+  /** A sample whose label set is already formatted (hot loops: histogram buckets of 1000 backends). */
+  sampleFormatted(name: string, labelText: string, value: number): this {
+    this.lines.push(`${name}${labelText} ${formatValue(value)}`);
     return this;
   }
 

@@ -4,7 +4,7 @@
  */
 import type { Engine } from "./engine";
 import { FINISH_REASONS } from "./engine";
-import { Exposition, formatValue, type Labels } from "./format";
+import { Exposition, formatLabels, formatValue, type Labels } from "./format";
 import type { Histogram } from "./histogram";
 import type { VllmSimModel } from "./model";
 
@@ -98,7 +98,8 @@ export function renderMetrics(model: VllmSimModel, extra: { openConnections?: nu
     x.family(name, "histogram", help);
     engines.forEach((e, i) => {
       const h = pick(e);
-      for (const [le, n] of h.cumulative()) x.sample(`${name}_bucket`, { ...engineLabels(i), le: leLabel(le) }, n);
+      const bucketLabels = bucketLabelTexts(modelName, i, h.bounds);
+      h.cumulative().forEach(([, n], b) => x.sampleFormatted(`${name}_bucket`, bucketLabels[b], n));
       x.sample(`${name}_count`, engineLabels(i), h.count);
       x.sample(`${name}_sum`, engineLabels(i), h.sum);
     });
@@ -138,7 +139,19 @@ export function renderMetrics(model: VllmSimModel, extra: { openConnections?: nu
   return x.text();
 }
 
-/** `le` label text as the Python client prints bounds: "1.0", "0.005", "+Inf". */
-function leLabel(bound: number): string {
-  return formatValue(bound); // bounds use the value formatting, and Infinity prints "+Inf"
+/**
+ * Formatted label sets of one histogram's buckets, `le` printed like the Python client ("1.0",
+ * "0.005", "+Inf"). Memoised: they never change, and formatting them on every scrape dominated
+ * the render cost with a thousand simulated backends in one process.
+ */
+const bucketLabelCache = new Map<string, string[]>();
+function bucketLabelTexts(modelName: string, engine: number, bounds: readonly number[]): string[] {
+  const key = `${modelName}\u0000${engine}\u0000${bounds.join(",")}`;
+  let texts = bucketLabelCache.get(key);
+  if (!texts) {
+    texts = [...bounds, Infinity].map((b) => formatLabels({ engine: String(engine), le: formatValue(b), model_name: modelName }));
+    if (bucketLabelCache.size > 10_000) bucketLabelCache.clear(); // bound it if names keep changing
+    bucketLabelCache.set(key, texts);
+  }
+  return texts;
 }

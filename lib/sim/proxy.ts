@@ -130,7 +130,7 @@ export async function startLeastConnProxy(opts: ProxyOptions): Promise<LeastConn
     });
   }
 
-  const server = http.createServer(async (req, res) => {
+  const server = http.createServer({ connectionsCheckingInterval: 600_000 }, async (req, res) => {
     const entry: ProxyReceived = { method: req.method ?? "GET", path: new URL(req.url ?? "/", "http://proxy").pathname, at: clock(), backend: null, status: null };
     log.push(entry);
     if (log.length > LOG_LIMIT) log.splice(0, LOG_LIMIT / 10);
@@ -151,7 +151,9 @@ export async function startLeastConnProxy(opts: ProxyOptions): Promise<LeastConn
     const text = JSON.stringify({ error: "no backend reachable" });
     res.writeHead(502, { "content-type": "application/json", "content-length": Buffer.byteLength(text) }).end(text);
   });
+  // Long completions pass through: no deadlines, and so no need for node's checking timer.
   server.requestTimeout = 0;
+  server.headersTimeout = 0;
   const port = await new Promise<number>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.port ?? 0, host, () => resolve((server.address() as AddressInfo).port));

@@ -174,6 +174,8 @@ function readBody(req: IncomingMessage): Promise<string> {
     });
     req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
     req.on("error", reject);
+    // A client that leaves mid-body sends neither "end" nor "error": do not wait for it forever.
+    req.on("close", () => reject(new HttpError(400, "client closed the connection before the body ended")));
   });
 }
 
@@ -275,9 +277,13 @@ class SimulatorImpl implements Simulator {
   // ---- lifecycle ------------------------------------------------------------------------------
 
   private async openListener(): Promise<void> {
-    const server = http.createServer((req, res) => void this.handle(req, res));
-    // A queued completion may wait for minutes, like on a loaded vLLM: no server-side time limit.
-    server.requestTimeout = 0;
+    // No request/headers deadlines: a queued completion may wait for minutes, as on a loaded vLLM.
+    // With no deadline to enforce, node:http's per-server checking timer is slowed to a crawl
+    // (a thousand simulated backends share one process).
+    const server = http.createServer(
+      { requestTimeout: 0, headersTimeout: 0, connectionsCheckingInterval: 600_000 },
+      (req, res) => void this.handle(req, res),
+    );
     for (let attempt = 0; ; attempt++) {
       try {
         this.port = await listen(server, this.port, this.host);
