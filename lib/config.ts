@@ -261,11 +261,13 @@ export function loadConfig(file: string, opts: ParseOptions = {}): Config {
 /**
  * STEPWATCH_CONFIG if set (it must exist: a typo must not silently start the demo), else
  * ./stepwatch.config.json when present, else null (the embedded demo fleet runs).
+ * STEPWATCH_DEMO=1 (`npm run demo`) asks for the demo fleet whatever config is around.
  */
 export function resolveConfigPath(
   env: Record<string, string | undefined> = process.env,
   cwd: string = process.cwd(),
 ): string | null {
+  if (env.STEPWATCH_DEMO === "1") return null;
   const explicit = env.STEPWATCH_CONFIG;
   if (explicit) return path.resolve(cwd, explicit);
   const local = path.join(cwd, "stepwatch.config.json");

@@ -135,5 +135,6 @@ describe("loadConfig / resolveConfigPath", () => {
     fs.writeFileSync(path.join(dir, "stepwatch.config.json"), "{}");
     expect(resolveConfigPath({}, dir)).toBe(path.join(dir, "stepwatch.config.json"));
     expect(resolveConfigPath({ STEPWATCH_CONFIG: "x/other.json" }, dir)).toBe(path.join(dir, "x/other.json"));
+    expect(resolveConfigPath({ STEPWATCH_DEMO: "1", STEPWATCH_CONFIG: "x/other.json" }, dir)).toBeNull();
   });
 });
