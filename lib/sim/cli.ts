@@ -19,12 +19,14 @@ export interface CliArgs {
   load: boolean;
   demo: boolean;
   mode: SimMode | null;
+  /** Keep running when the parent process dies (default: exit, see watchParent). */
+  stayIfOrphaned: boolean;
   sim: SimulatorOptions;
 }
 
 const USAGE = `usage: sim [--port N]... [--ports A-B] [--count N] [--host H] [--model NAME] [--engines N]
   [--max-num-seqs N] [--weights-load-seconds S] [--time-scale X] [--multi-api-server] [--api-key K]
-  [--mode ${SIM_MODES.join("|")}] [--proxy PORT] [--load] [--demo]`;
+  [--mode ${SIM_MODES.join("|")}] [--proxy PORT] [--load] [--demo] [--stay-if-orphaned]`;
 
 function num(flag: string, value: string | undefined): number {
   const n = Number(value);
@@ -40,7 +42,7 @@ function port(flag: string, value: string | undefined): number {
 
 /** Parse argv (without node and the script). Pure, so it is unit-tested. */
 export function parseCliArgs(argv: string[]): CliArgs {
-  const out: CliArgs = { ports: [], count: null, proxyPort: null, load: false, demo: false, mode: null, sim: {} };
+  const out: CliArgs = { ports: [], count: null, proxyPort: null, load: false, demo: false, mode: null, stayIfOrphaned: false, sim: {} };
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
     const next = () => argv[++i];
@@ -99,6 +101,9 @@ export function parseCliArgs(argv: string[]): CliArgs {
       case "--demo":
         out.demo = true;
         break;
+      case "--stay-if-orphaned":
+        out.stayIfOrphaned = true;
+        break;
       case "--help":
       case "-h":
         throw new Error(USAGE);
@@ -107,6 +112,22 @@ export function parseCliArgs(argv: string[]): CliArgs {
     }
   }
   return out;
+}
+
+/**
+ * Exit when the parent dies. Started through the tsx wrapper (npx tsx, npm run sim), a SIGTERM
+ * sent to the wrapper alone kills it without passing the signal on, which would leave this
+ * process orphaned and still holding its ports. One slow timer per CLI process, not per backend.
+ */
+function watchParent(onOrphaned: () => void): void {
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid !== parent) {
+      clearInterval(timer);
+      onOrphaned();
+    }
+  }, 1000);
+  timer.unref();
 }
 
 async function main(): Promise<void> {
@@ -121,6 +142,7 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => void stop(0));
   process.on("SIGINT", () => void stop(0));
+  if (!args.stayIfOrphaned) watchParent(() => void stop(0));
 
   try {
     if (args.demo) {

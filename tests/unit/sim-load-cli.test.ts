@@ -34,10 +34,10 @@ describe("incident load schedule", () => {
 
 describe("sim CLI arguments", () => {
   it("parses ports, ranges and simulator options", () => {
-    const a = parseCliArgs(["--port", "8001", "--port", "8002", "--ports", "9000-9002", "--weights-load-seconds", "0.5", "--time-scale", "10", "--multi-api-server", "--model", "m", "--engines", "2", "--max-num-seqs", "4", "--api-key", "k", "--proxy", "8100", "--load", "--mode", "hang"]);
+    const a = parseCliArgs(["--port", "8001", "--port", "8002", "--ports", "9000-9002", "--weights-load-seconds", "0.5", "--time-scale", "10", "--multi-api-server", "--model", "m", "--engines", "2", "--max-num-seqs", "4", "--api-key", "k", "--proxy", "8100", "--load", "--mode", "hang", "--stay-if-orphaned"]);
     expect(a.ports).toEqual([8001, 8002, 9000, 9001, 9002]);
     expect(a.sim).toEqual({ weightsLoadSeconds: 0.5, timeScale: 10, multiApiServer: true, modelName: "m", engines: 2, maxNumSeqs: 4, apiKey: "k" });
-    expect(a).toMatchObject({ proxyPort: 8100, load: true, mode: "hang", demo: false });
+    expect(a).toMatchObject({ proxyPort: 8100, load: true, mode: "hang", demo: false, stayIfOrphaned: true });
   });
 
   it("names what is wrong", () => {
