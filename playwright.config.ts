@@ -6,13 +6,15 @@
 import { defineConfig, devices } from "@playwright/test";
 import { APP_PORT, APP_URL, CONFIG_FILE, DB_FILE, OPERATOR, OPERATOR_ENV, SIMS, SIM_WEIGHTS_LOAD_SECONDS } from "./tests/e2e/support/stack";
 
-const simServers = Object.entries(SIMS).map(([id, port]) => ({
-  command: `node ./node_modules/tsx/dist/cli.mjs lib/sim/cli.ts --port ${port} --weights-load-seconds ${SIM_WEIGHTS_LOAD_SECONDS} --model e2e/${id}`,
-  url: `http://127.0.0.1:${port}/health`,
+const ports = Object.values(SIMS);
+/** One simulator process serving every e2e backend (each on its own port, as separate servers). */
+const simServer = {
+  command: `node ./node_modules/tsx/dist/cli.mjs lib/sim/cli.ts ${ports.map((p) => `--port ${p}`).join(" ")} --weights-load-seconds ${SIM_WEIGHTS_LOAD_SECONDS} --model e2e/llama`,
+  url: `http://127.0.0.1:${ports[ports.length - 1]}/health`,
   reuseExistingServer: false,
   timeout: 30_000,
   stdout: "ignore" as const,
-}));
+};
 
 export default defineConfig({
   testDir: "./tests/e2e",
@@ -50,7 +52,7 @@ export default defineConfig({
     },
   ],
   webServer: [
-    ...simServers,
+    simServer,
     {
       // prepare.ts writes a fresh config and removes the old database; `exec` makes next-server
       // the process Playwright stops (no orphan behind a shell).

@@ -19,6 +19,9 @@ const SPARK_SERIES = [
   { label: "gen tok/s", color: "--series-2", scale: "tok" },
 ];
 
+/** A few requests / a few tokens per second fill a fifth of the height, not all of it. */
+const SPARK_FLOORS = { req: 4, tok: 20 };
+
 function Sparkline({ b }: { b: FleetBackend }) {
   const data = useMemo(() => toSparkline(b.recent), [b.recent]);
   return (
@@ -26,6 +29,7 @@ function Sparkline({ b }: { b: FleetBackend }) {
       data={data}
       series={SPARK_SERIES}
       height={44}
+      yFloors={SPARK_FLOORS}
       sparkline
       ariaLabel={`${b.id}: running requests and generation tokens per second over the last minutes`}
     />

@@ -50,7 +50,7 @@ export function RestartsTable({ restarts, showBackend = true }: { restarts: Rest
         <tbody>
           {restarts.map((r) => (
             <tr key={r.id} data-testid={`restart-row-${r.id}`} data-backend={r.backendId}>
-              <td className="mono">{formatDateTime(r.requestedAt)}</td>
+              <td className="mono when">{formatDateTime(r.requestedAt)}</td>
               {showBackend ? (
                 <td>
                   <Link href={`/backends/${encodeURIComponent(r.backendId)}`}>{r.backendId}</Link>

@@ -32,6 +32,11 @@ export interface TimeChartProps {
   xRange?: [number, number];
   /** Fixed y range per scale, e.g. { pct: [0, 100] }. */
   yRanges?: Record<string, [number, number]>;
+  /**
+   * Smallest top of an auto-scaled y axis per scale: an idle backend's 1-token probes must not
+   * fill a sparkline as if it were at full speed.
+   */
+  yFloors?: Record<string, number>;
   /** No axes, legend or cursor: the fleet card's sparkline. */
   sparkline?: boolean;
   ariaLabel: string;
@@ -63,7 +68,7 @@ function useColorScheme(): string {
 }
 
 export function TimeChart(props: TimeChartProps) {
-  const { data, series, height, markers, xRange, yRanges, sparkline, ariaLabel, testId } = props;
+  const { data, series, height, markers, xRange, yRanges, yFloors, sparkline, ariaLabel, testId } = props;
   const host = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlotType | null>(null);
   const markersRef = useRef<Marker[]>(markers ?? []);
@@ -71,7 +76,7 @@ export function TimeChart(props: TimeChartProps) {
   const xRangeRef = useRef(xRange);
   const scheme = useColorScheme();
   // The series definitions rarely change; key the (re)creation on their text form.
-  const seriesKey = JSON.stringify(series.map(({ format: _f, ...s }) => s)) + JSON.stringify(yRanges ?? {});
+  const seriesKey = JSON.stringify(series.map(({ format: _f, ...s }) => s)) + JSON.stringify(yRanges ?? {}) + JSON.stringify(yFloors ?? {});
 
   dataRef.current = data;
   xRangeRef.current = xRange;
@@ -93,7 +98,7 @@ export function TimeChart(props: TimeChartProps) {
         const fixed = yRanges?.[key];
         scales[key] = fixed
           ? { range: [fixed[0], fixed[1]] }
-          : { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] };
+          : { range: (_u, _min, max) => [0, Math.max(max > 0 ? max * 1.1 : 1, yFloors?.[key] ?? 0)] };
       }
       const toneColors = { ok: cssVar("--ok"), warn: cssVar("--warn"), bad: cssVar("--bad"), info: cssVar("--info"), muted: cssVar("--muted") };
       const drawMarkers = (u: uPlotType) => {
@@ -114,7 +119,10 @@ export function TimeChart(props: TimeChartProps) {
           ctx.stroke();
           if (m.kind === "restart") {
             ctx.fillStyle = color;
-            ctx.fillText("restart", x + 3 * dpr, u.bbox.top + 11 * dpr);
+            // Label on the side with room, so a restart at the right edge is not cut off.
+            const w = ctx.measureText("restart").width;
+            const right = x + 3 * dpr + w <= u.bbox.left + u.bbox.width;
+            ctx.fillText("restart", right ? x + 3 * dpr : x - 3 * dpr - w, u.bbox.top + 11 * dpr);
           }
         }
         ctx.restore();

@@ -6,14 +6,14 @@
 
 const DASH = "—";
 
-/** "12.3" / "0.45" / "1.2k": rates read at a glance, three significant figures at most. */
+/** "126" / "12.3" / "8.0" / "0.45" / "1.2k": rates read at a glance, three significant figures at most. */
 export function formatRate(v: number | null | undefined): string {
   if (v === null || v === undefined || !Number.isFinite(v)) return DASH;
   const a = Math.abs(v);
   if (a >= 10_000) return `${(v / 1000).toFixed(0)}k`;
   if (a >= 1000) return `${(v / 1000).toFixed(1)}k`;
   if (a >= 100) return v.toFixed(0);
-  if (a >= 10) return v.toFixed(1);
+  if (a >= 1) return v.toFixed(1);
   if (a === 0) return "0";
   return v.toFixed(2);
 }

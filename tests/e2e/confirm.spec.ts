@@ -1,6 +1,6 @@
 /** Restarting a healthy backend needs its id typed; Esc closes the dialog without restarting. */
 import { expect, test } from "@playwright/test";
-import { restartLines, signInThroughPage } from "./support/helpers";
+import { restartLines, screenshot, signInThroughPage } from "./support/helpers";
 
 test("a healthy backend is restarted only after its id is typed", async ({ page }) => {
   await signInThroughPage(page, "/");
@@ -25,6 +25,7 @@ test("a healthy backend is restarted only after its id is typed", async ({ page 
   await expect(submit).toBeDisabled();
   await input.fill("gb10-b");
   await expect(submit).toBeEnabled();
+  await screenshot(page, "dialog-healthy");
   await submit.click();
   await expect(dialog).toBeHidden();
   await expect(state).toHaveText(/Restarting|Starting/, { timeout: 15_000 });

@@ -18,8 +18,8 @@ const pt = (at: number, running: number | null, kv: number | null = 0.5): Histor
 
 describe("format", () => {
   it("formats rates, percents, counts and durations", () => {
-    expect([formatRate(null), formatRate(0), formatRate(0.456), formatRate(12.34), formatRate(126.4), formatRate(1234), formatRate(12345)]).toEqual([
-      "—", "0", "0.46", "12.3", "126", "1.2k", "12k",
+    expect([formatRate(null), formatRate(0), formatRate(0.456), formatRate(8), formatRate(12.34), formatRate(126.4), formatRate(1234), formatRate(12345)]).toEqual([
+      "—", "0", "0.46", "8.0", "12.3", "126", "1.2k", "12k",
     ]);
     expect([formatPercent(0.374), formatPercent(0.004), formatPercent(null)]).toEqual(["37%", "0.4%", "—"]);
     expect([formatCount(12), formatCount(2.25), formatCount(undefined)]).toEqual(["12", "2.3", "—"]);
