@@ -88,12 +88,14 @@ function judge(all: Reading[], t: Thresholds): Judgement {
   }
   if (!prev) return { state: "unknown", reasons: [`first read: ${load(m)}; progress needs a second read`] };
 
-  // Walk back over the reads that all had work and showed no progress between them.
+  // Walk back over the reads that all had work and showed no progress across them. The whole
+  // window is compared, not neighbours only: a scrape that hid a family (null) must not turn
+  // "steps 10 -> (hidden) -> 20" into two flat waits.
   let base = segment.length - 1;
   while (base > 0) {
     const earlier = segment[base - 1].metrics!;
     if (!(earlier.running > 0 || earlier.waiting > 0)) break;
-    if (progressed(earlier, segment[base].metrics!)) break;
+    if (progressIn(segment.slice(base - 1))) break;
     base--;
   }
   const waits = segment.length - 1 - base;
@@ -101,6 +103,13 @@ function judge(all: Reading[], t: Thresholds): Judgement {
   if (waits === 0) {
     // Work arrived after an idle read: the first wait that counts towards "stuck" starts now.
     return { state: "stalled", reasons: [`${load(m)}: work arrived since the last read, no progress yet`] };
+  }
+  if (!flatIsEvidence(segment.slice(base))) {
+    // "No progress" would be a guess, and a restart needs evidence: garbage metrics are never "stuck".
+    return {
+      state: "unknown",
+      reasons: [`${load(m)}; progress cannot be read: engine steps and tokens are not readable at both ends of the last ${fmtSeconds(flatFor)}`],
+    };
   }
   const evidence = `${load(m)}, 0 new steps in ${fmtSeconds(flatFor)} across ${waits + 1} reads; ${describeFlat(m)}`;
   const queuedOnly = m.running === 0 ? ["queued requests are not being scheduled (a known vLLM hang pattern, not idle)"] : [];
@@ -237,6 +246,35 @@ export function progressed(a: VllmMetrics, b: VllmMetrics): boolean {
   return a.kvCacheUsage !== null && b.kvCacheUsage !== null && Math.abs(b.kvCacheUsage - a.kvCacheUsage) > 1e-9;
 }
 
+/**
+ * Progress anywhere across `rs` (one process, oldest first): a counter whose readable values rise
+ * from the first to the last reading that has it, or a KV-cache figure that changes. Readings
+ * where a family was unusable (null) are skipped, not taken as "no change".
+ */
+function progressIn(rs: Reading[]): boolean {
+  for (const k of COUNTERS) {
+    const vs = rs.map((r) => r.metrics![k]).filter((v): v is number => v !== null);
+    if (vs.length >= 2 && vs[vs.length - 1] > vs[0]) return true;
+  }
+  const kv = rs.map((r) => r.metrics!.kvCacheUsage).filter((v): v is number => v !== null);
+  return kv.some((v, i) => i > 0 && Math.abs(v - kv[i - 1]) > 1e-9);
+}
+
+/**
+ * Whether a window without progress is evidence of a hang: every figure readable anywhere in it is
+ * readable at both of its ends (a family hidden at one end may have moved), and engine steps or
+ * tokens are among them (finished requests and KV use can stay flat for minutes of healthy decoding).
+ */
+function flatIsEvidence(window: Reading[]): boolean {
+  const first = window[0].metrics!;
+  const last = window[window.length - 1].metrics!;
+  for (const k of [...COUNTERS, "kvCacheUsage" as const]) {
+    const seen = window.some((r) => r.metrics![k] !== null);
+    if (seen && (first[k] === null || last[k] === null)) return false;
+  }
+  return (["steps", "promptTokens", "generationTokens"] as const).some((k) => first[k] !== null && last[k] !== null);
+}
+
 function servedInSegment(segment: Reading[]): boolean {
   for (let i = 1; i < segment.length; i++) if (progressed(segment[i - 1].metrics!, segment[i].metrics!)) return true;
   return segment.some((r) => r.probe?.ok);
@@ -353,5 +391,8 @@ function pct(x: number): string {
 }
 
 function isoSeconds(unix: number): string {
-  return new Date(unix * 1000).toISOString().replace(".000Z", "Z");
+  // A scraped start time may be any positive float (1e300): past Date's range, print the number
+  // rather than throw (the classifier never throws).
+  const d = new Date(unix * 1000);
+  return Number.isNaN(d.getTime()) ? `${unix} s` : d.toISOString().replace(".000Z", "Z");
 }

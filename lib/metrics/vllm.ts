@@ -39,14 +39,20 @@ const isCreated = (name: string) => name.endsWith("_created");
 
 type Check = "count" | "fraction" | "timestamp";
 
+/**
+ * Counts stop at 2^53: past it a float cannot show "+1", so a counter there could never show
+ * progress (a false "stuck"), and two engines at 1e308 would sum to Infinity.
+ */
+const MAX_COUNT = Number.MAX_SAFE_INTEGER;
+
 const VALID: Record<Check, (v: number) => boolean> = {
-  count: (v) => Number.isFinite(v) && v >= 0,
+  count: (v) => Number.isFinite(v) && v >= 0 && v <= MAX_COUNT,
   fraction: (v) => Number.isFinite(v) && v >= 0 && v <= 1,
   timestamp: (v) => Number.isFinite(v) && v > 0,
 };
 
 const EXPECTED: Record<Check, string> = {
-  count: "a finite number >= 0",
+  count: "a finite number >= 0 (at most 2^53)",
   fraction: "a fraction in 0..1",
   timestamp: "a positive unix time",
 };
@@ -93,6 +99,9 @@ function combine(
     }
     total += s.value;
     if (s.value > max) max = s.value;
+  }
+  if (check === "count" && total > MAX_COUNT) {
+    return { kind: "invalid", why: `the ${series.length} series of ${name} add up past 2^53` };
   }
   const value = how === "sum" ? total : how === "mean" ? total / series.length : max;
   return { kind: "ok", value };
