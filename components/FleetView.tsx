@@ -52,7 +52,7 @@ function BackendCard({ b, now, onRestart }: { b: FleetBackend; now: number; onRe
         </div>
         <div style={{ textAlign: "right" }}>
           <StateBadge state={b.state} testId={`state-${b.id}`} />
-          <div className="muted small" title={b.since ? formatDateTime(b.since) : undefined}>
+          <div className="muted small" style={{ whiteSpace: "nowrap" }} title={b.since ? formatDateTime(b.since) : undefined}>
             since {formatAgo(b.since, now)}
           </div>
         </div>

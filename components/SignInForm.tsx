@@ -3,7 +3,7 @@ import { useRouter } from "next/navigation";
 import { useState } from "react";
 import { ApiError, sendJson } from "@/lib/ui/fetcher";
 
-export function SignInForm({ next, operator }: { next: string; operator: string | null }) {
+export function SignInForm({ next, operator, demoOperator }: { next: string; operator: string | null; demoOperator: { name: string; password: string } | null }) {
   const router = useRouter();
   const [name, setName] = useState("");
   const [password, setPassword] = useState("");
@@ -37,6 +37,12 @@ export function SignInForm({ next, operator }: { next: string; operator: string 
         Operators from the config can restart backends. Reading the fleet needs no sign-in.
         {operator ? ` You are signed in as ${operator}.` : ""}
       </p>
+      {demoOperator ? (
+        <div className="banner demo small" data-testid="demo-credentials">
+          <strong>DEMO</strong>
+          Sign in as <code>{demoOperator.name}</code> with the password <code>{demoOperator.password}</code> (from the embedded demo config).
+        </div>
+      ) : null}
       <form onSubmit={submit}>
         <div className="field">
           <label htmlFor="signin-name">Operator</label>

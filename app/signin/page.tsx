@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import { SignInForm } from "@/components/SignInForm";
 import { currentOperatorName } from "@/lib/auth/server";
+import { getRuntime } from "@/lib/runtime";
 
 export const metadata: Metadata = { title: "Sign in" };
 export const dynamic = "force-dynamic";
@@ -13,5 +14,13 @@ function safeNext(v: string | string[] | undefined): string {
 
 export default async function SignInPage({ searchParams }: { searchParams: Promise<Record<string, string | string[] | undefined>> }) {
   const next = safeNext((await searchParams).next);
-  return <SignInForm next={next} operator={await currentOperatorName()} />;
+  // The demo's operator has a published clear-text password; say it, so a newcomer can try a restart.
+  // Only an inline clear-text password of the embedded demo config is ever shown (it is public anyway).
+  const demo = await getRuntime()
+    .then((rt) => {
+      const o = rt.demo ? rt.config.operators[0] : undefined;
+      return o && o.password.kind === "plain" && o.password.source === "inline" ? { name: o.name, password: o.password.value } : null;
+    })
+    .catch(() => null);
+  return <SignInForm next={next} operator={await currentOperatorName()} demoOperator={demo} />;
 }

@@ -3,7 +3,7 @@
  * concurrent confirms run the restart command once.
  */
 import { expect, test } from "@playwright/test";
-import { APP_URL } from "./support/stack";
+import { APP_URL, OPERATOR } from "./support/stack";
 import { restartLines, restartsOf, signInApi } from "./support/helpers";
 
 test.describe.configure({ mode: "serial" });
@@ -64,12 +64,29 @@ test("concurrent confirms: one 202, the rest 409 'already restarting', the comma
   expect(again.status()).toBe(409);
 });
 
-test("sign-in: 401 on a wrong password; sign-out clears the session", async ({ request }) => {
+test("sign-in: 401 on a wrong password; an httpOnly SameSite=Strict cookie; sign-out clears it", async ({ request }) => {
   const bad = await request.post("/api/session", { data: { name: "ana", password: "wrong" } });
   expect(bad.status()).toBe(401);
-  await signInApi(request);
+  const ok = await request.post("/api/session", { data: { name: "ana", password: OPERATOR.password } });
+  expect(ok.status()).toBe(200);
+  const cookie = ok.headers()["set-cookie"];
+  expect(cookie).toMatch(/^stepwatch_session=/);
+  expect(cookie).toMatch(/HttpOnly/i);
+  expect(cookie).toMatch(/SameSite=Strict/i);
+  expect(cookie).toMatch(/Expires=/i);
   const out = await request.delete("/api/session");
   expect(out.status()).toBe(200);
   expect((await (await request.get("/api/session")).json()).operator).toBeNull();
   expect((await request.post(URL_C, { data: { confirm: "gb10-c" } })).status()).toBe(401);
+});
+
+test("pages carry the security headers (no framing, no sniffing, own origin only)", async ({ request }) => {
+  const res = await request.get("/");
+  expect(res.status()).toBe(200);
+  const h = res.headers();
+  expect(h["content-security-policy"]).toContain("frame-ancestors 'none'");
+  expect(h["content-security-policy"]).toContain("default-src 'self'");
+  expect(h["x-content-type-options"]).toBe("nosniff");
+  expect(h["referrer-policy"]).toBe("same-origin");
+  expect(h["x-powered-by"]).toBeUndefined();
 });
