@@ -1,0 +1,78 @@
+/**
+ * Child processes of the benchmarks (the simulator fleet, the watcher under test, next start):
+ * started directly with node (no npx wrapper, so the pid is the process itself and its CPU is its
+ * own), stopped by pid with a deadline, never by name.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+
+export interface Child {
+  proc: ChildProcess;
+  /** stderr and stdout seen so far (bounded), for error messages. */
+  output(): string;
+  /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. */
+  stop(graceMs?: number): Promise<void>;
+  exited: Promise<number | null>;
+}
+
+const OUTPUT_LIMIT = 64 * 1024;
+
+export function startChild(command: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Child {
+  const proc = spawn(command, args, { cwd: opts.cwd ?? process.cwd(), env: opts.env ?? process.env, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  const keep = (b: Buffer) => {
+    out += b.toString("utf8");
+    if (out.length > OUTPUT_LIMIT) out = out.slice(-OUTPUT_LIMIT);
+  };
+  proc.stdout!.on("data", keep);
+  proc.stderr!.on("data", keep);
+  const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
+  return {
+    proc,
+    output: () => out,
+    exited,
+    async stop(graceMs = 5000) {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      proc.kill("SIGTERM");
+      const timer = new Promise<"late">((r) => setTimeout(() => r("late"), graceMs).unref());
+      if ((await Promise.race([exited, timer])) === "late") {
+        proc.kill("SIGKILL");
+        await exited;
+      }
+    },
+  };
+}
+
+/** Resolves with the first stdout line that parses as JSON; rejects on exit or after `timeoutMs`. */
+export function firstJsonLine<T>(child: Child, timeoutMs: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let buf = "";
+    const done = (f: () => void) => {
+      clearTimeout(timer);
+      child.proc.stdout!.off("data", onData);
+      f();
+    };
+    const onData = (b: Buffer) => {
+      buf += b.toString("utf8");
+      let nl: number;
+      while ((nl = buf.indexOf("\n")) >= 0) {
+        const line = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        if (!line.startsWith("{")) continue;
+        try {
+          const json = JSON.parse(line) as T;
+          return done(() => resolve(json));
+        } catch {
+          // not our line; keep reading
+        }
+      }
+    };
+    const timer = setTimeout(() => done(() => reject(new Error(`${what}: no JSON line within ${timeoutMs} ms; output:\n${child.output()}`))), timeoutMs);
+    child.proc.stdout!.on("data", onData);
+    void child.exited.then((code) => done(() => reject(new Error(`${what} exited (${code}) before it was ready; output:\n${child.output()}`))));
+  });
+}
+
+/** `node --import tsx <script> ...args`: TypeScript without the npx/tsx wrapper processes. */
+export function startTsx(script: string, args: string[], env?: NodeJS.ProcessEnv): Child {
+  return startChild(process.execPath, ["--import", "tsx", script, ...args], { env });
+}

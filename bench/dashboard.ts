@@ -1,0 +1,265 @@
+/**
+ * Benchmark 4: how fast the dashboard answers, against a real `next start` (the production
+ * build) whose watcher polls 100 simulated backends (one simulator child process):
+ * - GET /api/fleet latency under 50 concurrent clients, against 1 client as the comparison;
+ * - GET /api/backends/b000/history over 7 days (the database holds 7 days of b000: 48 h raw,
+ *   the rest per-minute rollups, built by bench/storage.ts), against 1 hour;
+ * - the fleet page in Debian's Chromium (playwright-core): until every card is shown, cold and warm.
+ * All traffic goes to 127.0.0.1, bounded in count and time.
+ */
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { execFileSync } from "node:child_process";
+import { Pool } from "undici";
+import { firstJsonLine, startChild, startTsx, type Child } from "./child";
+import { percentile, round } from "./stats";
+
+const HOUR = 3600_000;
+const DAY = 24 * HOUR;
+const CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"];
+
+/** Sources whose change makes .next stale. */
+const BUILD_INPUTS = ["app", "components", "lib", "db", "next.config.ts", "instrumentation.ts", "tsconfig.json", "package.json"];
+
+function newestMtime(p: string): number {
+  if (!fs.existsSync(p)) return 0;
+  const st = fs.statSync(p);
+  if (!st.isDirectory()) return st.mtimeMs;
+  let newest = st.mtimeMs;
+  for (const e of fs.readdirSync(p)) newest = Math.max(newest, newestMtime(path.join(p, e)));
+  return newest;
+}
+
+/**
+ * Builds only when .next is missing or older than a source, under a lock (two builds in one .next
+ * break each other). Returns what it did.
+ */
+export function ensureBuild(log: (m: string) => void): string {
+  const buildId = path.join(".next", "BUILD_ID");
+  const built = fs.existsSync(buildId) ? fs.statSync(buildId).mtimeMs : 0;
+  const newest = Math.max(...BUILD_INPUTS.map(newestMtime));
+  if (built && built >= newest) return "existing build (.next newer than every source)";
+  log(built ? "dashboard: .next is older than the sources: building" : "dashboard: no .next build: building");
+  fs.mkdirSync(".tmp", { recursive: true });
+  execFileSync("flock", [path.join(".tmp", "build.lock"), "npx", "next", "build"], {
+    stdio: ["ignore", "ignore", "inherit"],
+    env: { ...process.env, NEXT_TELEMETRY_DISABLED: "1" },
+    timeout: 600_000,
+  });
+  return built ? "rebuilt (.next was older than the sources)" : "built (.next was missing)";
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitFor<T>(what: string, deadlineMs: number, f: () => Promise<T | null>): Promise<T> {
+  const end = Date.now() + deadlineMs;
+  let last = "";
+  while (Date.now() < end) {
+    try {
+      const v = await f();
+      if (v !== null) return v;
+    } catch (e) {
+      last = (e as Error).message;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`${what} not ready within ${deadlineMs} ms${last ? ` (${last})` : ""}`);
+}
+
+interface LoadStats {
+  clients: number;
+  requests: number;
+  seconds: number;
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  errors: number;
+  responseBytes: number;
+}
+
+/** `clients` loops, each sending the next request when its answer is read, for `seconds`. */
+async function loadTest(pool: Pool, urlPath: string, clients: number, seconds: number, maxRequests: number): Promise<LoadStats> {
+  const ms: number[] = [];
+  let errors = 0;
+  let bytes = 0;
+  const end = performance.now() + seconds * 1000;
+  const t0 = performance.now();
+  const one = async () => {
+    while (performance.now() < end && ms.length + errors < maxRequests) {
+      const s = performance.now();
+      try {
+        const res = await pool.request({ path: urlPath, method: "GET" });
+        const body = await res.body.arrayBuffer();
+        if (res.statusCode !== 200) errors++;
+        else {
+          ms.push(performance.now() - s);
+          bytes = body.byteLength;
+        }
+      } catch {
+        errors++;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: clients }, one));
+  const wall = (performance.now() - t0) / 1000;
+  return {
+    clients,
+    requests: ms.length,
+    seconds: round(wall, 1),
+    requestsPerSecond: round(ms.length / wall, 1),
+    p50Ms: round(percentile(ms, 50), 2),
+    p99Ms: round(percentile(ms, 99), 2),
+    maxMs: round(ms.reduce((m, x) => (x > m ? x : m), 0), 2),
+    errors,
+    responseBytes: bytes,
+  };
+}
+
+export interface PageLoad {
+  /** Navigation start to every one of the 100 cards in the DOM. */
+  allCardsMs: number;
+  domContentLoadedMs: number;
+  loadMs: number;
+  transferBytes: number;
+}
+
+export interface DashboardResult {
+  build: string;
+  backends: number;
+  fleet: { oneClient: LoadStats; fiftyClients: LoadStats };
+  history: { sevenDays: LoadStats & { points: number }; oneHour: LoadStats & { points: number } };
+  page: { chromium: string; cold: PageLoad; warm: { runs: number; allCardsMsP50: number; allCardsMsMax: number; loadMsP50: number } } | { error: string };
+  nextServerRssMb: number | null;
+}
+
+function rssMbOf(pid: number | undefined): number | null {
+  if (!pid) return null;
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? round(Number(m[1]) / 1024, 1) : null;
+  } catch {
+    return null;
+  }
+}
+
+async function pageLoads(base: string, backends: number, warmRuns: number): Promise<DashboardResult["page"]> {
+  const { chromium } = await import("playwright-core");
+  const executablePath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+  const browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS, timeout: 60_000 });
+  try {
+    const version = browser.version();
+    const once = async (): Promise<PageLoad> => {
+      const ctx = await browser.newContext();
+      try {
+        const page = await ctx.newPage();
+        const t0 = Date.now();
+        await page.goto(base + "/", { waitUntil: "domcontentloaded", timeout: 30_000 });
+        await page.waitForFunction((n) => document.querySelectorAll('[data-testid^="backend-card-"]').length >= n, backends, { timeout: 30_000 });
+        const allCardsMs = Date.now() - t0;
+        await page.waitForLoadState("load", { timeout: 30_000 });
+        const nav = await page.evaluate(() => {
+          const e = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming;
+          const res = performance.getEntriesByType("resource") as PerformanceResourceTiming[];
+          return { dcl: e.domContentLoadedEventEnd, load: e.loadEventEnd, bytes: e.transferSize + res.reduce((s, r) => s + r.transferSize, 0) };
+        });
+        return { allCardsMs, domContentLoadedMs: round(nav.dcl, 1), loadMs: round(nav.load, 1), transferBytes: nav.bytes };
+      } finally {
+        await ctx.close();
+      }
+    };
+    const cold = await once();
+    const warm: PageLoad[] = [];
+    for (let i = 0; i < warmRuns; i++) warm.push(await once());
+    return {
+      chromium: version,
+      cold,
+      warm: {
+        runs: warmRuns,
+        allCardsMsP50: percentile(warm.map((w) => w.allCardsMs), 50),
+        allCardsMsMax: Math.max(...warm.map((w) => w.allCardsMs)),
+        loadMsP50: percentile(warm.map((w) => w.loadMs), 50),
+      },
+    };
+  } finally {
+    await browser.close();
+  }
+}
+
+export async function runDashboardBench(opts: { historyDbPath: string; workDir: string; quick?: boolean; log?: (m: string) => void }): Promise<DashboardResult> {
+  const log = opts.log ?? (() => {});
+  const build = ensureBuild(log);
+  const backends = 100;
+  const sim = startTsx("lib/sim/cli.ts", ["--count", String(backends)]);
+  let next: Child | null = null;
+  try {
+    const ready = await firstJsonLine<{ simulators: Array<{ url: string }> }>(sim, 60_000, "simulator fleet");
+    const configPath = path.join(opts.workDir, "dashboard.config.json");
+    fs.writeFileSync(
+      configPath,
+      JSON.stringify({ pollIntervalSeconds: 5, backends: ready.simulators.map((s, i) => ({ id: `b${String(i).padStart(3, "0")}`, url: s.url })) }),
+    );
+    const dbPath = path.join(opts.workDir, "dashboard.db");
+    fs.copyFileSync(opts.historyDbPath, dbPath);
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    // next-server itself (no npm/npx wrapper), so its pid, CPU and memory are its own.
+    next = startChild(process.execPath, [path.join("node_modules", "next", "dist", "bin", "next"), "start", "-p", String(port), "-H", "127.0.0.1"], {
+      env: { ...process.env, STEPWATCH_CONFIG: configPath, STEPWATCH_DB: dbPath, NEXT_TELEMETRY_DISABLED: "1", NODE_ENV: "production" },
+    });
+    const pool = new Pool(base, { connections: 64 });
+    try {
+      // Ready when every backend has been read once.
+      await waitFor("next start with 100 read backends", 90_000, async () => {
+        const res = await pool.request({ path: "/api/fleet", method: "GET" });
+        const json = (await res.body.json()) as { backends?: Array<{ lastReadAt: number | null }> };
+        return res.statusCode === 200 && json.backends?.length === backends && json.backends.every((b) => b.lastReadAt !== null) ? true : null;
+      });
+      const seconds = opts.quick ? 4 : 15;
+      await loadTest(pool, "/api/fleet", 4, 1, 200); // warm up the route
+      const oneClient = await loadTest(pool, "/api/fleet", 1, seconds, 20_000);
+      const fiftyClients = await loadTest(pool, "/api/fleet", 50, seconds, 50_000);
+
+      const to = Date.now();
+      const hist = async (range: number, runs: number) => {
+        const p = `/api/backends/b000/history?from=${to - range}&to=${to}`;
+        const res = await pool.request({ path: p, method: "GET" });
+        const json = (await res.body.json()) as { points?: unknown[] };
+        const stats = await loadTest(pool, p, 1, 30, runs);
+        return { ...stats, points: json.points?.length ?? 0 };
+      };
+      const sevenDays = await hist(7 * DAY, opts.quick ? 10 : 30);
+      const oneHour = await hist(HOUR, opts.quick ? 10 : 30);
+
+      let page: DashboardResult["page"];
+      try {
+        page = await pageLoads(base, backends, opts.quick ? 3 : 5);
+      } catch (e) {
+        page = { error: (e as Error).message.split("\n")[0] };
+      }
+      return {
+        build,
+        backends,
+        fleet: { oneClient, fiftyClients },
+        history: { sevenDays, oneHour },
+        page,
+        nextServerRssMb: rssMbOf(next.proc.pid),
+      };
+    } finally {
+      await pool.close();
+    }
+  } finally {
+    await next?.stop(10_000);
+    await sim.stop();
+  }
+}

@@ -1,0 +1,136 @@
+/**
+ * One watcher under load, in a process of its own so its CPU and memory are its own (bench/scale.ts
+ * starts it). The real watcher loop (lib/watcher startWatcher, real observe, a temp SQLite file)
+ * polls the given simulator URLs. Two thin wrappers measure poll lag, how late a read starts
+ * against its slot: the LoopClock's sleep notes the time it was asked to wake at (runEvery sleeps
+ * exactly until the next slot), and observe notes when the read starts. A timer's callback and
+ * the microtasks it starts (runEvery's continuation, poll, observe) run before the next timer's,
+ * so the wake time noted last belongs to the read that starts.
+ *
+ *   node --import tsx bench/scale-worker.ts <spec.json>   -> prints one JSON line (ScaleRun)
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { openDb } from "../db/client";
+import { observe } from "../lib/check/observe";
+import { parseConfig } from "../lib/config";
+import { startWatcher } from "../lib/watcher";
+import { realClock, type LoopClock } from "../lib/watcher/loop";
+import { percentile, round } from "./stats";
+
+export interface ScaleSpec {
+  urls: string[];
+  intervalSeconds: number;
+  warmupSeconds: number;
+  measureSeconds: number;
+}
+
+export interface ScaleRun {
+  backends: number;
+  intervalSeconds: number;
+  measureSeconds: number;
+  reads: number;
+  expectedReads: number;
+  /** CPU time of the watcher process / wall time, in cores (1 = one full core). */
+  cpuCores: number;
+  rssMb: { end: number; max: number };
+  heapUsedMb: number;
+  pollLagMs: { p50: number; p99: number; max: number };
+  readLatencyMs: { p50: number; p99: number };
+  eventLoopDelayMs: { p50: number; p99: number; max: number };
+  states: Record<string, number>;
+  failedReads: number;
+  dbBytes: number;
+}
+
+async function main(): Promise<void> {
+  const spec = JSON.parse(fs.readFileSync(process.argv[2], "utf8")) as ScaleSpec;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-bench-scale-"));
+  const db = openDb(path.join(dir, "scale.db"));
+  const config = parseConfig(
+    { pollIntervalSeconds: spec.intervalSeconds, backends: spec.urls.map((url, i) => ({ id: `b${String(i).padStart(4, "0")}`, url })) },
+    "bench",
+    { env: {} },
+  );
+  const intervalMs = spec.intervalSeconds * 1000;
+  let measuring = false;
+  const lags: number[] = [];
+  const latencies: number[] = [];
+  const states: Record<string, number> = {};
+  let reads = 0;
+  let failed = 0;
+  let wokeFor: number | null = null;
+  const clock: LoopClock = {
+    now: realClock.now,
+    sleep: (ms, signal) => {
+      const due = Date.now() + ms;
+      return realClock.sleep(ms, signal).then(() => {
+        wokeFor = due;
+      });
+    },
+  };
+  const timed: typeof observe = async (target, history, ctx) => {
+    const t = Date.now();
+    const due = wokeFor;
+    wokeFor = null;
+    const out = await observe(target, history, ctx);
+    // A loop's first read has no slot before it (it starts at once).
+    if (measuring && due !== null) {
+      lags.push(Math.max(0, t - due));
+      latencies.push(out.reading.latencyMs);
+      reads++;
+      if (out.reading.outcome !== "ok") failed++;
+      states[out.verdict.state] = (states[out.verdict.state] ?? 0) + 1;
+    }
+    return out;
+  };
+  const watcher = startWatcher({ config, db: db.db, clock, observe: timed, log: () => {} });
+
+  await new Promise((r) => setTimeout(r, spec.warmupSeconds * 1000));
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  let maxRss = process.memoryUsage().rss;
+  const rssTimer = setInterval(() => (maxRss = Math.max(maxRss, process.memoryUsage().rss)), 250);
+  measuring = true;
+  const cpu0 = process.cpuUsage();
+  const wall0 = performance.now();
+  await new Promise((r) => setTimeout(r, spec.measureSeconds * 1000));
+  const cpu = process.cpuUsage(cpu0);
+  const wall = performance.now() - wall0;
+  measuring = false;
+  loop.disable();
+  clearInterval(rssTimer);
+  const mem = process.memoryUsage();
+  await watcher.stop();
+  const dbBytes = fs.statSync(db.path).size + (fs.existsSync(`${db.path}-wal`) ? fs.statSync(`${db.path}-wal`).size : 0);
+  db.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+
+  const ms = (ns: number) => round(ns / 1e6, 1);
+  const run: ScaleRun = {
+    backends: spec.urls.length,
+    intervalSeconds: spec.intervalSeconds,
+    measureSeconds: round(wall / 1000, 1),
+    reads,
+    expectedReads: Math.round((spec.urls.length * wall) / intervalMs),
+    cpuCores: round((cpu.user + cpu.system) / 1000 / wall, 3),
+    rssMb: { end: round(mem.rss / 2 ** 20, 1), max: round(Math.max(maxRss, mem.rss) / 2 ** 20, 1) },
+    heapUsedMb: round(mem.heapUsed / 2 ** 20, 1),
+    pollLagMs: { p50: percentile(lags, 50), p99: percentile(lags, 99), max: lags.reduce((m, x) => (x > m ? x : m), 0) },
+    readLatencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
+    eventLoopDelayMs: { p50: ms(loop.percentile(50)), p99: ms(loop.percentile(99)), max: ms(loop.max) },
+    states,
+    failedReads: failed,
+    dbBytes,
+  };
+  process.stdout.write(`${JSON.stringify(run)}\n`);
+  // Undici keeps idle keep-alive sockets for a while; the run is over.
+  process.exit(0);
+}
+
+void main().catch((e: unknown) => {
+  process.stderr.write(`scale-worker: ${(e as Error)?.stack ?? String(e)}\n`);
+  process.exit(1);
+});
