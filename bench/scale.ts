@@ -19,9 +19,9 @@ export interface ScalePlanItem {
 export function scalePlan(quick: boolean): ScalePlanItem[] {
   if (quick) {
     return [
-      { backends: 100, intervalSeconds: 5, warmupSeconds: 6, measureSeconds: 10 },
-      { backends: 1000, intervalSeconds: 5, warmupSeconds: 6, measureSeconds: 15 },
-      { backends: 100, intervalSeconds: 1, warmupSeconds: 3, measureSeconds: 6 },
+      { backends: 100, intervalSeconds: 5, warmupSeconds: 5, measureSeconds: 8 },
+      { backends: 1000, intervalSeconds: 5, warmupSeconds: 6, measureSeconds: 10 },
+      { backends: 100, intervalSeconds: 1, warmupSeconds: 3, measureSeconds: 5 },
     ];
   }
   const plan: ScalePlanItem[] = [];
