@@ -50,8 +50,19 @@ export async function httpRequest(url: string, options: HttpOptions): Promise<Ht
   const opts = { ...options, timeoutMs: Math.max(1, Math.ceil(Number.isFinite(options.timeoutMs) ? options.timeoutMs : 1)) };
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
-  const deadline = AbortSignal.timeout(opts.timeoutMs);
-  const signal = opts.signal ? AbortSignal.any([deadline, opts.signal]) : deadline;
+  // One controller per request, joined to the caller's long-lived signal by a listener that is
+  // removed in `finally`. (AbortSignal.any() would leave a listener per request on the watcher's
+  // signal: Node warns past 10 and memory grows with every read.)
+  const controller = new AbortController();
+  const signal = controller.signal;
+  const deadline = { fired: false };
+  const timer = setTimeout(() => {
+    deadline.fired = true;
+    controller.abort(new DOMException(`no answer within ${opts.timeoutMs} ms`, "TimeoutError"));
+  }, opts.timeoutMs);
+  const onOuterAbort = () => controller.abort(opts.signal?.reason);
+  if (opts.signal?.aborted) onOuterAbort();
+  else opts.signal?.addEventListener("abort", onOuterAbort, { once: true });
   let bytes = 0;
   try {
     const res = await request(url, {
@@ -114,6 +125,9 @@ export async function httpRequest(url: string, options: HttpOptions): Promise<Ht
     };
   } catch (err) {
     return { ...failure(err, deadline, opts), bytes, latencyMs: elapsed() };
+  } finally {
+    clearTimeout(timer);
+    opts.signal?.removeEventListener("abort", onOuterAbort);
   }
 }
 
@@ -126,10 +140,10 @@ function describeStatus(status: number, headers: Record<string, string | string[
   return `HTTP ${status}`;
 }
 
-function failure(err: unknown, deadline: AbortSignal, opts: HttpOptions): Omit<HttpResult, "bytes" | "latencyMs"> {
+function failure(err: unknown, deadline: { fired: boolean }, opts: HttpOptions): Omit<HttpResult, "bytes" | "latencyMs"> {
   const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string } };
   const code = e.code ?? e.cause?.code ?? "";
-  if (opts.signal?.aborted && !deadline.aborted) {
+  if (opts.signal?.aborted && !deadline.fired) {
     return { outcome: "error", body: "", error: "aborted by stepwatch (shutting down)" };
   }
   if (code === "ECONNREFUSED") return { outcome: "refused", body: "", error: "connection refused" };
@@ -141,7 +155,7 @@ function failure(err: unknown, deadline: AbortSignal, opts: HttpOptions): Omit<H
     code === "UND_ERR_HEADERS_TIMEOUT" ||
     code === "UND_ERR_BODY_TIMEOUT" ||
     e.name === "TimeoutError" ||
-    deadline.aborted
+    deadline.fired
   ) {
     return { outcome: "timeout", body: "", error: `no complete answer within ${opts.timeoutMs} ms` };
   }

@@ -6,6 +6,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer } from "node:net";
 import { gzipSync } from "node:zlib";
 import { readFileSync } from "node:fs";
+import { getEventListeners } from "node:events";
 import { afterEach, describe, expect, it } from "vitest";
 import { httpRequest } from "@/lib/net/http";
 import { readBackend, readProxy, probeBackend } from "@/lib/check/read";
@@ -116,6 +117,24 @@ describe("httpRequest: every failure is data", () => {
     expect(r.outcome).toBe("http-error");
     expect(r.error).toMatch(/redirect .* \(not followed\)/);
     expect(other.hits).toEqual([]);
+  });
+
+  it("the watcher's long-lived signal keeps no listener per request, and aborting it ends a read at once", async () => {
+    const { url } = await serve((req, res) => {
+      if (req.url === "/slow") return; // never answers
+      res.end("ok");
+    });
+    const shutdown = new AbortController();
+    for (let i = 0; i < 30; i++) {
+      const r = await httpRequest(`${url}/fast`, { timeoutMs: 2000, maxBytes: 1024, signal: shutdown.signal });
+      expect(r.outcome).toBe("ok");
+    }
+    expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(0);
+    const pending = httpRequest(`${url}/slow`, { timeoutMs: 10_000, maxBytes: 1024, signal: shutdown.signal });
+    setTimeout(() => shutdown.abort(), 50);
+    const r = await pending;
+    expect(r).toMatchObject({ outcome: "error", error: "aborted by stepwatch (shutting down)" });
+    expect(r.latencyMs).toBeLessThan(10_000);
   });
 
   it("a gzip body is decoded", async () => {
