@@ -4,7 +4,7 @@
  * - GET /api/fleet latency under 50 concurrent clients, against 1 client as the comparison;
  * - GET /api/backends/b000/history over 7 days (the database holds 7 days of b000: 48 h raw,
  *   the rest per-minute rollups, built by bench/storage.ts), against 1 hour;
- * - the fleet page in Debian's Chromium (playwright-core): until every card is shown, cold and warm.
+ * - the fleet page in Debian's Chromium (Playwright): until every card is shown, cold and warm.
  * All traffic goes to 127.0.0.1, bounded in count and time.
  */
 import fs from "node:fs";
@@ -154,7 +154,7 @@ function rssMbOf(pid: number | undefined): number | null {
 }
 
 async function pageLoads(base: string, backends: number, warmRuns: number): Promise<DashboardResult["page"]> {
-  const { chromium } = await import("playwright-core");
+  const { chromium } = await import("@playwright/test");
   const executablePath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
   const browser = await chromium.launch({ executablePath, args: CHROMIUM_ARGS, timeout: 60_000 });
   try {

@@ -285,7 +285,7 @@ function dashboardSection(d: DashboardResult): string {
   const page =
     "error" in d.page
       ? `Fleet page in Chromium: failed: ${d.page.error}`
-      : `Fleet page in Chromium ${d.page.chromium} (playwright-core, headless): navigation to all ${d.backends} cards in the DOM
+      : `Fleet page in Chromium ${d.page.chromium} (Playwright, headless): navigation to all ${d.backends} cards in the DOM
 **${n(d.page.cold.allCardsMs)} ms** cold (first load of the browser), **${n(d.page.warm.allCardsMsP50)} ms** warm (p50 of ${d.page.warm.runs}, max ${n(d.page.warm.allCardsMsMax)});
 load event ${n(d.page.cold.loadMs)} ms cold / ${n(d.page.warm.loadMsP50)} ms warm; ${kb(d.page.cold.transferBytes)} transferred cold.`;
   return `## 4. Dashboard (\`next start\`, production build: ${d.build})
