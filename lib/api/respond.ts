@@ -20,3 +20,12 @@ export async function respond<T>(verb: () => Promise<T> | T, status = 200): Prom
     return errorResponse(e);
   }
 }
+
+/** Answers JSON text that a verb already serialized (see getFleetJson). */
+export async function respondText(verb: () => Promise<string>): Promise<Response> {
+  try {
+    return new Response(await verb(), { headers: { "content-type": "application/json", "cache-control": "no-store" } });
+  } catch (e) {
+    return errorResponse(e);
+  }
+}

@@ -33,11 +33,14 @@ export interface LoopOptions {
   clock?: LoopClock;
   /** A step that throws is reported here and the loop goes on: one bad read never stops watching. */
   onError?: (e: unknown) => void;
+  /** Delay before the first step: loops of many targets are spread over the interval. */
+  offsetMs?: number;
 }
 
 /** Runs `step` every intervalMs until `signal` aborts; resolves once the last step has ended. */
 export async function runEvery(step: (signal: AbortSignal) => Promise<void> | void, opts: LoopOptions): Promise<void> {
   const clock = opts.clock ?? realClock;
+  if (opts.offsetMs && opts.offsetMs > 0) await clock.sleep(opts.offsetMs, opts.signal);
   let slot = clock.now();
   while (!opts.signal.aborted) {
     try {

@@ -27,6 +27,16 @@ describe("runEvery", () => {
     expect(starts).toEqual([0, 1000, 2000, 3000, 4000]);
   });
 
+  it("an offset delays the first step and the slots follow from there", async () => {
+    const ac = new AbortController();
+    const starts: number[] = [];
+    const loop = runEvery(() => void starts.push(Date.now() - 1_000_000), { intervalMs: 1000, signal: ac.signal, offsetMs: 250 });
+    await vi.advanceTimersByTimeAsync(2500);
+    ac.abort();
+    await loop;
+    expect(starts).toEqual([250, 1250, 2250]);
+  });
+
   it("never overlaps: a step longer than the interval delays the next one and skips missed slots", async () => {
     const ac = new AbortController();
     let inFlight = 0;

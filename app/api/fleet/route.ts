@@ -1,10 +1,10 @@
-import { respond } from "@/lib/api/respond";
-import { getFleet } from "@/lib/fleet";
+import { respondText } from "@/lib/api/respond";
+import { getFleetJson } from "@/lib/fleet";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
 
 /** The whole fleet from the watcher's memory: never touches a backend. */
 export function GET(): Promise<Response> {
-  return respond(() => getFleet());
+  return respondText(() => getFleetJson());
 }
