@@ -6,7 +6,7 @@ import { DomainError } from "../errors";
 import type { OperatorConfig } from "../config";
 import { burnPasswordCheck, safeEqualStrings, verifyPassword } from "./password";
 import { SESSION_TTL_MS, signSession, type Session } from "./session";
-import { failureDelayMs, throttleKey, type SignInThrottle } from "./throttle";
+import { NAME_WIDE_FACTOR, failureDelayMs, nameWideKey, throttleKey, type SignInThrottle } from "./throttle";
 
 export interface SignInInput {
   name: string;
@@ -28,7 +28,10 @@ const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 export async function signIn(input: SignInInput, deps: SignInDeps): Promise<{ token: string; session: Session }> {
   const sleep = deps.sleep ?? realSleep;
   const tkey = throttleKey(input.name, input.clientAddress);
-  const retry = deps.throttle.retryAfterMs(tkey, input.now);
+  const nkey = nameWideKey(input.name);
+  const perAddress = deps.throttle.retryAfterMs(tkey, input.now);
+  const nameWide = deps.throttle.retryAfterMs(nkey, input.now, deps.throttle.maxFailures * NAME_WIDE_FACTOR);
+  const retry = perAddress === null ? nameWide : nameWide === null ? perAddress : Math.max(perAddress, nameWide);
   if (retry !== null) {
     throw new DomainError("rate-limited", `too many failed sign-ins; try again in ${Math.ceil(retry / 1000)} s`, {
       retryAfterSeconds: Math.ceil(retry / 1000),
@@ -39,6 +42,7 @@ export async function signIn(input: SignInInput, deps: SignInDeps): Promise<{ to
   for (const o of deps.operators) if (safeEqualStrings(o.name, input.name)) operator = o;
   const ok = operator ? await verifyPassword(operator.password, input.password) : (await burnPasswordCheck(input.password), false);
   if (!ok || !operator) {
+    deps.throttle.fail(nkey, input.now);
     const failures = deps.throttle.fail(tkey, input.now);
     await sleep(failureDelayMs(failures));
     throw new DomainError("unauthenticated", "unknown operator or wrong password");

@@ -25,12 +25,17 @@ export class SignInThrottle {
     return list;
   }
 
+  /** Failures a key may have in the window before it is refused. */
+  get maxFailures(): number {
+    return this.opts.maxFailures;
+  }
+
   /** null when an attempt may go ahead, else how long (ms) until one will. */
-  retryAfterMs(key: string, now: number): number | null {
+  retryAfterMs(key: string, now: number, maxFailures: number = this.opts.maxFailures): number | null {
     const list = this.recent(key, now);
-    if (list.length < this.opts.maxFailures) return null;
+    if (list.length < maxFailures) return null;
     // The attempt that frees a slot is when the oldest counted failure leaves the window.
-    return list[list.length - this.opts.maxFailures] + this.opts.windowMs - now;
+    return list[list.length - maxFailures] + this.opts.windowMs - now;
   }
 
   /** Record a failure; returns how many failures the key has in the window now. */
@@ -54,6 +59,19 @@ export class SignInThrottle {
 /** How long to hold back the answer to the n-th failure: 400 ms, 800 ms, ... at most 3 s. */
 export function failureDelayMs(failures: number): number {
   return Math.min(400 * Math.max(1, failures), 3_000);
+}
+
+/**
+ * Failures per operator name from every address together may reach this multiple of the
+ * per-address limit. The address is the first X-Forwarded-For entry, which a client reaching
+ * stepwatch directly (or through a proxy that appends to the header) chooses itself: without a
+ * name-wide count, a new made-up address per attempt would never be throttled.
+ */
+export const NAME_WIDE_FACTOR = 2;
+
+/** The key that counts one operator name's failures from all addresses. */
+export function nameWideKey(name: string): string {
+  return `${name.toLowerCase()}\u0000*`;
 }
 
 export function throttleKey(name: string, clientAddress: string): string {

@@ -43,7 +43,7 @@ export interface HttpAnswer {
 /** One request to the app; never follows redirects, never throws on a status. */
 export async function call(
   url: string,
-  opts: { method?: string; body?: string | Buffer; headers?: Record<string, string>; cookie?: string; origin?: string } = {},
+  opts: { method?: string; body?: string; headers?: Record<string, string>; cookie?: string; origin?: string } = {},
 ): Promise<HttpAnswer> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.cookie) headers.cookie = opts.cookie;
