@@ -16,7 +16,8 @@ test("a hung backend is shown stuck, restarted by an operator, and recorded", as
   await test.step("the fleet shows busy and idle live, without reloading", async () => {
     await page.goto("/");
     await expect(state).toHaveText("Idle", { timeout: 30_000 });
-    await sim("gb10-a", "load", { requests: 2, maxTokens: 24 });
+    // ~80 tokens at ~8 tok/s each: busy for several poll intervals, so no read can miss it.
+    await sim("gb10-a", "load", { requests: 2, maxTokens: 80 });
     await expect(state).toHaveText("Busy", { timeout: 20_000 });
     await expect(page.getByTestId("running-gb10-a")).not.toHaveText("0");
     await expect(state).toHaveText("Idle", { timeout: 60_000 });

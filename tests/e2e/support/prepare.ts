@@ -2,7 +2,7 @@
 // e2e simulators, every run (old state would make the specs depend on each other's leftovers).
 import fs from "node:fs";
 import path from "node:path";
-import { ARTIFACTS, CONFIG_FILE, DB_FILE, OPERATOR, OPERATOR_ENV, ROOT, SIMS, SIM_WEIGHTS_LOAD_SECONDS, TMP, type SimId, counterFile, simUrl } from "./stack";
+import { ARTIFACTS, CONFIG_FILE, DB_FILE, OPERATOR, OPERATOR_ENV, ROOT, SIMS, RESTART_LOAD_SECONDS, TMP, type SimId, counterFile, simUrl } from "./stack";
 
 fs.rmSync(TMP, { recursive: true, force: true });
 fs.mkdirSync(TMP, { recursive: true });
@@ -21,7 +21,7 @@ const config = {
     id,
     url: simUrl(id),
     restart: {
-      command: [process.execPath, restartScript, counterFile(id), simUrl(id), String(SIM_WEIGHTS_LOAD_SECONDS)],
+      command: [process.execPath, restartScript, counterFile(id), simUrl(id), String(RESTART_LOAD_SECONDS[id])],
       timeoutSeconds: 20,
     },
   })),

@@ -19,6 +19,12 @@ export const SIMS = {
   "gb10-c": 18433,
 };
 export const SIM_WEIGHTS_LOAD_SECONDS = 2;
+/**
+ * How long each backend refuses connections after its restart command. gb10-a's is longer than
+ * several watcher reads (1 s) plus UI polls (1.5 s), so "Restarting" is on screen long enough to
+ * be seen every time, not only when the polls happen to line up.
+ */
+export const RESTART_LOAD_SECONDS: Record<keyof typeof SIMS, number> = { "gb10-a": 8, "gb10-b": 2, "gb10-c": 2 };
 
 export type SimId = keyof typeof SIMS;
 export const simUrl = (id: SimId): string => `http://127.0.0.1:${SIMS[id]}`;
