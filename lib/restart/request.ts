@@ -127,7 +127,10 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
     if ((e as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") {
       throw new DomainError("conflict", `"${backend.id}" is already restarting`, { reason: "pending" });
     }
-    throw e;
+    if (e instanceof DomainError) throw e;
+    // Disk full, read-only or locked: without the audit row there is no restart (nothing runs
+    // unrecorded), and the operator gets the reason instead of an anonymous 500.
+    throw new DomainError("unavailable", `cannot record the restart of "${backend.id}" in the database (${(e as Error).message}); nothing was run`);
   }
 
   deps.onPending?.(backend.id, { requestedAt: row.requestedAt, processStartTime: row.processStartTimeAtRequest, eventId: row.id });
