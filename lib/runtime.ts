@@ -52,9 +52,8 @@ async function startRuntime(): Promise<Runtime> {
       await demo.stop();
       throw e;
     }
-    console.log(
-      "stepwatch: no config (STEPWATCH_CONFIG unset and no ./stepwatch.config.json): watching the embedded DEMO fleet of simulated backends",
-    );
+    const why = process.env.STEPWATCH_DEMO === "1" ? "STEPWATCH_DEMO=1" : "no config (STEPWATCH_CONFIG unset and no ./stepwatch.config.json)";
+    console.log(`stepwatch: ${why}: watching the embedded DEMO fleet of simulated backends`);
   }
   for (const w of config.warnings) console.warn(`stepwatch: ${w}`);
 
