@@ -62,6 +62,11 @@ export interface Config {
   backends: BackendConfig[];
   proxies: ProxyConfig[];
   operators: OperatorConfig[];
+  /**
+   * Every variable an "env:NAME" secret was read from, sorted. Restart commands run without them
+   * (lib/restart/execute.ts restartCommandEnv): a command's output is shown to every reader.
+   */
+  secretEnvNames: string[];
   /** Things that are accepted but worth a line in the log (a clear-text demo password). */
   warnings: string[];
 }
@@ -87,7 +92,8 @@ export interface ParseOptions {
 const ID_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 const ENV_RE = /^env:([A-Za-z_][A-Za-z0-9_]*)$/;
 
-function buildSchema(env: Record<string, string | undefined>, allowInlinePasswords: boolean) {
+/** `secretEnvNames` collects the name of every variable an "env:NAME" secret refers to. */
+function buildSchema(env: Record<string, string | undefined>, allowInlinePasswords: boolean, secretEnvNames: Set<string>) {
   /** A string that may be "env:NAME"; resolved here, a missing variable is an error on the field. */
   const secret = z.string().transform((s, ctx) => {
     if (!s.startsWith("env:")) return s;
@@ -96,6 +102,7 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       ctx.addIssue({ code: "custom", message: `"${s}" is not a valid env reference (env:NAME)` });
       return z.NEVER;
     }
+    secretEnvNames.add(m[1]);
     const value = env[m[1]];
     if (value === undefined || value === "") {
       ctx.addIssue({ code: "custom", message: `environment variable ${m[1]} is not set` });
@@ -232,13 +239,14 @@ function formatIssues(issues: z.core.$ZodIssue[]): string[] {
 
 /** Validate an already-parsed JSON value. `source` names it in errors (a path, or "demo"). */
 export function parseConfig(json: unknown, source: string, opts: ParseOptions = {}): Config {
-  const schema = buildSchema(opts.env ?? process.env, opts.allowInlinePasswords ?? false);
+  const secretEnvNames = new Set<string>();
+  const schema = buildSchema(opts.env ?? process.env, opts.allowInlinePasswords ?? false, secretEnvNames);
   const r = schema.safeParse(json);
   if (!r.success) throw new ConfigError(source, formatIssues(r.error.issues));
   const warnings = r.data.operators
     .filter((o) => o.password.kind === "plain" && o.password.source === "inline")
     .map((o) => `operator "${o.name}" has a clear-text password in the config (accepted for the demo only)`);
-  return { source, ...r.data, warnings };
+  return { source, ...r.data, secretEnvNames: [...secretEnvNames].sort(), warnings };
 }
 
 /** Read and validate a config file. Throws ConfigError naming the file and the fields. */

@@ -9,6 +9,9 @@ import { spawn } from "node:child_process";
 import type { RestartAction } from "../config";
 import { httpRequest } from "../net/http";
 
+/** An environment for a child process (Next's ProcessEnv type would also demand NODE_ENV). */
+export type Env = Record<string, string | undefined>;
+
 export const MAX_OUTPUT_BYTES = 8 * 1024;
 const WEBHOOK_TIMEOUT_MS = 30_000;
 /** After SIGTERM to the group, how long before SIGKILL. */
@@ -65,7 +68,7 @@ export interface CommandOptions {
   timeoutMs: number;
   maxOutputBytes?: number;
   now?: () => number;
-  env?: NodeJS.ProcessEnv;
+  env?: Env;
 }
 
 export function runCommand(argv: string[], opts: CommandOptions): Promise<ActionResult> {
@@ -87,7 +90,7 @@ export function runCommand(argv: string[], opts: CommandOptions): Promise<Action
         shell: false,
         detached: true, // its own process group: process.kill(-pid) reaches the whole tree
         stdio: ["ignore", "pipe", "pipe"],
-        env: opts.env ?? process.env,
+        env: (opts.env ?? process.env) as NodeJS.ProcessEnv,
       });
     } catch (e) {
       resolve({ ok: false, exitCode: null, output: "", error: `cannot run ${argv[0]}: ${(e as Error).message}`, finishedAt: now() });
@@ -162,8 +165,27 @@ export async function callWebhook(
   };
 }
 
-export function executeAction(action: RestartAction, ctx: WebhookContext, now: () => number = Date.now): Promise<ActionResult> {
+/**
+ * The environment a restart command runs with: stepwatch's own, minus STEPWATCH_* (the session
+ * secret) and minus every variable the config read a secret from (API keys, operator passwords,
+ * webhook tokens). The command's output is shown to anyone who can read the dashboard, so a
+ * script that prints its environment must not print those. Everything else (PATH, a deploy token
+ * meant for the command) is kept.
+ */
+export function restartCommandEnv(env: Env, secretEnvNames: readonly string[]): Env {
+  const dropped = new Set(secretEnvNames);
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith("STEPWATCH_") && !dropped.has(name)));
+}
+
+export interface ExecuteOptions {
+  /** For a command: its whole environment (restartCommandEnv), never stepwatch's own by default. */
+  env: Env;
+  now?: () => number;
+}
+
+export function executeAction(action: RestartAction, ctx: WebhookContext, opts: ExecuteOptions): Promise<ActionResult> {
+  const now = opts.now ?? Date.now;
   return action.kind === "command"
-    ? runCommand(action.command, { timeoutMs: action.timeoutSeconds * 1000, now })
+    ? runCommand(action.command, { timeoutMs: action.timeoutSeconds * 1000, now, env: opts.env })
     : callWebhook(action, ctx, now);
 }

@@ -22,7 +22,7 @@ import { restartDTO } from "../watcher/snapshot";
 import type { RestartEventDTO } from "../api/types";
 import { DomainError } from "../errors";
 import { formatClock } from "../ui/format";
-import { describeAction, executeAction, type ActionResult, type WebhookContext } from "./execute";
+import { describeAction, executeAction, type ActionResult, type Env, type WebhookContext } from "./execute";
 
 export interface RestartInput {
   backendId: string;
@@ -45,6 +45,11 @@ export interface RestartDeps {
   db: DbHandle;
   backends: BackendConfig[];
   restartCooldownSeconds: number;
+  /**
+   * The environment a restart command runs with: restartCommandEnv(process.env,
+   * config.secretEnvNames). Required, so no caller hands stepwatch's own secrets to a command.
+   */
+  commandEnv: Env;
   /** What the watcher believes right now about a backend; null when it has not read it yet. */
   current(backendId: string): CurrentView | null;
   /** Told once the event is inserted, so the watcher shows `restarting` without waiting for a poll. */
@@ -169,7 +174,7 @@ function conflictFor(db: DbHandle, backendId: string, cooldownMs: number): Domai
 
 async function runAndRecord(row: RestartEventRow, action: RestartAction, deps: RestartDeps): Promise<void> {
   const now = deps.now ?? Date.now;
-  const execute = deps.execute ?? ((a, c) => executeAction(a, c, now));
+  const execute = deps.execute ?? ((a, c) => executeAction(a, c, { env: deps.commandEnv, now }));
   let result: ActionResult;
   try {
     result = await execute(action, { backendId: row.backendId, eventId: row.id, requestedBy: row.requestedBy });

@@ -5,7 +5,8 @@
  * - scrypt hashes made by `npm run --silent hash-password` are accepted;
  * - no secret of the config (API keys, passwords, hashes, webhook token, env) appears in any API
  *   answer, page, script or line of the server's log;
- * - the operator's note and request fields never reach the restart command's argv or a shell;
+ * - the operator's note and request fields never reach the restart command's argv or a shell, and
+ *   the command's environment lacks STEPWATCH_* and every variable a config secret was read from;
  * - security headers on every page and API route; bad input gets a 4xx with a reason.
  */
 import { spawnSync } from "node:child_process";
@@ -33,6 +34,8 @@ const S = {
   sessionSecret: "session-secret-9a0f-SECRET-0123456789",
 };
 const SECRET_VALUES = Object.values(S);
+/** Variables stepwatch itself reads secrets from (STEPWATCH_*, and each "env:NAME" in the config). */
+const STEPWATCH_OWN_ENV = ["STEPWATCH_SESSION_SECRET", "STEPWATCH_CONFIG", "STEPWATCH_DB", "SW_SEC_APIKEY", "SW_SEC_PROXY_KEY", "SW_SEC_PW", "SW_SEC_HOOK_URL", "SW_SEC_HOOK_TOKEN"];
 
 let dir: string;
 let app: RunningApp;
@@ -77,11 +80,13 @@ beforeAll(async () => {
   scryptHash = hp.stdout.trim();
   expect(scryptHash).toMatch(/^scrypt:\d+:\d+:\d+:[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/);
 
-  // The restart command records its argv and whether it got the env secret (it may use it; it must not leak).
+  // The restart command records its argv, whether it got the variable meant for it (it may use it;
+  // it must not leak), and which of stepwatch's own secrets' variables reached it (none may).
   const record = nodeScript(
     dir,
     "record",
-    `require("fs").appendFileSync(process.argv[2], JSON.stringify({argv: process.argv.slice(3), env: process.env.SW_SEC_CMD_ENV === ${JSON.stringify(S.cmdEnv)}})+"\\n");`,
+    `const own = ${JSON.stringify(STEPWATCH_OWN_ENV)}.filter((n) => n in process.env);
+     require("fs").appendFileSync(process.argv[2], JSON.stringify({argv: process.argv.slice(3), env: process.env.SW_SEC_CMD_ENV === ${JSON.stringify(S.cmdEnv)}, own})+"\\n");`,
     [argvFile(), "--unit", "vllm@argv", "fixed arg with spaces"],
   );
 
@@ -239,14 +244,14 @@ describe("sign-in rate limit", () => {
 });
 
 describe("the operator's note and request fields never reach the command", () => {
-  it("argv is exactly the configured one; no shell runs", async () => {
+  it("argv is exactly the configured one, no shell runs, and stepwatch's own secrets stay out of its environment", async () => {
     const note = `$(touch ${shellMarker()}); \`touch ${shellMarker()}\` && rm -rf / --no-preserve-root; --evil "quoted" 'single'`;
     const unknownField = await askRestart(app, cookie, "argv", { confirm: "argv", note, argv: ["--evil"] });
     expect(unknownField.status).toBe(400);
     const r = await askRestart(app, cookie, "argv", { confirm: "argv", note, overrideCooldown: true });
     expect(r.status, r.text).toBe(202);
     const recorded = await waitFor("the command ran", () => (fs.existsSync(argvFile()) ? fs.readFileSync(argvFile(), "utf8").trim() : null), 15_000);
-    expect(recorded.split("\n").map((l) => JSON.parse(l))).toEqual([{ argv: ["--unit", "vllm@argv", "fixed arg with spaces"], env: true }]);
+    expect(recorded.split("\n").map((l) => JSON.parse(l))).toEqual([{ argv: ["--unit", "vllm@argv", "fixed arg with spaces"], env: true, own: [] }]);
     expect(fs.existsSync(shellMarker())).toBe(false);
     const event = (r.json as { event: RestartEventDTO }).event;
     expect(event.note).toBe(note);

@@ -43,6 +43,13 @@ describe("parseConfig", () => {
     expect(c.warnings).toEqual([]);
   });
 
+  it("lists every variable an env: secret was read from, so restart commands can be run without them", () => {
+    const j = valid();
+    j.proxies[0].apiKey = "env:KEY"; // named twice, listed once
+    expect(parseConfig(j, "t", { env }).secretEnvNames).toEqual(["HOOK", "KEY", "PW"]);
+    expect(parseConfig({}, "t", { env }).secretEnvNames).toEqual([]);
+  });
+
   it("an env var may hold a scrypt hash", () => {
     const j = valid();
     j.operators = [{ name: "ana", password: "env:PWHASH" }];

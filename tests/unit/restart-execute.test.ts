@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import { callWebhook, describeAction, runCommand } from "@/lib/restart/execute";
+import { callWebhook, describeAction, executeAction, restartCommandEnv, runCommand } from "@/lib/restart/execute";
 
 const node = process.execPath;
 
@@ -71,6 +71,31 @@ describe("runCommand", () => {
     } finally {
       process.kill(bg, "SIGKILL");
     }
+  });
+});
+
+describe("the restart command's environment", () => {
+  const base = {
+    PATH: "/usr/bin:/bin",
+    DEPLOY_TOKEN: "kept-for-the-command",
+    STEPWATCH_SESSION_SECRET: "session-secret",
+    STEPWATCH_CONFIG: "/etc/stepwatch.json",
+    VLLM_KEY: "sk-from-config",
+    OPERATOR_PW: "pw-from-config",
+  };
+
+  it("drops STEPWATCH_* and every variable the config read a secret from; keeps the rest", () => {
+    expect(restartCommandEnv(base, ["VLLM_KEY", "OPERATOR_PW", "NOT_SET"])).toEqual({ PATH: "/usr/bin:/bin", DEPLOY_TOKEN: "kept-for-the-command" });
+    expect(base.VLLM_KEY).toBe("sk-from-config"); // a copy: stepwatch's own environment is untouched
+  });
+
+  it("executeAction runs the command with exactly the environment it is given", async () => {
+    const action = { kind: "command" as const, command: [node, "-e", "process.stdout.write(JSON.stringify(Object.keys(process.env).sort()))"], timeoutSeconds: 10 };
+    const r = await executeAction(action, { backendId: "a", eventId: 1, requestedBy: "ana" }, { env: restartCommandEnv(base, ["VLLM_KEY", "OPERATOR_PW"]) });
+    expect(r.ok).toBe(true);
+    expect(JSON.parse(r.output)).not.toContain("VLLM_KEY");
+    expect(JSON.parse(r.output)).not.toContain("STEPWATCH_SESSION_SECRET");
+    expect(JSON.parse(r.output)).toContain("DEPLOY_TOKEN");
   });
 });
 

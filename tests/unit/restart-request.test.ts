@@ -44,6 +44,7 @@ describe("requestRestart", () => {
       db: handle,
       backends,
       restartCooldownSeconds: 600,
+      commandEnv: { PATH: process.env.PATH },
       current: (id) => views[id] ?? null,
       execute: async (_a, ctx) => {
         calls.push(ctx.backendId);
@@ -147,6 +148,20 @@ describe("requestRestart", () => {
     const row = handle.sqlite.prepare("SELECT * FROM restart_events").get() as Record<string, unknown>;
     expect(row).toMatchObject({ outcome: "failed", command_exit_code: 3, command_output: "unit not found", resolved_at: 5 });
     expect(String(row.resolution)).toMatch(/exited with status 3; not retried/);
+  });
+
+  it("runs the configured command with deps.commandEnv, not stepwatch's own environment", async () => {
+    delete deps.execute;
+    const command = [process.execPath, "-e", "process.stdout.write(String(process.env.SW_UNIT_SECRET))"];
+    deps.backends = [{ id: "envy", url: "http://127.0.0.1:3", restart: { kind: "command", command, timeoutSeconds: 10 } }];
+    process.env.SW_UNIT_SECRET = "in-stepwatch-only";
+    try {
+      await requestRestart({ backendId: "envy", operator: "ana", now: 1 }, deps).done;
+    } finally {
+      delete process.env.SW_UNIT_SECRET;
+    }
+    const row = handle.sqlite.prepare("SELECT command_exit_code, command_output FROM restart_events").get();
+    expect(row).toEqual({ command_exit_code: 0, command_output: "undefined" });
   });
 
   it("keeps a second pending row out even from another connection (the partial unique index)", async () => {

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
 import { assertSameOrigin, requireOperator } from "@/lib/auth/server";
+import { restartCommandEnv } from "@/lib/restart/execute";
 import { requestRestart } from "@/lib/restart/request";
 import { getRuntime } from "@/lib/runtime";
 import { readJson } from "../../../_lib/body";
@@ -32,6 +33,7 @@ export async function POST(req: Request, ctx: { params: Promise<{ id: string }> 
         db: rt.db,
         backends: rt.config.backends,
         restartCooldownSeconds: rt.config.restartCooldownSeconds,
+        commandEnv: restartCommandEnv(process.env, rt.config.secretEnvNames),
         current: (b) => rt.watcher.current(b),
         onPending: (b, p) => rt.watcher.notifyRestartRequested(b, p),
       },
