@@ -4,6 +4,7 @@
  * own), stopped by pid with a deadline, never by name.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
 
 export interface Child {
   proc: ChildProcess;
@@ -76,3 +77,50 @@ export function firstJsonLine<T>(child: Child, timeoutMs: number, what: string):
 export function startTsx(script: string, args: string[], env?: NodeJS.ProcessEnv): Child {
   return startChild(process.execPath, ["--import", "tsx", script, ...args], { env });
 }
+
+/** One simulator child process serving `count` simulated vLLM servers, each on its own 127.0.0.1 port. */
+export async function startSimulatorFleet(count: number, readyTimeoutMs = 120_000): Promise<{ child: Child; urls: string[] }> {
+  const child = startTsx("lib/sim/cli.ts", ["--count", String(count)]);
+  try {
+    const ready = await firstJsonLine<{ simulators: Array<{ url: string }> }>(child, readyTimeoutMs, "simulator fleet");
+    return { child, urls: ready.simulators.map((s) => s.url) };
+  } catch (e) {
+    await child.stop();
+    throw e;
+  }
+}
+
+/**
+ * CPU seconds (user + system) used so far by `pid` and every process below it, from /proc (Linux;
+ * null elsewhere). A whole tree, in case next start ever runs its server in a child.
+ */
+export function cpuSecondsOfTree(pid: number | undefined): number | null {
+  if (!pid || !fs.existsSync("/proc")) return null;
+  const stats = new Map<number, { ppid: number; ticks: number }>();
+  for (const e of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      const s = fs.readFileSync(`/proc/${e}/stat`, "utf8");
+      // Fields after the parenthesised command name (which may hold spaces): state ppid ... utime(14) stime(15).
+      const f = s.slice(s.lastIndexOf(")") + 2).split(" ");
+      stats.set(Number(e), { ppid: Number(f[1]), ticks: Number(f[11]) + Number(f[12]) });
+    } catch {
+      // the process exited while we looked
+    }
+  }
+  if (!stats.has(pid)) return null;
+  let ticks = 0;
+  const todo = [pid];
+  const seen = new Set<number>();
+  while (todo.length) {
+    const p = todo.pop()!;
+    if (seen.has(p)) continue;
+    seen.add(p);
+    ticks += stats.get(p)?.ticks ?? 0;
+    for (const [q, st] of stats) if (st.ppid === p) todo.push(q);
+  }
+  return ticks / CLOCK_TICKS_PER_SECOND;
+}
+
+/** USER_HZ: 100 on every Linux the project runs on (`getconf CLK_TCK`). */
+const CLOCK_TICKS_PER_SECOND = 100;

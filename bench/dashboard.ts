@@ -12,7 +12,7 @@ import net from "node:net";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { Pool } from "undici";
-import { firstJsonLine, startChild, startTsx, type Child } from "./child";
+import { startChild, startSimulatorFleet, type Child } from "./child";
 import { percentile, round } from "./stats";
 
 const HOUR = 3600_000;
@@ -143,7 +143,7 @@ export interface DashboardResult {
   nextServerRssMb: number | null;
 }
 
-function rssMbOf(pid: number | undefined): number | null {
+export function rssMbOf(pid: number | undefined): number | null {
   if (!pid) return null;
   try {
     const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"));
@@ -196,70 +196,102 @@ async function pageLoads(base: string, backends: number, warmRuns: number): Prom
   }
 }
 
+export interface App {
+  base: string;
+  child: Child;
+  /** Keep-alive connections to the app, up to `connections` at once. */
+  pool: Pool;
+  /** Closes the pool, then stops next start (SIGTERM, SIGKILL after 10 s). */
+  stop(): Promise<void>;
+}
+
+/**
+ * The real app: `next start` (the production build) on a free 127.0.0.1 port with its own config
+ * and SQLite file in `workDir`, its watcher polling `urls` (ids b000, b001, ...) every
+ * `pollIntervalSeconds`. Resolves once /api/fleet shows every backend read once.
+ */
+export async function startApp(opts: {
+  urls: string[];
+  workDir: string;
+  name: string;
+  pollIntervalSeconds: number;
+  /** A database to start from (copied), else an empty one. */
+  dbFrom?: string;
+  connections?: number;
+}): Promise<App> {
+  const configPath = path.join(opts.workDir, `${opts.name}.config.json`);
+  fs.writeFileSync(
+    configPath,
+    JSON.stringify({ pollIntervalSeconds: opts.pollIntervalSeconds, backends: opts.urls.map((url, i) => ({ id: `b${String(i).padStart(3, "0")}`, url })) }),
+  );
+  const dbPath = path.join(opts.workDir, `${opts.name}.db`);
+  if (opts.dbFrom) fs.copyFileSync(opts.dbFrom, dbPath);
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  // next-server itself (no npm/npx wrapper), so its pid, CPU and memory are its own.
+  const child = startChild(process.execPath, [path.join("node_modules", "next", "dist", "bin", "next"), "start", "-p", String(port), "-H", "127.0.0.1"], {
+    env: { ...process.env, STEPWATCH_CONFIG: configPath, STEPWATCH_DB: dbPath, NEXT_TELEMETRY_DISABLED: "1", NODE_ENV: "production" },
+  });
+  const pool = new Pool(base, { connections: opts.connections ?? 64 });
+  const stop = async () => {
+    await pool.close();
+    await child.stop(10_000);
+  };
+  try {
+    await waitFor(`next start with ${opts.urls.length} read backends`, 90_000, async () => {
+      if (child.proc.exitCode !== null) throw new Error(`next start exited (${child.proc.exitCode}): ${child.output().slice(-2000)}`);
+      const res = await pool.request({ path: "/api/fleet", method: "GET" });
+      const json = (await res.body.json()) as { backends?: Array<{ lastReadAt: number | null }> };
+      return res.statusCode === 200 && json.backends?.length === opts.urls.length && json.backends.every((b) => b.lastReadAt !== null) ? true : null;
+    });
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { base, child, pool, stop };
+}
+
 export async function runDashboardBench(opts: { historyDbPath: string; workDir: string; quick?: boolean; log?: (m: string) => void }): Promise<DashboardResult> {
   const log = opts.log ?? (() => {});
   const build = ensureBuild(log);
   const backends = 100;
-  const sim = startTsx("lib/sim/cli.ts", ["--count", String(backends)]);
-  let next: Child | null = null;
+  const { child: sim, urls } = await startSimulatorFleet(backends, 60_000);
+  let app: App | null = null;
   try {
-    const ready = await firstJsonLine<{ simulators: Array<{ url: string }> }>(sim, 60_000, "simulator fleet");
-    const configPath = path.join(opts.workDir, "dashboard.config.json");
-    fs.writeFileSync(
-      configPath,
-      JSON.stringify({ pollIntervalSeconds: 5, backends: ready.simulators.map((s, i) => ({ id: `b${String(i).padStart(3, "0")}`, url: s.url })) }),
-    );
-    const dbPath = path.join(opts.workDir, "dashboard.db");
-    fs.copyFileSync(opts.historyDbPath, dbPath);
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    // next-server itself (no npm/npx wrapper), so its pid, CPU and memory are its own.
-    next = startChild(process.execPath, [path.join("node_modules", "next", "dist", "bin", "next"), "start", "-p", String(port), "-H", "127.0.0.1"], {
-      env: { ...process.env, STEPWATCH_CONFIG: configPath, STEPWATCH_DB: dbPath, NEXT_TELEMETRY_DISABLED: "1", NODE_ENV: "production" },
-    });
-    const pool = new Pool(base, { connections: 64 });
+    app = await startApp({ urls, workDir: opts.workDir, name: "dashboard", pollIntervalSeconds: 5, dbFrom: opts.historyDbPath });
+    const { pool, base } = app;
+    const seconds = opts.quick ? 4 : 15;
+    await loadTest(pool, "/api/fleet", 4, 1, 200); // warm up the route
+    const oneClient = await loadTest(pool, "/api/fleet", 1, seconds, 20_000);
+    const fiftyClients = await loadTest(pool, "/api/fleet", 50, seconds, 50_000);
+
+    const to = Date.now();
+    const hist = async (range: number, runs: number) => {
+      const p = `/api/backends/b000/history?from=${to - range}&to=${to}`;
+      const res = await pool.request({ path: p, method: "GET" });
+      const json = (await res.body.json()) as { points?: unknown[] };
+      const stats = await loadTest(pool, p, 1, 30, runs);
+      return { ...stats, points: json.points?.length ?? 0 };
+    };
+    const sevenDays = await hist(7 * DAY, opts.quick ? 10 : 30);
+    const oneHour = await hist(HOUR, opts.quick ? 10 : 30);
+
+    let page: DashboardResult["page"];
     try {
-      // Ready when every backend has been read once.
-      await waitFor("next start with 100 read backends", 90_000, async () => {
-        const res = await pool.request({ path: "/api/fleet", method: "GET" });
-        const json = (await res.body.json()) as { backends?: Array<{ lastReadAt: number | null }> };
-        return res.statusCode === 200 && json.backends?.length === backends && json.backends.every((b) => b.lastReadAt !== null) ? true : null;
-      });
-      const seconds = opts.quick ? 4 : 15;
-      await loadTest(pool, "/api/fleet", 4, 1, 200); // warm up the route
-      const oneClient = await loadTest(pool, "/api/fleet", 1, seconds, 20_000);
-      const fiftyClients = await loadTest(pool, "/api/fleet", 50, seconds, 50_000);
-
-      const to = Date.now();
-      const hist = async (range: number, runs: number) => {
-        const p = `/api/backends/b000/history?from=${to - range}&to=${to}`;
-        const res = await pool.request({ path: p, method: "GET" });
-        const json = (await res.body.json()) as { points?: unknown[] };
-        const stats = await loadTest(pool, p, 1, 30, runs);
-        return { ...stats, points: json.points?.length ?? 0 };
-      };
-      const sevenDays = await hist(7 * DAY, opts.quick ? 10 : 30);
-      const oneHour = await hist(HOUR, opts.quick ? 10 : 30);
-
-      let page: DashboardResult["page"];
-      try {
-        page = await pageLoads(base, backends, opts.quick ? 3 : 5);
-      } catch (e) {
-        page = { error: (e as Error).message.split("\n")[0] };
-      }
-      return {
-        build,
-        backends,
-        fleet: { oneClient, fiftyClients },
-        history: { sevenDays, oneHour },
-        page,
-        nextServerRssMb: rssMbOf(next.proc.pid),
-      };
-    } finally {
-      await pool.close();
+      page = await pageLoads(base, backends, opts.quick ? 3 : 5);
+    } catch (e) {
+      page = { error: (e as Error).message.split("\n")[0] };
     }
+    return {
+      build,
+      backends,
+      fleet: { oneClient, fiftyClients },
+      history: { sevenDays, oneHour },
+      page,
+      nextServerRssMb: rssMbOf(app.child.proc.pid),
+    };
   } finally {
-    await next?.stop(10_000);
+    await app?.stop();
     await sim.stop();
   }
 }

@@ -5,11 +5,26 @@
 import type { CostResult } from "./cost";
 import type { DashboardResult } from "./dashboard";
 import type { IncidentResult } from "./incident";
+import type { LoadResult } from "./load";
 import type { ScaleResult } from "./scale";
 import type { ScaleRun } from "./scale-worker";
 import type { StorageResult } from "./storage";
 
 type Maybe<T> = T | { error: string } | undefined;
+
+/** The measured sections of results.json, in report order. */
+export const SECTION_KEYS = ["incident", "cost", "scale", "storage", "dashboard", "load"] as const;
+export type SectionKey = (typeof SECTION_KEYS)[number];
+
+/** Which run (and code) a section's numbers came from: a partial re-run keeps older sections. */
+export interface SectionRun {
+  startedAt: string;
+  command: string;
+  /** Short commit hash, "+changes" when the measured code differed from it. */
+  commit: string;
+  loadAverageAtStart?: number[];
+  loadAverageAtEnd?: number[];
+}
 
 export interface BenchResults {
   command: string;
@@ -30,6 +45,8 @@ export interface BenchResults {
   scale?: Maybe<ScaleResult>;
   storage?: Maybe<StorageResult>;
   dashboard?: Maybe<DashboardResult>;
+  load?: Maybe<LoadResult>;
+  sections?: Partial<Record<SectionKey, SectionRun>>;
 }
 
 function ok<T>(x: Maybe<T>): T | null {
@@ -145,7 +162,36 @@ export function goals(r: BenchResults): Goal[] {
           : "",
     });
   } else out.push({ goal: "Under 2 MB of SQLite per backend per day", measured: why(r.storage), met: null, note: "" });
+
+  // 7. Load: 200 dashboards while the watcher works.
+  const load = ok(r.load);
+  const loadGoal = `No error with ${load?.clients ?? 200} clients polling /api/fleet every 2 s (100 backends watched); poll lag p99 < 250 ms meanwhile`;
+  if (load) out.push(loadGoalOf(load, loadGoal));
+  else out.push({ goal: loadGoal, measured: why(r.load), met: null, note: "" });
   return out;
+}
+
+function loadGoalOf(l: LoadResult, goal: string): Goal {
+  const L = l.loaded;
+  const errorsOk = L.errors === 0;
+  const lagOk = L.pollLagMs.p99 < 250;
+  const notes: string[] = [];
+  if (!errorsOk)
+    notes.push(
+      `Errors: ${Object.entries(L.errorKinds)
+        .map(([k, v]) => `${n(v)} ${k}`)
+        .join(", ")}. A request past ${10} s counts as an error; next start answers every client from one event loop, so a backlog there shows up as timeouts first.`,
+    );
+  if (!lagOk)
+    notes.push(
+      `Lag: the watcher runs on the same event loop as the route handlers in next-server; with ${n(L.requestsPerSecond)} req/s (app CPU ${L.appCpuCores === null ? "n/a" : `${n(L.appCpuCores, 2)} cores`}, simulators ${L.simulatorCpuCores === null ? "n/a" : `${n(L.simulatorCpuCores, 2)}`}, clients ${n(L.clientsCpuCores, 2)} on ${2} cores) a read's timer waits behind requests being answered; quiet, the p99 is ${n(l.quiet.pollLagMs.p99)} ms. Fix: run the watcher in a worker thread (its own event loop; the fleet snapshot posted to the main thread), or answer /api/fleet from a pre-serialized buffer so each request costs only the write.`,
+    );
+  return {
+    goal,
+    measured: `${n(L.requests)} requests in ${n(L.seconds)} s, ${n(L.errors)} errors; latency p50 ${n(L.latencyMs.p50, 1)} / p99 ${n(L.latencyMs.p99, 1)} ms; poll lag p99 ${n(L.pollLagMs.p99)} ms (quiet ${n(l.quiet.pollLagMs.p99)} ms), max ${n(L.pollLagMs.max)} ms`,
+    met: errorsOk && lagOk,
+    note: notes.join(" "),
+  };
 }
 
 const verdict = (g: Goal) => (g.met === null ? "not measured" : g.met ? "**met**" : "**missed**");
@@ -305,6 +351,48 @@ next-server RSS at the end: ${d.nextServerRssMb === null ? "n/a" : `${n(d.nextSe
 `;
 }
 
+function loadSection(l: LoadResult): string {
+  const q = l.quiet;
+  const L = l.loaded;
+  const cores = (x: number | null) => (x === null ? "n/a" : n(x, 3));
+  const row = (name: string, p: LoadResult["quiet"], clients: string) =>
+    `| ${name} | ${clients} | ${n(p.seconds, 0)} s | ${n(p.reads)} / ${n(p.readsDue)} | ${n(p.pollLagMs.p50)} / ${n(p.pollLagMs.p95)} / ${n(p.pollLagMs.p99)} / ${n(p.pollLagMs.max)} | ${n(p.readingAgeMs.p50)} / ${n(p.readingAgeMs.p95)} / ${n(p.readingAgeMs.max)} | ${cores(p.appCpuCores)} | ${cores(p.simulatorCpuCores)} |`;
+  return `## 5. Load: ${l.clients} dashboards while the watcher works (\`next start\`, production build: ${l.build})
+
+The app's watcher polls ${l.backends} simulated backends (one simulator child process) every ${l.pollIntervalSeconds} s. First a quiet phase (no
+clients) as the comparison, then ${l.clients} clients each GET \`/api/fleet\` and wait ${l.clientIntervalSeconds} s after the answer (what the
+dashboard's SWR refreshInterval does), their first requests spread over ${l.clientIntervalSeconds} s, each on its own keep-alive connection.
+Poll lag is measured from outside: \`lastReadAt\` is when a read started, a backend's reads are due exactly one
+interval apart (runEvery's grid), and a sampler reads the fleet 4 times a second, so every read is seen; a read's lag is
+how far past the grid it started, relative to that backend's most punctual read (bench/load.ts \`scheduleLags\`).
+Reading age = generatedAt - lastReadAt over every backend of every sample (at most one interval plus the lag when all is well).
+
+| phase | clients | length | reads seen / due | poll lag p50 / p95 / p99 / max ms | reading age p50 / p95 / max ms | app CPU (cores) | simulator CPU |
+|---|---|---|---|---|---|---|---|
+${row("quiet", q, "0")}
+${row("loaded", L, String(l.clients))}
+
+Under load: **${n(L.requests)} requests** (${n(L.requestsPerSecond, 1)} req/s), **${n(L.errors)} errors**${
+    L.errors ? ` (${Object.entries(L.errorKinds).map(([k, v]) => `${n(v)} ${k}`).join(", ")})` : ""
+  }; latency p50 ${n(L.latencyMs.p50, 1)} / p95 ${n(L.latencyMs.p95, 1)} / p99 ${n(L.latencyMs.p99, 1)} / max ${n(L.latencyMs.max, 1)} ms;
+answers of ${kb(L.responseBytes)}. The clients' own process used ${n(L.clientsCpuCores, 2)} cores (it shares the ${2} cores with the app and the simulators).
+next-server RSS at the end: ${l.appRssMb === null ? "n/a" : `${n(l.appRssMb)} MB`}.
+`;
+}
+
+function provenance(r: BenchResults): string {
+  const sections = r.sections ?? {};
+  const rows = SECTION_KEYS.filter((k) => r[k] !== undefined).map((k) => {
+    const s = sections[k];
+    return s
+      ? `| ${k} | \`${s.command}\` | ${s.startedAt} | ${s.commit} | ${s.loadAverageAtStart?.join(" / ") ?? "n/a"} -> ${s.loadAverageAtEnd?.join(" / ") ?? "n/a"} |`
+      : `| ${k} | \`${r.command}\` | ${r.startedAt} | not recorded | |`;
+  });
+  return `| section | command | run started | commit measured | load average 1/5/15 min, start -> end |
+|---|---|---|---|---|
+${rows.join("\n")}`;
+}
+
 export function renderReport(r: BenchResults): string {
   const g = goals(r);
   const inc = ok(r.incident);
@@ -316,10 +404,14 @@ export function renderReport(r: BenchResults): string {
     `# stepwatch benchmarks
 
 Reproduce: \`npm run bench\` (the full set, about 6 minutes here) or \`npm run bench -- --quick\` (fewer and
-shorter runs, under 2 minutes plus a \`next build\` when .next is missing or stale). This file: \`${r.command}\`, run ${r.startedAt}${r.wallSeconds !== undefined ? `, ${r.wallSeconds} s` : ""}${r.quick ? ", **quick mode** (fewer and shorter runs)" : ""}.
+shorter runs, under 2 minutes plus a \`next build\` when .next is missing or stale); \`npm run bench -- --only scale,load\`
+re-measures some sections and keeps the others. Latest run: \`${r.command}\`, ${r.startedAt}${r.wallSeconds !== undefined ? `, ${r.wallSeconds} s` : ""}${r.quick ? ", **quick mode** (fewer and shorter runs)" : ""}.
 Machine: ${r.machine.cpus} cores (${r.machine.cpuModel}), ${r.machine.memoryGb} GB, Node ${r.machine.node}, ${r.machine.platform}.
-Load average (1/5/15 min) at the start ${r.machine.loadAverageAtStart?.join(" / ") ?? "n/a"}, at the end ${r.machine.loadAverageAtEnd?.join(" / ") ?? "n/a"}:
-anything else running shares the 2 cores, and the timings move with it.
+Anything else running shares the 2 cores, and the timings move with it: the load average says how much there was.
+Where each section's numbers come from:
+
+${provenance(r)}
+
 All traffic went to servers the benchmark started on 127.0.0.1. Raw numbers: \`bench/results.json\`.
 Tests never assert these timings; this file reports them.
 
@@ -338,6 +430,7 @@ ${g
     scale ? scaleSection(scale) : `## 3. Scale of one watcher\n\n${why(r.scale)}\n`,
     st ? storageSection(st) : `## 3b. SQLite per backend per day\n\n${why(r.storage)}\n`,
     dash ? dashboardSection(dash) : `## 4. Dashboard\n\n${why(r.dashboard)}\n`,
+    ok(r.load) ? loadSection(ok(r.load)!) : `## 5. Load: 200 dashboards while the watcher works\n\n${why(r.load)}\n`,
   ];
   return parts.join("\n");
 }

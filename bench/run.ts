@@ -2,29 +2,45 @@
  * The benchmarks: `npm run bench` (full, about 10 minutes on 2 cores) or `npm run bench -- --quick`
  * (fewer and shorter runs, under two minutes plus a `next build` when .next is missing or stale).
  * Writes bench/results.json and bench/RESULTS.md. Numbers are reported, never asserted.
- * Options: --quick, --only incident,cost,scale,storage,dashboard (storage needs incident;
+ * Options: --quick, --only incident,cost,scale,storage,dashboard,load (storage needs incident;
  * dashboard needs storage), --render (rewrite RESULTS.md from results.json, measuring nothing).
+ * With --only, the sections not measured are kept from the stored results.json, and each section
+ * records the run and commit it came from (results.sections), so a partial re-run never passes
+ * old numbers off as new ones.
  */
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { runCostBench } from "./cost";
 import { runDashboardBench } from "./dashboard";
 import { runIncidentBench } from "./incident";
-import { renderReport, type BenchResults } from "./report";
+import { runLoadBench } from "./load";
+import { renderReport, SECTION_KEYS, type BenchResults, type SectionKey, type SectionRun } from "./report";
 import { runScaleBench } from "./scale";
 import { runStorageBench } from "./storage";
 
-const SECTIONS = ["incident", "cost", "scale", "storage", "dashboard"] as const;
+const SECTIONS = ["incident", "cost", "scale", "storage", "dashboard", "load"] as const;
 type Section = (typeof SECTIONS)[number];
 
-function parseArgs(argv: string[]): { quick: boolean; only: Set<Section> } {
+function parseArgs(argv: string[]): { quick: boolean; only: Set<Section>; partial: boolean } {
   const quick = argv.includes("--quick");
   const i = argv.indexOf("--only");
-  if (i < 0) return { quick, only: new Set(SECTIONS) };
+  if (i < 0) return { quick, only: new Set(SECTIONS), partial: false };
   const want = (argv[i + 1] ?? "").split(",").filter(Boolean);
   for (const w of want) if (!(SECTIONS as readonly string[]).includes(w)) throw new Error(`--only: unknown section "${w}" (${SECTIONS.join(", ")})`);
-  return { quick, only: new Set(want as Section[]) };
+  return { quick, only: new Set(want as Section[]), partial: true };
+}
+
+/** The commit measured, with "+changes" when the code under test differs from it. */
+function currentCommit(): string {
+  try {
+    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--", "app", "components", "lib", "db", "bench", "instrumentation.ts", "next.config.ts"], { encoding: "utf8" }).trim();
+    return dirty ? `${head}+changes` : head;
+  } catch {
+    return "unknown (no git)";
+  }
 }
 
 function log(m: string): void {
@@ -53,12 +69,13 @@ async function main(): Promise<void> {
     log("rewrote bench/RESULTS.md from bench/results.json");
     return;
   }
-  const { quick, only } = parseArgs(process.argv.slice(2));
+  const { quick, only, partial } = parseArgs(process.argv.slice(2));
+  const dir = path.join(process.cwd(), "bench");
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "sw-bench-"));
   const started = Date.now();
   const t0 = performance.now();
   const results: BenchResults = {
-    command: `npm run bench${quick ? " -- --quick" : ""}`,
+    command: `npm run bench${quick || partial ? " --" : ""}${quick ? " --quick" : ""}${partial ? ` --only ${[...only].join(",")}` : ""}`,
     quick,
     startedAt: new Date(started).toISOString(),
     machine: {
@@ -85,6 +102,7 @@ async function main(): Promise<void> {
       const historyDbPath = results.storage.historyDbPath;
       results.dashboard = await section("dashboard", () => runDashboardBench({ historyDbPath, workDir: work, quick, log }));
     }
+    if (only.has("load")) results.load = await section("load (200 clients)", () => runLoadBench({ quick, workDir: work, log }));
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
@@ -92,12 +110,33 @@ async function main(): Promise<void> {
   results.machine.loadAverageAtEnd = os.loadavg().map((x) => Math.round(x * 100) / 100);
   if (results.storage && !("error" in results.storage)) results.storage.historyDbPath = "(temporary, removed)";
 
-  const dir = path.join(process.cwd(), "bench");
+  const thisRun: SectionRun = {
+    startedAt: results.startedAt,
+    command: results.command,
+    commit: currentCommit(),
+    loadAverageAtStart: results.machine.loadAverageAtStart,
+    loadAverageAtEnd: results.machine.loadAverageAtEnd,
+  };
+  results.sections = {};
+  for (const k of SECTION_KEYS) if (results[k] !== undefined) results.sections[k] = thisRun;
+  if (partial) keepStoredSections(results, path.join(dir, "results.json"));
+
   fs.writeFileSync(path.join(dir, "results.json"), JSON.stringify(results, null, 2) + "\n");
   fs.writeFileSync(path.join(dir, "RESULTS.md"), renderReport(results));
   log(`wrote bench/results.json and bench/RESULTS.md (${results.wallSeconds} s)`);
   // Keep-alive sockets and the simulators' shared timer must not hold the process open.
   process.exit(0);
+}
+
+/** A partial run keeps the sections it did not measure from the stored results, with where they came from. */
+function keepStoredSections(results: BenchResults, file: string): void {
+  if (!fs.existsSync(file)) return;
+  const stored = JSON.parse(fs.readFileSync(file, "utf8")) as BenchResults;
+  for (const k of SECTION_KEYS) {
+    if (results[k] !== undefined || stored[k] === undefined) continue;
+    (results as unknown as Record<SectionKey, unknown>)[k] = stored[k];
+    results.sections![k] = stored.sections?.[k] ?? { startedAt: stored.startedAt, command: stored.command, commit: "not recorded", loadAverageAtStart: stored.machine.loadAverageAtStart, loadAverageAtEnd: stored.machine.loadAverageAtEnd };
+  }
 }
 
 void main().catch((e: unknown) => {

@@ -6,7 +6,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { firstJsonLine, startTsx } from "./child";
+import { firstJsonLine, startSimulatorFleet, startTsx } from "./child";
 import type { ScaleRun, ScaleSpec } from "./scale-worker";
 
 export interface ScalePlanItem {
@@ -42,11 +42,9 @@ export async function runScaleBench(opts: { quick?: boolean; log?: (m: string) =
   const log = opts.log ?? (() => {});
   const plan = scalePlan(!!opts.quick);
   const most = Math.max(...plan.map((p) => p.backends));
-  const sim = startTsx("lib/sim/cli.ts", ["--count", String(most)]);
+  const { child: sim, urls } = await startSimulatorFleet(most);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-bench-scale-spec-"));
   try {
-    const ready = await firstJsonLine<{ simulators: Array<{ url: string }> }>(sim, 120_000, "simulator fleet");
-    const urls = ready.simulators.map((s) => s.url);
     const runs: ScaleResult["runs"] = [];
     for (const item of plan) {
       log(`scale: ${item.backends} backends every ${item.intervalSeconds} s`);
