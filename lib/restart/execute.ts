@@ -8,6 +8,7 @@
 import { spawn } from "node:child_process";
 import type { RestartAction } from "../config";
 import { httpRequest } from "../net/http";
+import { publicUrl } from "../net/public-url";
 
 /** An environment for a child process (Next's ProcessEnv type would also demand NODE_ENV). */
 export type Env = Record<string, string | undefined>;
@@ -27,20 +28,13 @@ export interface ActionResult {
   finishedAt: number;
 }
 
-/** A short description for the audit row and the UI: no header values, no URL query (tokens live there). */
+/** A short description for the audit row and the UI: no header values, no URL userinfo or query (tokens live there). */
 export function describeAction(action: RestartAction): string {
   if (action.kind === "command") {
     const text = action.command.map((a) => (/[\s"']/.test(a) ? JSON.stringify(a) : a)).join(" ");
     return `command: ${text.length > 200 ? `${text.slice(0, 200)}…` : text}`;
   }
-  let where = action.url;
-  try {
-    const u = new URL(action.url);
-    where = `${u.protocol}//${u.host}${u.pathname}`;
-  } catch {
-    /* keep as is: config validated it */
-  }
-  return `webhook: ${action.method} ${where}`;
+  return `webhook: ${action.method} ${publicUrl(action.url)}`;
 }
 
 /** Appends chunks up to `max` bytes and remembers how much was dropped. */

@@ -1,13 +1,15 @@
 /**
  * The JSON views of what the watcher knows: the fleet from memory (no backend is touched, no DB
  * read), a backend's history and the restart log from SQLite. Field by field, so nothing secret
- * (API keys, restart commands' config, webhook headers) can ride along with a config object.
+ * (API keys, restart commands' config, webhook headers) can ride along with a config object; URLs
+ * through publicUrl, so a user:password or ?token= in them is not shown either.
  */
 import type { Db } from "../../db/client";
 import { historyPoints, listRestartEvents, transitionsInRange } from "../../db/queries";
 import type { RestartEventRow, TransitionRow } from "../../db/schema";
 import type { FleetBackend, FleetProxy, FleetResponse, HistoryResponse, RestartEventDTO, TransitionDTO } from "../api/types";
 import { STATE_INFO, restartRecommended } from "../check/states";
+import { publicUrl } from "../net/public-url";
 import type { BackendMonitor, ProxyMonitor } from "./monitors";
 import type { Watcher } from "./index";
 
@@ -20,7 +22,7 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
   const cooldownUntil = last ? last.requestedAt + restartCooldownSeconds * 1000 : null;
   return {
     id: m.config.id,
-    url: m.config.url,
+    url: publicUrl(m.config.url),
     model: m.config.model ?? metrics?.models[0] ?? null,
     state,
     healthy: verdict?.healthy ?? false,
@@ -45,7 +47,7 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
 export function proxyView(m: ProxyMonitor): FleetProxy {
   return {
     id: m.config.id,
-    url: m.config.url,
+    url: publicUrl(m.config.url),
     state: m.state,
     models: m.last?.models ?? [],
     lastReadAt: m.last?.at ?? null,

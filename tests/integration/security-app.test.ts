@@ -3,8 +3,8 @@
  * - every mutating route needs a signed-in operator AND a same-origin request;
  * - sessions expire, forged or foreign tokens are refused; sign-in is rate-limited;
  * - scrypt hashes made by `npm run --silent hash-password` are accepted;
- * - no secret of the config (API keys, passwords, hashes, webhook token, env) appears in any API
- *   answer, page, script or line of the server's log;
+ * - no secret of the config (API keys, passwords, hashes, webhook token, env, a URL's user:password
+ *   or query) appears in any API answer, page, script or line of the server's log;
  * - the operator's note and request fields never reach the restart command's argv or a shell, and
  *   the command's environment lacks STEPWATCH_* and every variable a config secret was read from;
  * - security headers on every page and API route; bad input gets a 4xx with a reason.
@@ -30,6 +30,9 @@ const S = {
   hashedPw: "hash-op-6f3b9-SECRETPW",
   hookToken: "Bearer hook-token-77ab-SECRETTOKEN",
   hookUrlToken: "hookurl-token-31c9-SECRETQ",
+  hookUrlPass: "hookurl-pass-8e20-SECRETUSERINFO",
+  backendUrlPass: "backendurl-pass-1d4a-SECRETUSERINFO",
+  proxyUrlToken: "proxyurl-token-63f5-SECRETQ",
   cmdEnv: "cmd-env-secret-4b2e-SECRETENV",
   sessionSecret: "session-secret-9a0f-SECRET-0123456789",
 };
@@ -100,14 +103,15 @@ beforeAll(async () => {
       restartCooldownSeconds: 0,
       backends: [
         { id: "keyed", url: sims.keyed.url, apiKey: "env:SW_SEC_APIKEY", model: sims.keyed.modelName },
-        { id: "argv", url: sims.argv.url, restart: { command: record, timeoutSeconds: 10 } },
+        // Credentials in URLs (a user:password, a ?token=) must not be shown as configured.
+        { id: "argv", url: sims.argv.url.replace("//", `//ops:${S.backendUrlPass}@`), restart: { command: record, timeoutSeconds: 10 } },
         {
           id: "hook",
           url: sims.hook.url,
           restart: { webhook: { url: "env:SW_SEC_HOOK_URL", headers: { authorization: "env:SW_SEC_HOOK_TOKEN" } } },
         },
       ],
-      proxies: [{ id: "lb", url: sims.lb.url, apiKey: "env:SW_SEC_PROXY_KEY" }],
+      proxies: [{ id: "lb", url: `${sims.lb.url}/?token=${S.proxyUrlToken}`, apiKey: "env:SW_SEC_PROXY_KEY" }],
       operators: [
         { name: "sec-op", password: "env:SW_SEC_PW" },
         { name: "hash-op", password: scryptHash },
@@ -123,7 +127,7 @@ beforeAll(async () => {
     SW_SEC_APIKEY: S.apiKey,
     SW_SEC_PROXY_KEY: S.proxyKey,
     SW_SEC_PW: S.operatorPw,
-    SW_SEC_HOOK_URL: `${hookBase}/restart?token=${S.hookUrlToken}`,
+    SW_SEC_HOOK_URL: `${hookBase.replace("//", `//hook:${S.hookUrlPass}@`)}/restart?token=${S.hookUrlToken}`,
     SW_SEC_HOOK_TOKEN: S.hookToken,
     SW_SEC_CMD_ENV: S.cmdEnv,
   });
@@ -380,7 +384,9 @@ describe("no secret anywhere a browser or a log reader can see", () => {
     const fleet = (await getJson<FleetResponse>(`${app.url}/api/fleet`))!.body;
     expect(fleet.backends.find((b) => b.id === "keyed")!.state).toBe("idle"); // the key was used, and worked
     const hookEvent = (await getJson<RestartEventDTO[]>(`${app.url}/api/restarts`))!.body.find((e) => e.backendId === "hook")!;
-    expect(hookEvent.action).toMatch(/^webhook: POST http:\/\/127\.0\.0\.1:\d+\/restart$/);
+    expect(hookEvent.action).toMatch(/^webhook: POST http:\/\/\*\*\*@127\.0\.0\.1:\d+\/restart\?\*\*\*$/);
+    expect(fleet.backends.find((b) => b.id === "argv")!.url).toBe(sims.argv.url.replace("//", "//***@"));
+    expect(fleet.proxies.find((p) => p.id === "lb")!.url).toBe(`${sims.lb.url}/?***`);
 
     const sources = [...seen, { what: "server log", text: app.output() }, { what: "scrypt hash", text: "" }];
     const leaks: string[] = [];

@@ -122,8 +122,9 @@ describe("callWebhook", () => {
       status = 500;
       const bad = await callWebhook(action, { backendId: "a", eventId: 8, requestedBy: "ana" });
       expect(bad).toMatchObject({ ok: false, error: "HTTP 500" });
-      // The description kept for the audit row shows neither headers nor the query string.
-      expect(describeAction(action)).toBe(`webhook: POST ${url.split("?")[0]}`);
+      // The description kept for the audit row shows neither headers nor the query string (nor userinfo).
+      expect(describeAction(action)).toBe(`webhook: POST ${url.split("?")[0]}?***`);
+      expect(describeAction({ ...action, url: url.replace("//", "//ops:pw@") })).toBe(`webhook: POST ${url.split("?")[0].replace("//", "//***@")}?***`);
     } finally {
       server.close();
     }

@@ -100,6 +100,14 @@ function start(opts: Partial<WatcherOptions> & { states?: Record<string, () => B
 }
 
 describe("watcher", () => {
+  it("shows backend and proxy URLs without their userinfo or query (marked ***)", () => {
+    const c = config({ backends: [{ id: "fast", url: "http://ops:pw-hidden@127.0.0.1:1" }], proxies: [{ id: "lb", url: "http://127.0.0.1:3/?token=tok-hidden" }] });
+    const { w } = start({ config: c });
+    const snap = fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600 });
+    expect(snap.backends[0].url).toBe("http://***@127.0.0.1:1");
+    expect(snap.proxies[0].url).toBe("http://127.0.0.1:3/?***");
+  });
+
   it("a slow backend never delays another; reads of one backend never overlap", async () => {
     const { w, calls } = start();
     await vi.advanceTimersByTimeAsync(5500);
