@@ -19,6 +19,7 @@ export const DEFAULTS = {
   retention: { rawHours: 48, rollupDays: 90 },
   restartCommandTimeoutSeconds: 120,
   webhookMethod: "POST",
+  webhookTimeoutSeconds: 30,
 } as const;
 
 export type PasswordSpec =
@@ -28,7 +29,7 @@ export type PasswordSpec =
 
 export type RestartAction =
   | { kind: "command"; command: string[]; timeoutSeconds: number }
-  | { kind: "webhook"; url: string; method: string; headers: Record<string, string> };
+  | { kind: "webhook"; url: string; method: string; headers: Record<string, string>; timeoutSeconds: number };
 
 export interface BackendConfig {
   id: string;
@@ -127,6 +128,7 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
           url: secretUrl,
           method: z.enum(["POST", "PUT", "GET"]).optional(),
           headers: z.record(z.string(), secret).optional(),
+          timeoutSeconds: seconds.optional(),
         })
         .optional(),
     })
@@ -134,7 +136,7 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       if ((r.command === undefined) === (r.webhook === undefined))
         ctx.addIssue({ code: "custom", message: "give exactly one of command or webhook" });
       if (r.webhook !== undefined && r.timeoutSeconds !== undefined)
-        ctx.addIssue({ code: "custom", path: ["timeoutSeconds"], message: "only applies to command" });
+        ctx.addIssue({ code: "custom", path: ["timeoutSeconds"], message: "only applies to command; a webhook takes webhook.timeoutSeconds" });
     })
     .transform((r): RestartAction =>
       r.command
@@ -144,6 +146,7 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
             url: r.webhook!.url,
             method: r.webhook!.method ?? DEFAULTS.webhookMethod,
             headers: r.webhook!.headers ?? {},
+            timeoutSeconds: r.webhook!.timeoutSeconds ?? DEFAULTS.webhookTimeoutSeconds,
           },
     );
 

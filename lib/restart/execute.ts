@@ -14,7 +14,6 @@ import { publicUrl } from "../net/public-url";
 export type Env = Record<string, string | undefined>;
 
 export const MAX_OUTPUT_BYTES = 8 * 1024;
-const WEBHOOK_TIMEOUT_MS = 30_000;
 /** After SIGTERM to the group, how long before SIGKILL. */
 const KILL_GRACE_MS = 2_000;
 /** After the command exits, how long to wait for its pipes to drain (a backgrounded child may hold them). */
@@ -146,7 +145,7 @@ export async function callWebhook(
     headers: { ...(hasBody ? { "content-type": "application/json" } : {}), ...action.headers },
     // Ids only: the operator's free-text note stays in stepwatch's own records.
     body: hasBody ? JSON.stringify({ backend: ctx.backendId, event: ctx.eventId, requestedBy: ctx.requestedBy }) : undefined,
-    timeoutMs: WEBHOOK_TIMEOUT_MS,
+    timeoutMs: action.timeoutSeconds * 1000,
     maxBytes: MAX_OUTPUT_BYTES,
   });
   const output = res.status !== undefined ? `HTTP ${res.status}\n${res.body}` : res.body;

@@ -37,7 +37,13 @@ describe("parseConfig", () => {
     expect(c.backends[0].url).toBe("http://127.0.0.1:8000");
     expect(c.backends[0].apiKey).toBe("sk-secret");
     expect(c.backends[0].restart).toEqual({ kind: "command", command: ["systemctl", "restart", "vllm"], timeoutSeconds: DEFAULTS.restartCommandTimeoutSeconds });
-    expect(c.backends[1].restart).toEqual({ kind: "webhook", url: "http://127.0.0.1:9/hook", method: "POST", headers: { Authorization: "tok" } });
+    expect(c.backends[1].restart).toEqual({
+      kind: "webhook",
+      url: "http://127.0.0.1:9/hook",
+      method: "POST",
+      headers: { Authorization: "tok" },
+      timeoutSeconds: DEFAULTS.webhookTimeoutSeconds,
+    });
     expect(c.operators[0].password).toEqual({ kind: "plain", value: "hunter2", source: "env" });
     expect(c.operators[1].password).toEqual({ kind: "scrypt", hash: "scrypt:xyz" });
     expect(c.warnings).toEqual([]);
@@ -48,6 +54,12 @@ describe("parseConfig", () => {
     j.proxies[0].apiKey = "env:KEY"; // named twice, listed once
     expect(parseConfig(j, "t", { env }).secretEnvNames).toEqual(["HOOK", "KEY", "PW"]);
     expect(parseConfig({}, "t", { env }).secretEnvNames).toEqual([]);
+  });
+
+  it("a webhook takes its own timeoutSeconds", () => {
+    const j = valid();
+    j.backends[1].restart.webhook.timeoutSeconds = 5;
+    expect(parseConfig(j, "t", { env }).backends[1].restart).toMatchObject({ kind: "webhook", timeoutSeconds: 5 });
   });
 
   it("an env var may hold a scrypt hash", () => {
@@ -100,6 +112,8 @@ describe("parseConfig", () => {
     ["backends[1].restart.webhook.url", (j) => (j.backends[1].restart.webhook.url = "nope"), /^backends\[1\]\.restart\.webhook\.url: Invalid URL$/],
     ["backends[1].restart.webhook.method", (j) => (j.backends[1].restart.webhook.method = "DELETE"), /^backends\[1\]\.restart\.webhook\.method: /],
     ["backends[1].restart.webhook.headers", (j) => (j.backends[1].restart.webhook.headers = { X: "env:NOPE" }), /^backends\[1\]\.restart\.webhook\.headers\.X: environment variable NOPE/],
+    ["backends[1].restart.webhook.timeoutSeconds", (j) => (j.backends[1].restart.webhook.timeoutSeconds = 0), /^backends\[1\]\.restart\.webhook\.timeoutSeconds: /],
+    ["backends[1].restart.timeoutSeconds beside a webhook", (j) => (j.backends[1].restart.timeoutSeconds = 5), /^backends\[1\]\.restart\.timeoutSeconds: only applies to command; a webhook takes webhook\.timeoutSeconds$/],
     ["backends[1].restart.webhook unknown", (j) => (j.backends[1].restart.webhook.body = "x"), /^backends\[1\]\.restart\.webhook\.body: unknown field$/],
     ["proxies[0].url", (j) => (j.proxies[0].url = "127.0.0.1:9000"), /^proxies\[0\]\.url: Invalid URL$/],
     ["proxies[0].apiKey", (j) => (j.proxies[0].apiKey = "env:bad-name"), /^proxies\[0\]\.apiKey: /],

@@ -114,7 +114,7 @@ describe("callWebhook", () => {
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/restart?token=secret`;
     try {
-      const action = { kind: "webhook" as const, url, method: "POST", headers: { authorization: "Bearer s3" } };
+      const action = { kind: "webhook" as const, url, method: "POST", headers: { authorization: "Bearer s3" }, timeoutSeconds: 30 };
       const ok = await callWebhook(action, { backendId: "a", eventId: 7, requestedBy: "ana" });
       expect(ok).toMatchObject({ ok: true, exitCode: null, error: null });
       expect(ok.output).toBe("HTTP 202\nqueued");
@@ -126,6 +126,23 @@ describe("callWebhook", () => {
       expect(describeAction(action)).toBe(`webhook: POST ${url.split("?")[0]}?***`);
       expect(describeAction({ ...action, url: url.replace("//", "//ops:pw@") })).toBe(`webhook: POST ${url.split("?")[0].replace("//", "//***@")}?***`);
     } finally {
+      server.close();
+    }
+  });
+
+  it("gives up at the webhook's own timeoutSeconds", async () => {
+    const held: http.ServerResponse[] = [];
+    const server = http.createServer((req, res) => {
+      req.resume();
+      held.push(res); // headers never come
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/never`;
+    try {
+      const r = await callWebhook({ kind: "webhook", url, method: "POST", headers: {}, timeoutSeconds: 0.3 }, { backendId: "a", eventId: 1, requestedBy: "ana" });
+      expect(r).toMatchObject({ ok: false, error: "no complete answer within 300 ms" });
+    } finally {
+      for (const res of held) res.destroy();
       server.close();
     }
   });
