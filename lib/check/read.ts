@@ -30,8 +30,15 @@ export interface ReadOptions {
 
 export const READ_DEFAULTS = { timeoutMs: 10_000, probeTimeoutMs: 10_000, maxBytes: 8 * 1024 * 1024 };
 
-function endpoint(base: string, path: string): string {
-  return base.replace(/\/+$/, "") + path;
+/** `path` appended to the base URL's path; a query in the configured URL (a token) is kept. */
+export function endpoint(base: string, path: string): string {
+  try {
+    const url = new URL(base);
+    url.pathname = url.pathname.replace(/\/+$/, "") + path;
+    return url.href;
+  } catch {
+    return base.replace(/\/+$/, "") + path; // not a URL: httpRequest reports it as a failed read
+  }
 }
 
 function authHeaders(apiKey?: string): Record<string, string> {

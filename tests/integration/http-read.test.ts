@@ -220,3 +220,12 @@ describe("probe and proxy", () => {
     expect(s.hits).toEqual(["GET /v1/models"]);
   });
 });
+
+describe("endpoint", () => {
+  it("appends the path to the configured URL's path and keeps its query", async () => {
+    const { endpoint } = await import("@/lib/check/read");
+    expect(endpoint("http://h:8000", "/metrics")).toBe("http://h:8000/metrics");
+    expect(endpoint("http://h:8000/vllm/", "/metrics")).toBe("http://h:8000/vllm/metrics");
+    expect(endpoint("http://h/?token=x", "/v1/models")).toBe("http://h/v1/models?token=x");
+  });
+});
