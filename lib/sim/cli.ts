@@ -131,7 +131,18 @@ function watchParent(onOrphaned: () => void): void {
 }
 
 async function main(): Promise<void> {
-  const args = parseCliArgs(process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  let args: CliArgs;
+  try {
+    args = parseCliArgs(argv);
+  } catch (err) {
+    process.stderr.write(`sim: ${(err as Error).message}\n`);
+    process.exit(64);
+  }
   const closers: Array<() => Promise<void>> = [];
   let stopping = false;
   const stop = async (code: number) => {
