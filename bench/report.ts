@@ -24,6 +24,8 @@ export interface SectionRun {
   commit: string;
   loadAverageAtStart?: number[];
   loadAverageAtEnd?: number[];
+  /** What a reader should know about that run's code (written by hand in results.json). */
+  note?: string;
 }
 
 export interface BenchResults {
@@ -121,11 +123,11 @@ export function goals(r: BenchResults): Goal[] {
     const notes: string[] = [];
     if (!cpuOk)
       notes.push(
-        `CPU: ${n(perRead, 2)} ms of watcher CPU per read. A CPU profile of the watcher (\`node --cpu-prof\`, 300 backends at 1 s on this machine, one-off) put about 27% of its busy time in the Prometheus parser (mostly label parsing of histogram bucket lines of the ~${cost ? kb(cost.metricsBodyBytes.oneEngine) : "35 KB"} exposition, of which stepwatch reads a dozen series), about 21% in drizzle building and preparing SQL on every poll (the newest-restart lookup each poll does, and the sample inserts), about 9% in garbage collection, the rest in undici and the event loop. Fix: skip the lines of families stepwatch does not read before parsing them (a prefix check per line); keep each backend's newest restart in memory (the restart verb already notifies the watcher) or use one prepared statement instead of a drizzle query per poll; or poll less often than every 5 s at this scale.`,
+        `CPU: ${n(perRead, 2)} ms of watcher CPU (user + system) per read. A CPU profile of the watcher at this size (\`node --cpu-prof\` on bench/scale-worker.ts, 1000 backends at 5 s, 20 s after the warm-up; one-off, 2026-11-30, commit 12ebe7f) puts about 38% of its busy time in connections (undici 30%, node:net 8%): the simulator, like vLLM's uvicorn by default, keeps an idle connection 5 s and undici gives an idle socket the server's hint less 2 s, so with reads 5 s apart nearly every read opens a new TCP connection, and undici builds two Error objects (idle timeout, client destroyed) for each one it drops; about 22% in the Prometheus parser and the vLLM extraction (every line of the ~${cost ? kb(cost.metricsBodyBytes.oneEngine) : "35 KB"} exposition, histogram buckets included, for a dozen series); about 11% in drizzle and SQLite (SQL built on every poll, the sample inserts); 7% in garbage collection. Spreading the reads over the interval removed the lag, not the work, which is the same per read. Fix: parse only the families stepwatch reads (a prefix check per line before any label parsing); prepared statements instead of a drizzle query per poll; and for the connections, either backends that keep idle connections longer than the interval plus 2 s (uvicorn --timeout-keep-alive) or an interval under 3 s; or accept ~${n(big.cpuCores, 2)} cores for 1000 backends.`,
       );
     if (!lagOk)
       notes.push(
-        `Lag: every loop starts at the same moment, so all ${big.backends} reads fall due together each interval and the last ones start after the others' timers and parses. Fix: spread each loop's first read over the interval (a per-backend offset in lib/watcher), which keeps the load flat.`,
+        `Lag: reads are spread over the interval (lib/watcher offsetMs), so a late read waits behind work on the event loop: see the event-loop delay column. Fix: the CPU items above, which shorten that work.`,
       );
     out.push({
       goal: "1000 backends at 5 s: p99 poll lag < 250 ms and < 1/4 core",
@@ -136,6 +138,7 @@ export function goals(r: BenchResults): Goal[] {
   } else out.push({ goal: "1000 backends at 5 s: p99 poll lag < 250 ms and < 1/4 core", measured: why(r.scale) || "the 1000-backend run failed", met: null, note: "" });
 
   // 5. /api/fleet p99.
+  const load = ok(r.load);
   if (dash) {
     const p99 = dash.fleet.fiftyClients.p99Ms;
     const met = p99 < 20;
@@ -145,7 +148,7 @@ export function goals(r: BenchResults): Goal[] {
       met,
       note: met
         ? ""
-        : `With 50 clients and one Node process, a request waits for the ones before it: at ${n(dash.fleet.fiftyClients.requestsPerSecond)} req/s each answer (${kb(dash.fleet.fiftyClients.responseBytes)} of JSON) costs ~${n(1000 / Math.max(1, dash.fleet.fiftyClients.requestsPerSecond), 1)} ms of server time, so 50 in line take ~${n((50 * 1000) / Math.max(1, dash.fleet.fiftyClients.requestsPerSecond))} ms; the single-client p99 is the cost of one answer. The p99 and the max are worse than that mean wait because the server's own watcher reads its ${dash.backends} backends all at once every 5 s, and parsing those answers holds the event loop for a while (section 3: the same burst). Fix: serve the fleet JSON from a snapshot serialised once per watcher round (it changes at most every poll interval) instead of per request, keep the 60-point sparklines out of the list response, and spread the watcher's reads over the interval.`,
+        : `The 50 clients send back to back, with no pause (${n(dash.fleet.fiftyClients.requestsPerSecond)} req/s, as many as ~${n(Math.round((dash.fleet.fiftyClients.requestsPerSecond * 2) / 100) * 100)} dashboards refreshing every 2 s), so a request waits for the ones before it in one Node process: each answer (${kb(dash.fleet.fiftyClients.responseBytes)} of JSON) costs ~${n(1000 / Math.max(1, dash.fleet.fiftyClients.requestsPerSecond), 2)} ms of server time, so 50 in line take ~${n((50 * 1000) / Math.max(1, dash.fleet.fiftyClients.requestsPerSecond))} ms, and the p99 adds the moments when the app's own watcher or GC holds the loop. The JSON is already built once per 250 ms for all clients (lib/fleet.ts getFleetJson); what is left per request is Next's routing and encoding and writing the answer. One client's p99 is ${n(dash.fleet.oneClient.p99Ms, 1)} ms, and 200 dashboards at their real pace (section 5) see ${load ? `p99 ${n(load.loaded.latencyMs.p99, 1)} ms` : "the load section's latency"}. Fix, for p99 under 20 ms with 50 in line (under ~0.4 ms each): answer from a pre-encoded Buffer (the cached string is encoded to UTF-8 again on every request), give the snapshot an ETag so a dashboard that already has it gets an empty 304, and leave the sparkline points out of the list answer.`,
     });
   } else out.push({ goal: "GET /api/fleet p99 < 20 ms at 100 backends", measured: why(r.dashboard), met: null, note: "" });
 
@@ -164,7 +167,6 @@ export function goals(r: BenchResults): Goal[] {
   } else out.push({ goal: "Under 2 MB of SQLite per backend per day", measured: why(r.storage), met: null, note: "" });
 
   // 7. Load: 200 dashboards while the watcher works.
-  const load = ok(r.load);
   const loadGoal = `No error with ${load?.clients ?? 200} clients polling /api/fleet every 2 s (100 backends watched); poll lag p99 < 250 ms meanwhile`;
   if (load) out.push(loadGoalOf(load, loadGoal));
   else out.push({ goal: loadGoal, measured: why(r.load), met: null, note: "" });
@@ -385,7 +387,7 @@ function provenance(r: BenchResults): string {
   const rows = SECTION_KEYS.filter((k) => r[k] !== undefined).map((k) => {
     const s = sections[k];
     return s
-      ? `| ${k} | \`${s.command}\` | ${s.startedAt} | ${s.commit} | ${s.loadAverageAtStart?.join(" / ") ?? "n/a"} -> ${s.loadAverageAtEnd?.join(" / ") ?? "n/a"} |`
+      ? `| ${k} | \`${s.command}\` | ${s.startedAt} | ${s.commit}${s.note ? `: ${s.note}` : ""} | ${s.loadAverageAtStart?.join(" / ") ?? "n/a"} -> ${s.loadAverageAtEnd?.join(" / ") ?? "n/a"} |`
       : `| ${k} | \`${r.command}\` | ${r.startedAt} | not recorded | |`;
   });
   return `| section | command | run started | commit measured | load average 1/5/15 min, start -> end |
@@ -403,7 +405,7 @@ export function renderReport(r: BenchResults): string {
   const parts = [
     `# stepwatch benchmarks
 
-Reproduce: \`npm run bench\` (the full set, about 6 minutes here) or \`npm run bench -- --quick\` (fewer and
+Reproduce: \`npm run bench\` (the full set, about 8 minutes here) or \`npm run bench -- --quick\` (fewer and
 shorter runs, under 2 minutes plus a \`next build\` when .next is missing or stale); \`npm run bench -- --only scale,load\`
 re-measures some sections and keeps the others. Latest run: \`${r.command}\`, ${r.startedAt}${r.wallSeconds !== undefined ? `, ${r.wallSeconds} s` : ""}${r.quick ? ", **quick mode** (fewer and shorter runs)" : ""}.
 Machine: ${r.machine.cpus} cores (${r.machine.cpuModel}), ${r.machine.memoryGb} GB, Node ${r.machine.node}, ${r.machine.platform}.

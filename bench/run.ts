@@ -32,15 +32,24 @@ function parseArgs(argv: string[]): { quick: boolean; only: Set<Section>; partia
   return { quick, only: new Set(want as Section[]), partial: true };
 }
 
-/** The commit measured, with "+changes" when the code under test differs from it. */
+/**
+ * The commit under test, "+changes" when the measured code (not the bench's own outputs) differs
+ * from it. Taken at the start and the end: other work may commit while the bench runs.
+ */
 function currentCommit(): string {
   try {
     const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
-    const dirty = execFileSync("git", ["status", "--porcelain", "--", "app", "components", "lib", "db", "bench", "instrumentation.ts", "next.config.ts"], { encoding: "utf8" }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--", "app", "components", "lib", "db", "bench", "instrumentation.ts", "next.config.ts", ":!bench/results.json", ":!bench/RESULTS.md"], {
+      encoding: "utf8",
+    }).trim();
     return dirty ? `${head}+changes` : head;
   } catch {
     return "unknown (no git)";
   }
+}
+
+function commitSpan(atStart: string, atEnd: string): string {
+  return atStart === atEnd ? atStart : `${atStart} at the start, ${atEnd} at the end (commits landed during the run)`;
 }
 
 function log(m: string): void {
@@ -72,6 +81,7 @@ async function main(): Promise<void> {
   const { quick, only, partial } = parseArgs(process.argv.slice(2));
   const dir = path.join(process.cwd(), "bench");
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "sw-bench-"));
+  const commitAtStart = currentCommit();
   const started = Date.now();
   const t0 = performance.now();
   const results: BenchResults = {
@@ -113,7 +123,7 @@ async function main(): Promise<void> {
   const thisRun: SectionRun = {
     startedAt: results.startedAt,
     command: results.command,
-    commit: currentCommit(),
+    commit: commitSpan(commitAtStart, currentCommit()),
     loadAverageAtStart: results.machine.loadAverageAtStart,
     loadAverageAtEnd: results.machine.loadAverageAtEnd,
   };
