@@ -167,7 +167,7 @@ export async function runLoadBench(opts: { quick?: boolean; workDir: string; log
   const log = opts.log ?? (() => {});
   const build = ensureBuild(log);
   const intervalMs = LOAD.pollIntervalSeconds * 1000;
-  const quietSeconds = opts.quick ? 10 : 20;
+  const quietSeconds = opts.quick ? 6 : 20; // quick mode stays under two minutes
   const loadSeconds = opts.quick ? 20 : 60;
   const { child: sim, urls } = await startSimulatorFleet(LOAD.backends, 60_000);
   let app: App | null = null;
