@@ -21,10 +21,10 @@ export async function respond<T>(verb: () => Promise<T> | T, status = 200): Prom
   }
 }
 
-/** Answers JSON text that a verb already serialized (see getFleetJson). */
-export async function respondText(verb: () => Promise<string>): Promise<Response> {
+/** Answers JSON that a verb already serialized and encoded (see getFleetJson). */
+export async function respondEncoded(verb: () => Promise<Uint8Array>): Promise<Response> {
   try {
-    return new Response(await verb(), { headers: { "content-type": "application/json", "cache-control": "no-store" } });
+    return new Response(await verb() as Uint8Array<ArrayBuffer>, { headers: { "content-type": "application/json", "cache-control": "no-store" } });
   } catch (e) {
     return errorResponse(e);
   }

@@ -1,4 +1,4 @@
-import { respondText } from "@/lib/api/respond";
+import { respondEncoded } from "@/lib/api/respond";
 import { getFleetJson } from "@/lib/fleet";
 
 export const dynamic = "force-dynamic";
@@ -6,5 +6,5 @@ export const runtime = "nodejs";
 
 /** The whole fleet from the watcher's memory: never touches a backend. */
 export function GET(): Promise<Response> {
-  return respondText(() => getFleetJson());
+  return respondEncoded(() => getFleetJson());
 }
