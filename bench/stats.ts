@@ -43,17 +43,8 @@ export function round(x: number, digits = 2): number {
   return Math.round(x * f) / f;
 }
 
-/** A deterministic PRNG (mulberry32): the replayed day is the same on every run. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The simulator's deterministic PRNG (mulberry32): the replayed day is the same on every run. */
+export { seededRandom as rng } from "../lib/sim/load";
 
 /** An integer in [lo, hi] from `next`. */
 export function between(next: () => number, lo: number, hi: number): number {
