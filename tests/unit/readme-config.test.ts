@@ -1,0 +1,17 @@
+/** The configuration example in README.md is a real, valid config (docs that drift are a bug). */
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { parseConfig } from "@/lib/config";
+
+describe("README configuration example", () => {
+  it("parses, with its env: secrets and scrypt placeholder filled in", () => {
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const block = /### Configuration[\s\S]*?```json\n([\s\S]*?)```/.exec(readme)?.[1];
+    expect(block).toBeDefined();
+    const json = JSON.parse(block!.replace('"scrypt:..."', '"env:ALICE_PASSWORD"'));
+    const config = parseConfig(json, "README.md", { env: { VLLM_KEY: "k", RESTART_TOKEN: "t", ALICE_PASSWORD: "p" } });
+    expect(config.backends.map((b) => b.id)).toEqual(["gb10-a", "gb10-b"]);
+    expect(config.backends[0].restart).toMatchObject({ kind: "command", command: ["systemctl", "restart", "vllm"] });
+    expect(config.proxies.map((p) => p.id)).toEqual(["lb"]);
+  });
+});
