@@ -8,6 +8,7 @@
  */
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { readBodyCapped } from "./body";
 
 export interface ProxyOptions {
   /** Backend base URLs (http://host:port). */
@@ -70,20 +71,12 @@ export async function startLeastConnProxy(opts: ProxyOptions): Promise<LeastConn
   }
 
   function readBody(req: IncomingMessage): Promise<Buffer> {
-    return new Promise((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      req.on("data", (c: Buffer) => {
-        size += c.length;
-        if (size > MAX_BODY_BYTES) {
-          reject(new Error("body too large"));
-          req.destroy();
-        } else chunks.push(c);
-      });
-      req.on("end", () => resolve(Buffer.concat(chunks)));
-      req.on("error", reject);
+    return readBodyCapped(req, MAX_BODY_BYTES, {
+      tooLarge: () => new Error("body too large"),
+      closed: () => new Error("client closed the connection before the body ended"),
     });
   }
+
 
   /** Send to one backend; resolves false when it could not be reached (try the next). */
   function forward(u: Upstream, req: IncomingMessage, res: ServerResponse, body: Buffer, entry: ProxyReceived): Promise<boolean> {

@@ -22,6 +22,7 @@ import {
   type ResponseMeta,
 } from "./openai";
 import { subscribeTick } from "./ticker";
+import { readBodyCapped } from "./body";
 
 export interface SimulatorOptions {
   /** 0 (default) = an ephemeral port, kept across restarts. */
@@ -160,23 +161,10 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
 }
 
 function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY_BYTES) {
-        reject(new HttpError(413, `request body over ${MAX_BODY_BYTES} bytes`));
-        req.destroy();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-    // A client that leaves mid-body sends neither "end" nor "error": do not wait for it forever.
-    req.on("close", () => reject(new HttpError(400, "client closed the connection before the body ended")));
-  });
+  return readBodyCapped(req, MAX_BODY_BYTES, {
+    tooLarge: () => new HttpError(413, `request body over ${MAX_BODY_BYTES} bytes`),
+    closed: () => new HttpError(400, "client closed the connection before the body ended"),
+  }).then((b) => b.toString("utf8"));
 }
 
 async function readJson(req: IncomingMessage): Promise<unknown> {
