@@ -7,8 +7,8 @@
  * - the fleet page in Debian's Chromium (Playwright): until every card is shown, cold and warm.
  * All traffic goes to 127.0.0.1, bounded in count and time.
  */
+import { freePort } from "../lib/sim/free-port";
 import fs from "node:fs";
-import net from "node:net";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { Pool } from "undici";
@@ -50,16 +50,6 @@ export function ensureBuild(log: (m: string) => void): string {
   return built ? "rebuilt (.next was older than the sources)" : "built (.next was missing)";
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function waitFor<T>(what: string, deadlineMs: number, f: () => Promise<T | null>): Promise<T> {
   const end = Date.now() + deadlineMs;

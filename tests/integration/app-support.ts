@@ -4,23 +4,15 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
 import path from "node:path";
+
+export { freePort } from "../../lib/sim/free-port";
+import { freePort } from "../../lib/sim/free-port";
 
 const ROOT = path.resolve(__dirname, "../..");
 // Run Next's CLI with this node directly, so the pid is the server itself (no npm/npx wrapper).
 const NEXT_CLI = require.resolve("next/dist/bin/next", { paths: [ROOT] });
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export function assertBuilt(): void {
   if (!fs.existsSync(path.join(ROOT, ".next", "BUILD_ID"))) {
