@@ -3,6 +3,7 @@
  * never builds SQL. Transitions and restart events are kept forever: only the retention of raw
  * samples and minute rollups deletes anything.
  */
+import type { HistoryPoint } from "../lib/api/types";
 import { and, asc, desc, eq, gte, isNull, lte } from "drizzle-orm";
 import type { Reading, Verdict } from "../lib/check/types";
 import type { BackendState } from "../lib/check/states";
@@ -172,16 +173,8 @@ const rankOf = (col: string) => `CASE ${col} ${RANKED.map(([s, r]) => `WHEN '${s
 const stateOfRank = (expr: string) => `CASE ${expr} ${RANKED.map(([s, r]) => `WHEN ${r} THEN '${s}'`).join(" ")} ELSE 'unknown' END`;
 const stateByRank = new Map(RANKED.map(([s, r]) => [r, s]));
 
-export interface HistoryRow {
-  at: number;
-  running: number | null;
-  waiting: number | null;
-  stepsPerSecond: number | null;
-  generationTokensPerSecond: number | null;
-  promptTokensPerSecond: number | null;
-  kvCacheUsage: number | null;
-  state: BackendState;
-}
+/** One point of a backend's history: the API's HistoryPoint, as the queries produce it. */
+export type HistoryRow = HistoryPoint;
 
 /** Up to this range, raw readings are shown; beyond it, per-minute (or coarser) buckets. */
 export const RAW_HISTORY_MAX_MS = 6 * 3600_000;
