@@ -79,8 +79,8 @@ export function startTsx(script: string, args: string[], env?: NodeJS.ProcessEnv
 }
 
 /** One simulator child process serving `count` simulated vLLM servers, each on its own 127.0.0.1 port. */
-export async function startSimulatorFleet(count: number, readyTimeoutMs = 120_000): Promise<{ child: Child; urls: string[] }> {
-  const child = startTsx("lib/sim/cli.ts", ["--count", String(count)]);
+export async function startSimulatorFleet(count: number, readyTimeoutMs = 120_000, extraArgs: string[] = []): Promise<{ child: Child; urls: string[] }> {
+  const child = startTsx("lib/sim/cli.ts", ["--count", String(count), ...extraArgs]);
   try {
     const ready = await firstJsonLine<{ simulators: Array<{ url: string }> }>(child, readyTimeoutMs, "simulator fleet");
     return { child, urls: ready.simulators.map((s) => s.url) };

@@ -25,6 +25,11 @@ export interface ScaleSpec {
   intervalSeconds: number;
   warmupSeconds: number;
   measureSeconds: number;
+  /**
+   * Print `{"window":"start"}` when the measured window opens, so a parent can read other
+   * processes' CPU over the same window (bench/peer.ts, side by side with Prometheus).
+   */
+  announceWindow?: boolean;
 }
 
 export interface ScaleRun {
@@ -94,6 +99,7 @@ async function main(): Promise<void> {
   let maxRss = process.memoryUsage().rss;
   const rssTimer = setInterval(() => (maxRss = Math.max(maxRss, process.memoryUsage().rss)), 250);
   measuring = true;
+  if (spec.announceWindow) process.stdout.write(`${JSON.stringify({ window: "start" })}\n`);
   const cpu0 = process.cpuUsage();
   const wall0 = performance.now();
   await new Promise((r) => setTimeout(r, spec.measureSeconds * 1000));

@@ -26,6 +26,7 @@ export interface CliArgs {
 
 const USAGE = `usage: sim [--port N]... [--ports A-B] [--count N] [--host H] [--model NAME] [--engines N]
   [--max-num-seqs N] [--weights-load-seconds S] [--time-scale X] [--multi-api-server] [--api-key K]
+  [--keep-alive-seconds S]
   [--mode ${SIM_MODES.join("|")}] [--proxy PORT] [--load] [--demo] [--stay-if-orphaned]`;
 
 function num(flag: string, value: string | undefined): number {
@@ -82,6 +83,9 @@ export function parseCliArgs(argv: string[]): CliArgs {
         break;
       case "--multi-api-server":
         out.sim.multiApiServer = true;
+        break;
+      case "--keep-alive-seconds":
+        out.sim.keepAliveSeconds = num(flag, next());
         break;
       case "--api-key":
         out.sim.apiKey = next();

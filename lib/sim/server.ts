@@ -51,6 +51,11 @@ export interface SimulatorOptions {
   clock?: () => number;
   /** Most requests kept in the received log (oldest dropped first). */
   logLimit?: number;
+  /**
+   * How long an idle keep-alive connection stays open, in seconds (default 5: node's default, and
+   * uvicorn's, so vLLM's unless VLLM_HTTP_TIMEOUT_KEEP_ALIVE says otherwise).
+   */
+  keepAliveSeconds?: number;
 }
 
 export type SimMode = LiveMode | "restart" | "crash";
@@ -222,6 +227,7 @@ class SimulatorImpl implements Simulator {
   private readonly apiKey: string | undefined;
   private readonly logLimit: number;
   private readonly multiApiServer: boolean;
+  private readonly keepAliveMs: number;
 
   constructor(opts: SimulatorOptions) {
     this.host = opts.host ?? "127.0.0.1";
@@ -230,6 +236,7 @@ class SimulatorImpl implements Simulator {
     this.apiKey = opts.apiKey;
     this.logLimit = opts.logLimit ?? 10_000;
     this.multiApiServer = opts.multiApiServer ?? false;
+    this.keepAliveMs = (opts.keepAliveSeconds ?? 5) * 1000;
     const engine: EngineConfig = { ...DEFAULT_ENGINE_CONFIG };
     for (const key of Object.keys(engine) as Array<keyof EngineConfig>) {
       const v = opts[key];
@@ -272,6 +279,7 @@ class SimulatorImpl implements Simulator {
       { requestTimeout: 0, headersTimeout: 0, connectionsCheckingInterval: 600_000 },
       (req, res) => void this.handle(req, res),
     );
+    server.keepAliveTimeout = this.keepAliveMs;
     for (let attempt = 0; ; attempt++) {
       try {
         this.port = await listen(server, this.port, this.host);
