@@ -62,7 +62,7 @@ export interface PeerRun {
   intervalSeconds: number;
   keepAliveSeconds: number;
   windowSeconds: number;
-  watcher: PeerSide & { failedReads: number; pollLagMsP99: number; states: Record<string, number>; selfCpuCores: number };
+  watcher: PeerSide & { failedReads: number; failedOutcomes: ScaleRun["failedOutcomes"]; pollLagMsP99: number; states: Record<string, number>; selfCpuCores: number };
   prometheus: PeerSide & {
     version: string;
     targetsUp: number | null;
@@ -191,6 +191,7 @@ async function onePeerRun(item: PeerPlanItem, urls: string[], simPid: number | u
         cpuCores: round(wCpu / wall, 3),
         rssMb: run.rssMb.max,
         failedReads: run.failedReads,
+        failedOutcomes: run.failedOutcomes,
         pollLagMsP99: run.pollLagMs.p99,
         states: run.states,
         selfCpuCores: run.cpuCores,

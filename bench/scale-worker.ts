@@ -47,6 +47,8 @@ export interface ScaleRun {
   eventLoopDelayMs: { p50: number; p99: number; max: number };
   states: Record<string, number>;
   failedReads: number;
+  /** Failed reads by outcome, with the first error text seen for each. */
+  failedOutcomes: Record<string, { count: number; example: string }>;
   dbBytes: number;
 }
 
@@ -66,6 +68,7 @@ async function main(): Promise<void> {
   const states: Record<string, number> = {};
   let reads = 0;
   let failed = 0;
+  const failedOutcomes: ScaleRun["failedOutcomes"] = {};
   let wokeFor: number | null = null;
   const clock: LoopClock = {
     now: realClock.now,
@@ -86,7 +89,11 @@ async function main(): Promise<void> {
       lags.push(Math.max(0, t - due));
       latencies.push(out.reading.latencyMs);
       reads++;
-      if (out.reading.outcome !== "ok") failed++;
+      if (out.reading.outcome !== "ok") {
+        failed++;
+        const f = (failedOutcomes[out.reading.outcome] ??= { count: 0, example: out.reading.error ?? "" });
+        f.count++;
+      }
       states[out.verdict.state] = (states[out.verdict.state] ?? 0) + 1;
     }
     return out;
@@ -129,6 +136,7 @@ async function main(): Promise<void> {
     eventLoopDelayMs: { p50: ms(loop.percentile(50)), p99: ms(loop.percentile(99)), max: ms(loop.max) },
     states,
     failedReads: failed,
+    failedOutcomes,
     dbBytes,
   };
   process.stdout.write(`${JSON.stringify(run)}\n`);

@@ -56,11 +56,37 @@ export interface ParseResult {
   errors: ParseError[];
   /** Every malformed line, including the ones not kept in `errors`. */
   errorCount: number;
+  /** Sample lines left out by the `families` option (not parsed past their name, so not validated). */
+  skippedLines: number;
+  /** The distinct metric names of those lines (empty without `families`). */
+  skippedNames: Set<string>;
 }
 
 export interface ParseOptions {
   /** How many errors to keep in `errors` (all are counted in `errorCount`). Default 100. */
   maxErrors?: number;
+  /**
+   * Parse only these families: a sample line is kept when its name is one of them, or one of them
+   * plus a family suffix (_total, _count, _sum, _bucket, _created, _info), so a single series
+   * name ("x_count") keeps just that series. Any other line is skipped on its name, before its
+   * labels are read, and its HELP/TYPE are not kept: an adapter that reads a dozen series of a
+   * ~35 KB body with hundreds of histogram buckets need not parse them. Skipped lines are counted
+   * (`skippedLines`, `skippedNames`); only their shape is checked (name, braces, a number), so a
+   * junk line is still an error, while a bad label inside a skipped family goes unnoticed.
+   */
+  families?: Iterable<string>;
+}
+
+/** Suffixes a sample's name may carry after its family's name (OpenMetrics and prometheus_client). */
+const FAMILY_SUFFIXES = ["_total", "_count", "_sum", "_bucket", "_created", "_info"];
+
+/** Whether the sample name `name` belongs to one of `families` (see ParseOptions.families). */
+function inFamilies(name: string, families: ReadonlySet<string>): boolean {
+  if (families.has(name)) return true;
+  const cut = name.lastIndexOf("_");
+  if (cut <= 0) return false;
+  const suffix = name.slice(cut);
+  return FAMILY_SUFFIXES.includes(suffix) && families.has(name.slice(0, cut));
 }
 
 const ERROR_TEXT_CHARS = 80;
@@ -322,6 +348,7 @@ function parseCommentLine(
   end: number,
   types: Map<string, string>,
   help: Map<string, string>,
+  families: ReadonlySet<string> | null,
 ): string | null {
   const s = new LineScanner(text, start + 1, end);
   s.skipBlanks();
@@ -331,10 +358,11 @@ function parseCommentLine(
   const name = s.name(true);
   if (name === "") return `# ${keyword} without a valid metric name`;
   if (!s.atEnd() && !isBlank(s.peek())) return `invalid metric name in # ${keyword}`;
+  const keep = families === null || inFamilies(name, families);
   if (keyword === "HELP") {
     // One separator blank, then the docstring verbatim (vLLM's HELP texts keep trailing spaces).
     if (!s.atEnd()) s.pos++;
-    if (!help.has(name)) help.set(name, unescapeHelp(text.slice(s.pos, end)));
+    if (keep && !help.has(name)) help.set(name, unescapeHelp(text.slice(s.pos, end)));
     return null;
   }
   s.skipBlanks();
@@ -342,8 +370,37 @@ function parseCommentLine(
   if (type === "") return `# TYPE ${clip(name)} without a type`;
   s.skipBlanks();
   if (!s.atEnd()) return `unexpected text after "# TYPE ${clip(name)} ${clip(type)}"`;
-  if (!types.has(name)) types.set(name, type);
+  if (keep && !types.has(name)) types.set(name, type);
   return null;
+}
+
+/**
+ * With a family filter: true (and counted) when the line is a sample outside the families. Its
+ * labels are not parsed: a cheap look at its shape (a name, an optional {...}, a number) tells a
+ * sample from junk, and a line that fails it is left to parseSampleLine, which reports why, so
+ * "Service Unavailable" is an error with or without the filter and garbage still reads as garbage.
+ */
+function skipByName(text: string, start: number, end: number, families: ReadonlySet<string>, result: ParseResult): boolean {
+  if (!isNameStart(text.charCodeAt(start), true)) return false;
+  let i = start + 1;
+  while (i < end && isNameChar(text.charCodeAt(i), true)) i++;
+  const name = text.slice(start, i);
+  if (inFamilies(name, families)) return false;
+  let afterName = i;
+  while (i < end && isBlank(text.charCodeAt(i))) i++;
+  if (i < end && text.charCodeAt(i) === OPEN_BRACE) {
+    const close = text.lastIndexOf("}", end - 1);
+    if (close < i) return false;
+    afterName = i = close + 1;
+    while (i < end && isBlank(text.charCodeAt(i))) i++;
+  }
+  if (i === afterName || i >= end) return false;
+  let tokEnd = i;
+  while (tokEnd < end && !isBlank(text.charCodeAt(tokEnd))) tokEnd++;
+  if (parseFloatStrict(text.slice(i, tokEnd)) === null) return false;
+  result.skippedLines++;
+  result.skippedNames.add(name);
+  return true;
 }
 
 /**
@@ -352,7 +409,8 @@ function parseCommentLine(
  */
 export function parsePrometheus(text: string, opts: ParseOptions = {}): ParseResult {
   const maxErrors = opts.maxErrors ?? DEFAULT_MAX_ERRORS;
-  const result: ParseResult = { samples: [], types: new Map(), help: new Map(), errors: [], errorCount: 0 };
+  const families = opts.families === undefined ? null : opts.families instanceof Set ? (opts.families as ReadonlySet<string>) : new Set(opts.families);
+  const result: ParseResult = { samples: [], types: new Map(), help: new Map(), errors: [], errorCount: 0, skippedLines: 0, skippedNames: new Set() };
   const len = text.length;
   let lineNo = 0;
   let pos = 0;
@@ -367,7 +425,9 @@ export function parsePrometheus(text: string, opts: ParseOptions = {}): ParseRes
     if (first < end) {
       let err: string | null;
       if (text.charCodeAt(first) === HASH) {
-        err = parseCommentLine(text, first, end, result.types, result.help);
+        err = parseCommentLine(text, first, end, result.types, result.help, families);
+      } else if (families !== null && skipByName(text, first, end, families, result)) {
+        err = null;
       } else {
         const sample = parseSampleLine(text, first, end);
         if (typeof sample === "string") err = sample;

@@ -32,6 +32,24 @@ export interface VllmExtraction {
 const VLLM_PREFIX = "vllm:";
 
 /**
+ * Every series the extraction below reads, and so the only ones parseVllmMetrics parses (the
+ * parser's `families` filter): a vLLM /metrics body is ~35 KB per engine, mostly histogram
+ * buckets stepwatch never looks at. A name added to the extraction must be added here.
+ */
+export const VLLM_SERIES = [
+  "vllm:num_requests_running",
+  "vllm:num_requests_waiting",
+  "vllm:kv_cache_usage_perc",
+  "vllm:gpu_cache_usage_perc",
+  "process_start_time_seconds",
+  "vllm:iteration_tokens_total_count",
+  "vllm:prompt_tokens_total",
+  "vllm:generation_tokens_total",
+  "vllm:request_success_total",
+] as const;
+type VllmSeries = (typeof VLLM_SERIES)[number];
+
+/**
  * prometheus_client exposes a `<family>_created` gauge (a creation timestamp) next to every counter,
  * histogram and summary. It is not a reading and must never be summed into one.
  */
@@ -84,7 +102,7 @@ const showSample = (s: Sample) => {
  */
 function combine(
   index: Index,
-  name: string,
+  name: VllmSeries,
   check: Check,
   how: "sum" | "mean" | "max",
 ): { kind: "absent" } | { kind: "invalid"; why: string } | { kind: "ok"; value: number } {
@@ -110,7 +128,7 @@ function combine(
 /** An optional field: null when absent or unusable (the latter with a warning). */
 function optional(
   index: Index,
-  name: string,
+  name: VllmSeries,
   check: Check,
   how: "sum" | "mean" | "max",
   warnings: string[],
@@ -136,6 +154,8 @@ export function extractVllmDetailed(result: ParseResult): VllmExtraction {
       if (model !== undefined) models.add(model);
     }
   }
+  // With the family filter, a vLLM body whose load gauges are missing has only skipped vllm:* lines.
+  if (vllmSeries === 0) for (const name of result.skippedNames) if (name.startsWith(VLLM_PREFIX)) vllmSeries++;
   if (vllmSeries === 0) return { metrics: null, warnings };
 
   // The load gauges decide whether stepwatch may send a request: required, never defaulted to 0.
@@ -197,6 +217,8 @@ export interface VllmParse {
   errorCount: number;
 }
 
+const VLLM_FAMILIES: ReadonlySet<string> = new Set(VLLM_SERIES);
+
 const quote = (s: string) => `'${s.length > 40 ? `${s.slice(0, 40)}...` : s}'`;
 
 /**
@@ -204,8 +226,9 @@ const quote = (s: string) => `'${s.length > 40 ? `${s.slice(0, 40)}...` : s}'`;
  * error page, JSON, a truncated binary) is "not Prometheus text", not a server with no load.
  */
 export function parseVllmMetrics(text: string): VllmParse {
-  const parsed = parsePrometheus(text);
-  const sampleCount = parsed.samples.length;
+  const parsed = parsePrometheus(text, { families: VLLM_FAMILIES });
+  // Lines skipped by the filter are samples of other families: they count as series here.
+  const sampleCount = parsed.samples.length + parsed.skippedLines;
   const errorCount = parsed.errorCount;
   const first = parsed.errors[0];
   const firstError = first ? ` (first: line ${first.line} ${quote(first.text)}: ${first.message})` : "";

@@ -233,3 +233,53 @@ describe("parseFloatStrict", () => {
     },
   );
 });
+
+describe("parsePrometheus with a family filter", () => {
+  const FILES = [
+    "vllm-0.29.0-inferstack.prom",
+    "vllm-unstated-lmswitch.prom",
+    "vllm-0.4.3-plus-v1-families-datadog.prom",
+    "sglang-0.5.10-datadog.prom",
+    "tgi-datadog-truncated.prom",
+  ];
+  const SUFFIXES = ["", "_total", "_count", "_sum", "_bucket", "_created", "_info"];
+  const wanted = (families: string[]) => (name: string) => families.some((f) => SUFFIXES.some((x) => name === f + x));
+
+  it.each(FILES)("%s: keeps exactly the full parse's samples of the named families, and counts the rest", (file) => {
+    const text = fixture(file);
+    const full = parsePrometheus(text);
+    // A family with buckets, a counter, a single series name, and one that is absent everywhere.
+    const families = ["vllm:iteration_tokens_total", "vllm:prompt_tokens", "process_start_time_seconds", "vllm:num_requests_running", "sglang:num_running_reqs", "tgi_request_count", "absent_family"];
+    const keep = wanted(families);
+    const filtered = parsePrometheus(text, { families });
+    expect(filtered.samples).toEqual(full.samples.filter((s) => keep(s.name)));
+    expect(filtered.skippedLines).toBe(full.samples.length - filtered.samples.length);
+    expect([...filtered.skippedNames].sort()).toEqual([...new Set(full.samples.map((s) => s.name).filter((n) => !keep(n)))].sort());
+    expect(filtered.errorCount).toBe(0);
+    expect([...filtered.types.keys()].every(keep)).toBe(true);
+    expect([...filtered.types]).toEqual([...full.types].filter(([k]) => keep(k)));
+    expect([...filtered.help]).toEqual([...full.help].filter(([k]) => keep(k)));
+  });
+
+  it("a single series name keeps that series only (no buckets)", () => {
+    const r = parsePrometheus(fixture("vllm-0.29.0-inferstack.prom"), { families: ["vllm:iteration_tokens_total_count"] });
+    expect(r.samples.map((s) => s.name)).toEqual(["vllm:iteration_tokens_total_count"]);
+    expect(r.samples[0].labels.model_name).toBe("qwen2.5-1.5b");
+  });
+
+  it("still reports malformed lines of kept families, and lines with no valid name; skips the labels of others unread", () => {
+    const body = ['keep{a="1"} 1', 'keep{a="unterminated} 2', 'other{a="unterminated} 3', "<html>", "other_total 4"].join("\n");
+    const r = parsePrometheus(body, { families: ["keep"] });
+    expect(r.samples).toEqual([{ name: "keep", labels: { a: "1" }, value: 1 }]);
+    expect(r.errors.map((e) => e.line)).toEqual([2, 4]);
+    expect(r.skippedLines).toBe(2);
+    expect([...r.skippedNames].sort()).toEqual(["other", "other_total"]);
+  });
+
+  it("without the option nothing is skipped", () => {
+    const r = parsePrometheus("a 1\nb 2\n");
+    expect(r.samples).toHaveLength(2);
+    expect(r.skippedLines).toBe(0);
+    expect(r.skippedNames.size).toBe(0);
+  });
+});

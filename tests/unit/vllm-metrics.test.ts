@@ -292,3 +292,45 @@ describe("bodies that are not Prometheus text", () => {
     expect(r.warnings[0]).toMatch(/^2 unparseable lines skipped \(first: line 15 'garbage line here': invalid value/);
   });
 });
+
+describe("parseVllmMetrics parses only the series it reads (VLLM_SERIES)", () => {
+  const FILES = [
+    "vllm-0.29.0-inferstack.prom",
+    "vllm-unstated-lmswitch.prom",
+    "vllm-0.4.3-plus-v1-families-datadog.prom",
+    "sglang-0.5.10-datadog.prom",
+    "tgi-datadog-truncated.prom",
+  ];
+
+  it.each(FILES)("%s: the same metrics, error and warnings as a full parse", (file) => {
+    const text = fixture(file);
+    const full = parsePrometheus(text);
+    const fromFull = extractVllmDetailed(full);
+    const filtered = parseVllmMetrics(text);
+    expect(filtered.metrics).toEqual(fromFull.metrics);
+    expect(filtered.warnings).toEqual(fromFull.warnings);
+    expect(filtered.sampleCount).toBe(full.samples.length);
+    if (fromFull.error) expect(filtered.error).toBe(fromFull.error);
+  });
+
+  it("names the missing load gauge of a vLLM body exactly as a full parse does", () => {
+    const text = fixture("vllm-0.29.0-inferstack.prom")
+      .split("\n")
+      .filter((l) => !l.startsWith("vllm:num_requests_running") && !l.startsWith("vllm:num_requests_waiting"))
+      .join("\n");
+    const fromFull = extractVllmDetailed(parsePrometheus(text));
+    expect(fromFull.error).toMatch(/vllm:num_requests_running/);
+    expect(parseVllmMetrics(text).error).toBe(fromFull.error);
+  });
+
+  it("a body with only the gauges' HELP/TYPE and other vllm:* series still says which gauge is missing", () => {
+    const r = parseVllmMetrics('# TYPE vllm:num_requests_running gauge\nvllm:cache_config_info{block_size="16"} 1\n');
+    expect(r.metrics).toBeNull();
+    expect(r.error).toMatch(/without vllm:num_requests_running/);
+  });
+
+  it("a non-vLLM body still counts its series in the message", () => {
+    const text = fixture("sglang-0.5.10-datadog.prom");
+    expect(parseVllmMetrics(text).error).toBe(`no vLLM metrics (found ${parsePrometheus(text).samples.length} series, none named vllm:*)`);
+  });
+});
