@@ -51,10 +51,17 @@ export async function readBackend(target: BackendTarget, opts: ReadOptions = {})
   const maxBytes = opts.maxBytes ?? READ_DEFAULTS.maxBytes;
   const common = { timeoutMs, maxBytes, dispatcher: opts.dispatcher, signal: opts.signal };
   const at = now();
-  const res = await httpRequest(endpoint(target.url, "/metrics"), {
-    ...common,
-    headers: { accept: "text/plain", ...authHeaders(target.apiKey) },
-  });
+  const ask = () => httpRequest(endpoint(target.url, "/metrics"), { ...common, headers: { accept: "text/plain", ...authHeaders(target.apiKey) } });
+  let res = await ask();
+  if (res.outcome === "reset" && res.bytes === 0 && !opts.signal?.aborted) {
+    // Closed before a single byte came back: almost always an idle keep-alive connection that the
+    // server closed as we reused it (uvicorn, vLLM's server, drops one after 5 s and sends no
+    // Keep-Alive hint, so at a 5 s interval the race is routine). GET /metrics is idempotent and
+    // takes no request slot: ask once more, on a new connection. A reset mid-answer is not retried.
+    const first = res.latencyMs;
+    res = await ask();
+    res.latencyMs += first;
+  }
   const reading: Reading = { at, latencyMs: res.latencyMs, outcome: res.outcome, status: res.status, metrics: null, bytes: res.bytes };
 
   if (res.outcome === "refused" || res.outcome === "reset") {

@@ -31,8 +31,14 @@ const g = globalThis as unknown as { __stepwatchAgent?: Agent };
 
 /**
  * One keep-alive pool per process: a watcher reading 1000 backends every few seconds should not
- * open 1000 new TCP connections per round. The connect timeout is short because "nothing listens"
- * (vLLM loading weights) answers at once; a slow connect is a sick host.
+ * open 1000 new TCP connections per round (a new connection per read was ~38% of the watcher's CPU
+ * at 1000 backends, bench/RESULTS.md). An idle connection is kept 10 s, longer than the default
+ * 5 s interval, so the next read reuses it, unless the server says less: a `Keep-Alive: timeout=N`
+ * hint (node's servers, the simulator) wins, less undici's 2 s margin. uvicorn (vLLM) sends no
+ * hint and closes idle connections after 5 s (VLLM_HTTP_TIMEOUT_KEEP_ALIVE): at a 5 s interval a
+ * read may meet a connection being closed, which readBackend asks again once on a new connection.
+ * The connect timeout is short because "nothing listens" (vLLM loading weights) answers at once;
+ * a slow connect is a sick host.
  */
 export function defaultDispatcher(): Agent {
   g.__stepwatchAgent ??= new Agent({

@@ -7,6 +7,7 @@ import { createServer as createNetServer, type AddressInfo, type Server as NetSe
 import { gzipSync } from "node:zlib";
 import { readFileSync } from "node:fs";
 import { getEventListeners } from "node:events";
+import { Agent } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { httpRequest } from "@/lib/net/http";
 import { readBackend, readProxy, probeBackend } from "@/lib/check/read";
@@ -195,6 +196,69 @@ describe("readBackend: a failed or strange answer is a Reading with an error", (
     });
     await readBackend({ url: s.url, apiKey: "sk-test" }, { timeoutMs: 1000 });
     expect(seen).toEqual(["Bearer sk-test"]);
+  });
+});
+
+describe("readBackend: an idle keep-alive connection closed under a read", () => {
+  const answer = `HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(METRICS)}\r\n\r\n${METRICS}`;
+
+  /** A server like uvicorn: keep-alive with no Keep-Alive hint; `onRequest` decides per connection and request. */
+  async function keepAliveServer(onRequest: (conn: number, nth: number, socket: import("node:net").Socket) => void) {
+    const seen: Array<[number, number]> = [];
+    let conns = 0;
+    const url = await rawServer((socket) => {
+      const conn = ++conns;
+      let nth = 0;
+      socket.on("error", () => {});
+      socket.on("data", (d) => {
+        if (!d.toString("latin1").includes("\r\n\r\n")) return;
+        nth++;
+        seen.push([conn, nth]);
+        onRequest(conn, nth, socket);
+      });
+    });
+    return { url, seen };
+  }
+
+  it("a reused connection reset before any byte is asked once more on a new one: the read is good", async () => {
+    const s = await keepAliveServer((conn, nth, socket) => {
+      if (conn === 1 && nth === 2) socket.resetAndDestroy(); // the server dropped the idle connection as we reused it
+      else socket.write(answer);
+    });
+    const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 1 });
+    try {
+      const first = await readBackend({ url: s.url }, { timeoutMs: 2000, dispatcher });
+      expect(first.outcome).toBe("ok");
+      const second = await readBackend({ url: s.url }, { timeoutMs: 2000, dispatcher });
+      expect(second.outcome).toBe("ok");
+      expect(second.metrics?.steps).toBe(137);
+      expect(second.health).toBeUndefined();
+      expect(s.seen).toEqual([
+        [1, 1],
+        [1, 2],
+        [2, 1],
+      ]);
+    } finally {
+      await dispatcher.close();
+    }
+  });
+
+  it("a server that resets every connection at once is asked twice, then /health, and the reading says reset", async () => {
+    const s = await keepAliveServer((_conn, _nth, socket) => socket.resetAndDestroy());
+    const r = await readBackend({ url: s.url }, { timeoutMs: 2000 });
+    expect(r.outcome).toBe("reset");
+    expect(r.health?.outcome).toBe("reset");
+    expect(s.seen).toHaveLength(3); // /metrics, /metrics again, /health
+  });
+
+  it("a reset in the middle of an answer is not asked again", async () => {
+    const s = await keepAliveServer((_conn, _nth, socket) => {
+      socket.write("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\nvllm:num_requests_running 1\n");
+      setTimeout(() => socket.resetAndDestroy(), 20);
+    });
+    const r = await readBackend({ url: s.url }, { timeoutMs: 2000 });
+    expect(r.outcome).toBe("reset");
+    expect(s.seen).toHaveLength(2); // /metrics, then /health
   });
 });
 
