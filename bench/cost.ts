@@ -27,7 +27,10 @@ export interface CheckCost {
   wallMsPerCheck: number;
   /** CPU of this process (the watcher side) per check. */
   cpuMsPerCheck: number;
+  /** The verdicts of the checks (stepwatch: state -> count), or what the old watchdog's request got. */
   outcome: string;
+  /** stepwatch only: requests the bench added before a check to keep the server as loaded as the row says. */
+  topUps?: number;
 }
 
 function counted(log: ReceivedRequest[]) {
@@ -44,18 +47,20 @@ function counted(log: ReceivedRequest[]) {
 let skipMs = 0;
 const clock = () => Date.now() + skipMs;
 
-async function stepwatchChecks(sim: Simulator, checks: number, intervalMs: number): Promise<CheckCost> {
+async function stepwatchChecks(sim: Simulator, checks: number, intervalMs: number, before?: () => number): Promise<CheckCost> {
   sim.resetLog();
   const history: Reading[] = [];
   let bytes = 0;
-  let last = "";
+  let topUps = 0;
+  const states = new Map<string, number>();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   for (let i = 0; i < checks; i++) {
+    if (before) topUps += before();
     const { reading, verdict } = await observe({ url: sim.url }, history, { thresholds: DEFAULT_THRESHOLDS, now: clock });
     history.push(reading);
     bytes += reading.bytes ?? 0;
-    last = verdict.state;
+    states.set(verdict.state, (states.get(verdict.state) ?? 0) + 1);
     skipMs += intervalMs;
   }
   const wall = performance.now() - t0;
@@ -69,7 +74,8 @@ async function stepwatchChecks(sim: Simulator, checks: number, intervalMs: numbe
     slotRequestsToBusyServer: c.slotBusy,
     wallMsPerCheck: wall / checks,
     cpuMsPerCheck: (cpu.user + cpu.system) / 1000 / checks,
-    outcome: last,
+    outcome: [...states].map(([k, v]) => (checks === 1 ? k : `${k} ${v}`)).join(", "),
+    ...(before ? { topUps } : {}),
   };
 }
 
@@ -122,8 +128,18 @@ export async function runCostBench(opts: { quick?: boolean } = {}): Promise<Cost
     const stepwatchSteady = await stepwatchChecks(sim, steadyChecks, 5000);
     const oldIdle = await oldWatchdogCheck(sim);
 
-    sim.load({ requests: busyLoad, promptTokens: 4000, maxTokens: 20_000 });
-    const stepwatchBusy = await stepwatchChecks(sim, steadyChecks, 5000);
+    // Busy: every slot taken and one waiting for the whole run. Each check moves the engine's clock
+    // a poll interval (50 s of engine time at 10x), so the requests are long enough to outlast the
+    // run (1M output tokens at 27 tok/s), and one that ends anyway is replaced before the next check:
+    // the row measures checks of a server that is busy when it is read, which the verdicts show.
+    const keepBusy = () => {
+      const st = sim.state();
+      const missing = busyLoad - (st.running + st.waiting);
+      return missing > 0 ? sim.load({ requests: missing, promptTokens: 4000, maxTokens: 1_000_000 }) : 0;
+    };
+    keepBusy();
+    const stepwatchBusy = await stepwatchChecks(sim, steadyChecks, 5000, keepBusy);
+    keepBusy();
     const oldBusy = await oldWatchdogCheck(sim);
 
     const one = await httpRequest(`${sim.url}/metrics`, { timeoutMs: 5000, maxBytes: 8 << 20 });

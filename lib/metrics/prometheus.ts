@@ -56,10 +56,8 @@ export interface ParseResult {
   errors: ParseError[];
   /** Every malformed line, including the ones not kept in `errors`. */
   errorCount: number;
-  /** Sample lines left out by the `families` option (not parsed past their name, so not validated). */
+  /** Sample lines left out by the `families` option (only their shape was checked, see there). */
   skippedLines: number;
-  /** The distinct metric names of those lines (empty without `families`). */
-  skippedNames: Set<string>;
 }
 
 export interface ParseOptions {
@@ -71,8 +69,9 @@ export interface ParseOptions {
    * name ("x_count") keeps just that series. Any other line is skipped on its name, before its
    * labels are read, and its HELP/TYPE are not kept: an adapter that reads a dozen series of a
    * ~35 KB body with hundreds of histogram buckets need not parse them. Skipped lines are counted
-   * (`skippedLines`, `skippedNames`); only their shape is checked (name, braces, a number), so a
-   * junk line is still an error, while a bad label inside a skipped family goes unnoticed.
+   * (`skippedLines`); only their shape is checked (name, braces, a number), so a junk line is
+   * still an error, while a bad label inside a skipped family goes unnoticed. Pass the same Set
+   * each time: it is compiled once.
    */
   families?: Iterable<string>;
 }
@@ -226,40 +225,48 @@ function unescapeHelp(s: string): string {
  * not enough: it accepts "", " 1 " and "0x1F", which would turn junk into numbers.
  */
 export function parseFloatStrict(tok: string): number | null {
-  const n = tok.length;
-  if (n === 0) return null;
-  let i = 0;
-  const c0 = tok.charCodeAt(0);
+  return floatAt(tok, 0, tok.length, true);
+}
+
+/**
+ * The float in text[start, end) (see parseFloatStrict), or null. With `value` false it only says
+ * whether there is one (NaN for any valid token), without building a string: how the family
+ * filter checks the shape of a line it skips.
+ */
+function floatAt(text: string, start: number, end: number, value: boolean): number | null {
+  if (start >= end) return null;
+  let i = start;
+  const c0 = text.charCodeAt(start);
   const signed = c0 === PLUS || c0 === MINUS;
   if (signed) i++;
-  if (i < n && !isDigit(tok.charCodeAt(i)) && tok.charCodeAt(i) !== DOT) {
-    const word = tok.slice(i).toLowerCase();
+  if (i < end && !isDigit(text.charCodeAt(i)) && text.charCodeAt(i) !== DOT) {
+    const word = text.slice(i, end).toLowerCase();
     if (word === "inf" || word === "infinity") return c0 === MINUS ? -Infinity : Infinity;
     if (word === "nan" && !signed) return NaN;
     return null;
   }
   let digits = 0;
-  while (i < n && isDigit(tok.charCodeAt(i))) {
+  while (i < end && isDigit(text.charCodeAt(i))) {
     i++;
     digits++;
   }
-  if (i < n && tok.charCodeAt(i) === DOT) {
+  if (i < end && text.charCodeAt(i) === DOT) {
     i++;
-    while (i < n && isDigit(tok.charCodeAt(i))) {
+    while (i < end && isDigit(text.charCodeAt(i))) {
       i++;
       digits++;
     }
   }
   if (digits === 0) return null;
-  if (i < n && (tok.charCodeAt(i) | 32) === LOWER_E) {
+  if (i < end && (text.charCodeAt(i) | 32) === LOWER_E) {
     i++;
-    if (i < n && (tok.charCodeAt(i) === PLUS || tok.charCodeAt(i) === MINUS)) i++;
+    if (i < end && (text.charCodeAt(i) === PLUS || text.charCodeAt(i) === MINUS)) i++;
     const expStart = i;
-    while (i < n && isDigit(tok.charCodeAt(i))) i++;
+    while (i < end && isDigit(text.charCodeAt(i))) i++;
     if (i === expStart) return null;
   }
-  if (i !== n) return null;
-  return Number(tok);
+  if (i !== end) return null;
+  return value ? Number(start === 0 && end === text.length ? text : text.slice(start, end)) : NaN;
 }
 
 /** Timestamps are integer milliseconds (int64 in the spec; beyond 2^53 they lose precision here). */
@@ -375,31 +382,73 @@ function parseCommentLine(
 }
 
 /**
+ * A family filter, compiled once per Set of names: besides the names, the hashes of every name a
+ * kept sample may have (a family, plus each suffix), so a line of another family is told apart on
+ * a number computed while its name is scanned, without building the name as a string.
+ */
+interface CompiledFilter {
+  names: ReadonlySet<string>;
+  hashes: Set<number>;
+}
+
+const nameHash = (h: number, c: number) => (Math.imul(h, 31) + c) | 0;
+
+function hashOf(name: string): number {
+  let h = 0;
+  for (let i = 0; i < name.length; i++) h = nameHash(h, name.charCodeAt(i));
+  return h;
+}
+
+const compiled = new WeakMap<ReadonlySet<string>, CompiledFilter>();
+
+function compileFilter(families: Iterable<string>): CompiledFilter {
+  const names: ReadonlySet<string> = families instanceof Set ? families : new Set(families);
+  let c = compiled.get(names);
+  if (!c) {
+    const hashes = new Set<number>();
+    for (const f of names) {
+      hashes.add(hashOf(f));
+      for (const x of FAMILY_SUFFIXES) hashes.add(hashOf(f + x));
+    }
+    c = { names, hashes };
+    compiled.set(names, c);
+  }
+  return c;
+}
+
+/**
  * With a family filter: true (and counted) when the line is a sample outside the families. Its
  * labels are not parsed: a cheap look at its shape (a name, an optional {...}, a number) tells a
  * sample from junk, and a line that fails it is left to parseSampleLine, which reports why, so
  * "Service Unavailable" is an error with or without the filter and garbage still reads as garbage.
  */
-function skipByName(text: string, start: number, end: number, families: ReadonlySet<string>, result: ParseResult): boolean {
-  if (!isNameStart(text.charCodeAt(start), true)) return false;
+function skipByName(text: string, start: number, end: number, filter: CompiledFilter, result: ParseResult): boolean {
+  let c = text.charCodeAt(start);
+  if (!isNameStart(c, true)) return false;
+  let h = nameHash(0, c);
   let i = start + 1;
-  while (i < end && isNameChar(text.charCodeAt(i), true)) i++;
-  const name = text.slice(start, i);
-  if (inFamilies(name, families)) return false;
+  while (i < end && isNameChar((c = text.charCodeAt(i)), true)) {
+    h = nameHash(h, c);
+    i++;
+  }
+  // A matching hash is checked on the name itself (two names may share a hash).
+  if (filter.hashes.has(h) && inFamilies(text.slice(start, i), filter.names)) return false;
   let afterName = i;
   while (i < end && isBlank(text.charCodeAt(i))) i++;
   if (i < end && text.charCodeAt(i) === OPEN_BRACE) {
-    const close = text.lastIndexOf("}", end - 1);
-    if (close < i) return false;
+    // The label set ends at the line's last "}" (values and timestamps hold none); searched from
+    // the end of the line, never past its start.
+    let close = end - 1;
+    while (close > i && text.charCodeAt(close) !== CLOSE_BRACE) close--;
+    if (close <= i) return false;
     afterName = i = close + 1;
     while (i < end && isBlank(text.charCodeAt(i))) i++;
   }
   if (i === afterName || i >= end) return false;
   let tokEnd = i;
   while (tokEnd < end && !isBlank(text.charCodeAt(tokEnd))) tokEnd++;
-  if (parseFloatStrict(text.slice(i, tokEnd)) === null) return false;
+  if (floatAt(text, i, tokEnd, false) === null) return false;
   result.skippedLines++;
-  result.skippedNames.add(name);
   return true;
 }
 
@@ -409,8 +458,9 @@ function skipByName(text: string, start: number, end: number, families: Readonly
  */
 export function parsePrometheus(text: string, opts: ParseOptions = {}): ParseResult {
   const maxErrors = opts.maxErrors ?? DEFAULT_MAX_ERRORS;
-  const families = opts.families === undefined ? null : opts.families instanceof Set ? (opts.families as ReadonlySet<string>) : new Set(opts.families);
-  const result: ParseResult = { samples: [], types: new Map(), help: new Map(), errors: [], errorCount: 0, skippedLines: 0, skippedNames: new Set() };
+  const filter = opts.families === undefined ? null : compileFilter(opts.families);
+  const families = filter?.names ?? null;
+  const result: ParseResult = { samples: [], types: new Map(), help: new Map(), errors: [], errorCount: 0, skippedLines: 0 };
   const len = text.length;
   let lineNo = 0;
   let pos = 0;
@@ -426,7 +476,7 @@ export function parsePrometheus(text: string, opts: ParseOptions = {}): ParseRes
       let err: string | null;
       if (text.charCodeAt(first) === HASH) {
         err = parseCommentLine(text, first, end, result.types, result.help, families);
-      } else if (families !== null && skipByName(text, first, end, families, result)) {
+      } else if (filter !== null && skipByName(text, first, end, filter, result)) {
         err = null;
       } else {
         const sample = parseSampleLine(text, first, end);

@@ -154,8 +154,6 @@ export function extractVllmDetailed(result: ParseResult): VllmExtraction {
       if (model !== undefined) models.add(model);
     }
   }
-  // With the family filter, a vLLM body whose load gauges are missing has only skipped vllm:* lines.
-  if (vllmSeries === 0) for (const name of result.skippedNames) if (name.startsWith(VLLM_PREFIX)) vllmSeries++;
   if (vllmSeries === 0) return { metrics: null, warnings };
 
   // The load gauges decide whether stepwatch may send a request: required, never defaulted to 0.
@@ -226,7 +224,10 @@ const quote = (s: string) => `'${s.length > 40 ? `${s.slice(0, 40)}...` : s}'`;
  * error page, JSON, a truncated binary) is "not Prometheus text", not a server with no load.
  */
 export function parseVllmMetrics(text: string): VllmParse {
-  const parsed = parsePrometheus(text, { families: VLLM_FAMILIES });
+  let parsed = parsePrometheus(text, { families: VLLM_FAMILIES });
+  // None of the series read, yet other samples: not vLLM, or a vLLM body without its load gauges.
+  // Rare, and the messages then name what the body has: parse it whole, as without the filter.
+  if (parsed.skippedLines > 0 && !parsed.samples.some((s) => s.name.startsWith(VLLM_PREFIX))) parsed = parsePrometheus(text);
   // Lines skipped by the filter are samples of other families: they count as series here.
   const sampleCount = parsed.samples.length + parsed.skippedLines;
   const errorCount = parsed.errorCount;
