@@ -19,7 +19,7 @@
  *   null means "cannot tell", as it already does for a family the server does not expose.
  */
 import type { VllmMetrics } from "@/lib/check/types";
-import { parsePrometheus, type ParseResult, type Sample } from "./prometheus";
+import { detach, parsePrometheus, type ParseResult, type Sample } from "./prometheus";
 
 export interface VllmExtraction {
   metrics: VllmMetrics | null;
@@ -151,7 +151,7 @@ export function extractVllmDetailed(result: ParseResult): VllmExtraction {
     vllmSeries += series.length;
     for (const s of series) {
       const model = s.labels.model_name;
-      if (model !== undefined) models.add(model);
+      if (model !== undefined && !models.has(model)) models.add(detach(model));
     }
   }
   if (vllmSeries === 0) return { metrics: null, warnings };
@@ -224,6 +224,14 @@ const quote = (s: string) => `'${s.length > 40 ? `${s.slice(0, 40)}...` : s}'`;
  * error page, JSON, a truncated binary) is "not Prometheus text", not a server with no load.
  */
 export function parseVllmMetrics(text: string): VllmParse {
+  // The texts outlive the body (in the Reading, the history, the database): never slices of it.
+  const r = parseBody(text);
+  if (r.error !== undefined) r.error = detach(r.error);
+  if (r.warnings.length) r.warnings = r.warnings.map(detach);
+  return r;
+}
+
+function parseBody(text: string): VllmParse {
   let parsed = parsePrometheus(text, { families: VLLM_FAMILIES });
   // None of the series read, yet other samples: not vLLM, or a vLLM body without its load gauges.
   // Rare, and the messages then name what the body has: parse it whole, as without the filter.
