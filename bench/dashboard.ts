@@ -76,25 +76,40 @@ interface LoadStats {
   maxMs: number;
   errors: number;
   responseBytes: number;
+  /** As a browser: answers 304 to the If-None-Match of the client's last ETag. */
+  notModified?: number;
 }
 
-/** `clients` loops, each sending the next request when its answer is read, for `seconds`. */
-async function loadTest(pool: Pool, urlPath: string, clients: number, seconds: number, maxRequests: number): Promise<LoadStats> {
+/**
+ * `clients` loops, each sending the next request when its answer is read, for `seconds`. With
+ * `asBrowser`, each sends what a browser's HTTP cache does: Accept-Encoding gzip and, once it has
+ * an answer, If-None-Match with that answer's ETag (a 304 counts as an answer, with no body).
+ */
+async function loadTest(pool: Pool, urlPath: string, clients: number, seconds: number, maxRequests: number, asBrowser = false): Promise<LoadStats> {
   const ms: number[] = [];
   let errors = 0;
   let bytes = 0;
+  let notModified = 0;
   const end = performance.now() + seconds * 1000;
   const t0 = performance.now();
   const one = async () => {
+    let etag: string | null = null;
     while (performance.now() < end && ms.length + errors < maxRequests) {
       const s = performance.now();
       try {
-        const res = await pool.request({ path: urlPath, method: "GET" });
+        const headers: Record<string, string> = asBrowser ? { "accept-encoding": "gzip" } : {};
+        if (asBrowser && etag) headers["if-none-match"] = etag;
+        const res = await pool.request({ path: urlPath, method: "GET", headers });
         const body = await res.body.arrayBuffer();
-        if (res.statusCode !== 200) errors++;
+        if (res.statusCode === 304 && asBrowser && etag) {
+          ms.push(performance.now() - s);
+          notModified++;
+        } else if (res.statusCode !== 200) errors++;
         else {
           ms.push(performance.now() - s);
           bytes = body.byteLength;
+          const e = res.headers.etag;
+          etag = typeof e === "string" ? e : null;
         }
       } catch {
         errors++;
@@ -113,7 +128,25 @@ async function loadTest(pool: Pool, urlPath: string, clients: number, seconds: n
     maxMs: round(ms.reduce((m, x) => (x > m ? x : m), 0), 2),
     errors,
     responseBytes: bytes,
+    ...(asBrowser ? { notModified } : {}),
   };
+}
+
+/** What the ETag does: the status and body length of a request that sends back the ETag it got. */
+async function etagCheck(pool: Pool, urlPath: string): Promise<DashboardResult["fleet"]["etag"]> {
+  const first = await pool.request({ path: urlPath, method: "GET" });
+  await first.body.arrayBuffer();
+  const etag = first.headers.etag;
+  if (typeof etag !== "string") return undefined;
+  const again = await pool.request({ path: urlPath, method: "GET", headers: { "if-none-match": etag } });
+  const body = await again.body.arrayBuffer();
+  return { value: etag, notModifiedStatus: again.statusCode, notModifiedBodyBytes: body.byteLength };
+}
+
+async function gzipBytes(pool: Pool, urlPath: string): Promise<number | undefined> {
+  const res = await pool.request({ path: urlPath, method: "GET", headers: { "accept-encoding": "gzip" } });
+  const body = await res.body.arrayBuffer();
+  return res.headers["content-encoding"] === "gzip" ? body.byteLength : undefined;
 }
 
 export interface PageLoad {
@@ -127,7 +160,15 @@ export interface PageLoad {
 export interface DashboardResult {
   build: string;
   backends: number;
-  fleet: { oneClient: LoadStats; fiftyClients: LoadStats };
+  fleet: {
+    oneClient: LoadStats;
+    fiftyClients: LoadStats;
+    /** 50 clients as browsers (gzip, If-None-Match). */
+    fiftyConditional?: LoadStats;
+    /** The answer's size with Accept-Encoding: gzip, when the server compressed it. */
+    gzipBytes?: number;
+    etag?: { value: string; notModifiedStatus: number; notModifiedBodyBytes: number };
+  };
   history: { sevenDays: LoadStats & { points: number }; oneHour: LoadStats & { points: number } };
   page: { chromium: string; cold: PageLoad; warm: { runs: number; allCardsMsP50: number; allCardsMsMax: number; loadMsP50: number } } | { error: string };
   nextServerRssMb: number | null;
@@ -254,6 +295,9 @@ export async function runDashboardBench(opts: { historyDbPath: string; workDir: 
     await loadTest(pool, "/api/fleet", 4, 1, 200); // warm up the route
     const oneClient = await loadTest(pool, "/api/fleet", 1, seconds, 20_000);
     const fiftyClients = await loadTest(pool, "/api/fleet", 50, seconds, 50_000);
+    const fiftyConditional = await loadTest(pool, "/api/fleet", 50, seconds, 50_000, true);
+    const etag = await etagCheck(pool, "/api/fleet");
+    const gzip = await gzipBytes(pool, "/api/fleet");
 
     const to = Date.now();
     const hist = async (range: number, runs: number) => {
@@ -275,7 +319,7 @@ export async function runDashboardBench(opts: { historyDbPath: string; workDir: 
     return {
       build,
       backends,
-      fleet: { oneClient, fiftyClients },
+      fleet: { oneClient, fiftyClients, fiftyConditional, ...(gzip !== undefined ? { gzipBytes: gzip } : {}), ...(etag ? { etag } : {}) },
       history: { sevenDays, oneHour },
       page,
       nextServerRssMb: rssMbOf(app.child.proc.pid),

@@ -2,7 +2,7 @@
  * The benchmarks: `npm run bench` (full, about 10 minutes on 2 cores) or `npm run bench -- --quick`
  * (fewer and shorter runs, under two minutes plus a `next build` when .next is missing or stale).
  * Writes bench/results.json and bench/RESULTS.md. Numbers are reported, never asserted.
- * Options: --quick, --only incident,cost,scale,storage,dashboard,load (storage needs incident;
+ * Options: --quick, --only incident,cost,peer,scale,storage,dashboard,load (storage needs incident;
  * dashboard needs storage), --render (rewrite RESULTS.md from results.json, measuring nothing).
  * With --only, the sections not measured are kept from the stored results.json, and each section
  * records the run and commit it came from (results.sections), so a partial re-run never passes
@@ -16,11 +16,12 @@ import { runCostBench } from "./cost";
 import { runDashboardBench } from "./dashboard";
 import { runIncidentBench } from "./incident";
 import { runLoadBench } from "./load";
+import { runPeerBench } from "./peer";
 import { renderReport, SECTION_KEYS, type BenchResults, type SectionKey, type SectionRun } from "./report";
 import { runScaleBench } from "./scale";
 import { runStorageBench } from "./storage";
 
-const SECTIONS = ["incident", "cost", "scale", "storage", "dashboard", "load"] as const;
+const SECTIONS = ["incident", "cost", "peer", "scale", "storage", "dashboard", "load"] as const;
 type Section = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; only: Set<Section>; partial: boolean } {
@@ -104,6 +105,7 @@ async function main(): Promise<void> {
       results.incident = await section("incident replay", () => runIncidentBench({ quick, keepDayDbAs: dayDb }));
     }
     if (only.has("cost")) results.cost = await section("cost of one check", () => runCostBench({ quick }));
+    if (only.has("peer")) results.peer = await section("stepwatch and Prometheus side by side", () => runPeerBench({ quick, log }));
     if ((only.has("storage") || only.has("dashboard")) && fs.existsSync(dayDb)) {
       results.storage = await section("storage and history", () => runStorageBench({ dayDbPath: dayDb, workDir: work, quick }));
     }
@@ -130,12 +132,24 @@ async function main(): Promise<void> {
   results.sections = {};
   for (const k of SECTION_KEYS) if (results[k] !== undefined) results.sections[k] = thisRun;
   if (partial) keepStoredSections(results, path.join(dir, "results.json"));
+  keepNotes(results, path.join(dir, "results.json"));
 
   fs.writeFileSync(path.join(dir, "results.json"), JSON.stringify(results, null, 2) + "\n");
   fs.writeFileSync(path.join(dir, "RESULTS.md"), renderReport(results));
   log(`wrote bench/results.json and bench/RESULTS.md (${results.wallSeconds} s)`);
   // Keep-alive sockets and the simulators' shared timer must not hold the process open.
   process.exit(0);
+}
+
+/**
+ * The hand-written analysis (results.json `notes`) survives a re-run: it is about goals, and the
+ * report shows it next to the new figures, with their run and commit, so a note that no longer
+ * fits the numbers shows as such and is rewritten by hand.
+ */
+function keepNotes(results: BenchResults, file: string): void {
+  if (!fs.existsSync(file)) return;
+  const stored = JSON.parse(fs.readFileSync(file, "utf8")) as BenchResults;
+  if (stored.notes) results.notes = stored.notes;
 }
 
 /** A partial run keeps the sections it did not measure from the stored results, with where they came from. */

@@ -46,6 +46,8 @@ export interface ScaleRun {
   readLatencyMs: { p50: number; p99: number };
   eventLoopDelayMs: { p50: number; p99: number; max: number };
   states: Record<string, number>;
+  /** Backends with at least one read in the window that ended in a verdict other than "unknown". */
+  backendsJudged: number;
   failedReads: number;
   /** Failed reads by outcome, with the first error text seen for each. */
   failedOutcomes: Record<string, { count: number; example: string }>;
@@ -69,6 +71,7 @@ async function main(): Promise<void> {
   let reads = 0;
   let failed = 0;
   const failedOutcomes: ScaleRun["failedOutcomes"] = {};
+  const judged = new Set<string>();
   let wokeFor: number | null = null;
   const clock: LoopClock = {
     now: realClock.now,
@@ -95,6 +98,7 @@ async function main(): Promise<void> {
         f.count++;
       }
       states[out.verdict.state] = (states[out.verdict.state] ?? 0) + 1;
+      if (out.verdict.state !== "unknown") judged.add(target.url);
     }
     return out;
   };
@@ -135,6 +139,7 @@ async function main(): Promise<void> {
     readLatencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
     eventLoopDelayMs: { p50: ms(loop.percentile(50)), p99: ms(loop.percentile(99)), max: ms(loop.max) },
     states,
+    backendsJudged: judged.size,
     failedReads: failed,
     failedOutcomes,
     dbBytes,

@@ -20,21 +20,33 @@ export function scalePlan(quick: boolean): ScalePlanItem[] {
   if (quick) {
     return [
       { backends: 100, intervalSeconds: 5, warmupSeconds: 5, measureSeconds: 8 },
-      { backends: 1000, intervalSeconds: 5, warmupSeconds: 6, measureSeconds: 10 },
+      { backends: 1000, intervalSeconds: 5, warmupSeconds: 8, measureSeconds: 10 },
+      { backends: 5000, intervalSeconds: 5, warmupSeconds: 12, measureSeconds: 10 },
       { backends: 100, intervalSeconds: 1, warmupSeconds: 3, measureSeconds: 5 },
     ];
   }
-  const plan: ScalePlanItem[] = [];
-  for (const intervalSeconds of [5, 1]) {
-    for (const backends of [10, 100, 500, 1000]) {
-      plan.push({ backends, intervalSeconds, warmupSeconds: intervalSeconds === 5 ? 11 : 4, measureSeconds: intervalSeconds === 5 ? 30 : 15 });
-    }
-  }
-  return plan;
+  return [
+    { backends: 100, intervalSeconds: 5, warmupSeconds: 11, measureSeconds: 30 },
+    { backends: 1000, intervalSeconds: 5, warmupSeconds: 11, measureSeconds: 30 },
+    { backends: 5000, intervalSeconds: 5, warmupSeconds: 16, measureSeconds: 30 },
+    { backends: 100, intervalSeconds: 1, warmupSeconds: 4, measureSeconds: 15 },
+    { backends: 1000, intervalSeconds: 1, warmupSeconds: 4, measureSeconds: 15 },
+  ];
 }
+
+/**
+ * The simulated servers keep an idle connection this long (VLLM_HTTP_TIMEOUT_KEEP_ALIVE=15, what
+ * the README asks of a fleet polled every 5 s): with uvicorn's default 5 s a watcher polling every
+ * 5 s opens a new connection per read, which 5000 backends would make 1000 connections a second
+ * (the peer section measures both settings at 1000 backends).
+ */
+export const SCALE_KEEP_ALIVE_SECONDS = 15;
+/** Simulated servers per simulator process: 5000 in one process would make it the bottleneck. */
+const SIMULATORS_PER_PROCESS = 2500;
 
 export interface ScaleResult {
   simulatorProcess: string;
+  keepAliveSeconds?: number;
   runs: Array<ScaleRun | { backends: number; intervalSeconds: number; error: string }>;
 }
 
@@ -42,7 +54,19 @@ export async function runScaleBench(opts: { quick?: boolean; log?: (m: string) =
   const log = opts.log ?? (() => {});
   const plan = scalePlan(!!opts.quick);
   const most = Math.max(...plan.map((p) => p.backends));
-  const { child: sim, urls } = await startSimulatorFleet(most);
+  const fleets: Array<Awaited<ReturnType<typeof startSimulatorFleet>>> = [];
+  const urls: string[] = [];
+  const stopFleets = () => Promise.all(fleets.map((f) => f.child.stop()));
+  try {
+    for (let left = most; left > 0; left -= SIMULATORS_PER_PROCESS) {
+      const f = await startSimulatorFleet(Math.min(left, SIMULATORS_PER_PROCESS), 180_000, ["--keep-alive-seconds", String(SCALE_KEEP_ALIVE_SECONDS)]);
+      fleets.push(f);
+      urls.push(...f.urls);
+    }
+  } catch (e) {
+    await stopFleets();
+    throw e;
+  }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-bench-scale-spec-"));
   try {
     const runs: ScaleResult["runs"] = [];
@@ -60,9 +84,13 @@ export async function runScaleBench(opts: { quick?: boolean; log?: (m: string) =
         await worker.stop();
       }
     }
-    return { simulatorProcess: `one child process serving ${most} simulated backends on 127.0.0.1 (lib/sim/cli.ts --count ${most})`, runs };
+    return {
+      simulatorProcess: `${fleets.length} child process${fleets.length > 1 ? "es" : ""} serving ${most} simulated backends on 127.0.0.1 (lib/sim/cli.ts --count ${Math.min(most, SIMULATORS_PER_PROCESS)} --keep-alive-seconds ${SCALE_KEEP_ALIVE_SECONDS} each)`,
+      keepAliveSeconds: SCALE_KEEP_ALIVE_SECONDS,
+      runs,
+    };
   } finally {
-    await sim.stop();
+    await stopFleets();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
