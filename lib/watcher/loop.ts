@@ -37,21 +37,36 @@ export interface LoopOptions {
   offsetMs?: number;
 }
 
-/** Runs `step` every intervalMs until `signal` aborts; resolves once the last step has ended. */
+/**
+ * Runs `step` every intervalMs until `signal` aborts; resolves once the last step has ended.
+ * The loop listens to `signal` once, through a signal of its own that its steps and sleeps use:
+ * a thousand loops each adding (and removing) a listener on the one watcher signal per sleep and
+ * per request cost ~7% of the watcher's CPU at 1000 backends, because an EventTarget looks through
+ * all its listeners on every add.
+ */
 export async function runEvery(step: (signal: AbortSignal) => Promise<void> | void, opts: LoopOptions): Promise<void> {
   const clock = opts.clock ?? realClock;
-  if (opts.offsetMs && opts.offsetMs > 0) await clock.sleep(opts.offsetMs, opts.signal);
-  let slot = clock.now();
-  while (!opts.signal.aborted) {
-    try {
-      await step(opts.signal);
-    } catch (e) {
-      opts.onError?.(e);
+  const own = new AbortController();
+  const onAbort = () => own.abort(opts.signal.reason);
+  if (opts.signal.aborted) own.abort(opts.signal.reason);
+  else opts.signal.addEventListener("abort", onAbort, { once: true });
+  const signal = own.signal;
+  try {
+    if (opts.offsetMs && opts.offsetMs > 0) await clock.sleep(opts.offsetMs, signal);
+    let slot = clock.now();
+    while (!signal.aborted) {
+      try {
+        await step(signal);
+      } catch (e) {
+        opts.onError?.(e);
+      }
+      if (signal.aborted) break;
+      const now = clock.now();
+      slot += opts.intervalMs;
+      if (slot < now) slot += Math.ceil((now - slot) / opts.intervalMs) * opts.intervalMs;
+      await clock.sleep(slot - now, signal);
     }
-    if (opts.signal.aborted) break;
-    const now = clock.now();
-    slot += opts.intervalMs;
-    if (slot < now) slot += Math.ceil((now - slot) / opts.intervalMs) * opts.intervalMs;
-    await clock.sleep(slot - now, opts.signal);
+  } finally {
+    opts.signal.removeEventListener("abort", onAbort);
   }
 }

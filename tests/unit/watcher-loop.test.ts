@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { getEventListeners } from "node:events";
 import { runEvery } from "@/lib/watcher/loop";
 
 beforeEach(() => {
@@ -11,6 +12,27 @@ afterEach(() => {
 const wait = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 describe("runEvery", () => {
+  it("listens to the shared signal once per loop, not per sleep or per step; its steps' signal aborts with it", async () => {
+    const ac = new AbortController();
+    const seen: AbortSignal[] = [];
+    const step = async (signal: AbortSignal) => {
+      seen.push(signal);
+      // What a read does: a listener of its own for the length of the request.
+      const onAbort = () => {};
+      signal.addEventListener("abort", onAbort);
+      await wait(100);
+      signal.removeEventListener("abort", onAbort);
+    };
+    const loops = [0, 1, 2].map(() => runEvery(step, { intervalMs: 1000, signal: ac.signal }));
+    await vi.advanceTimersByTimeAsync(3500);
+    expect(seen.length).toBe(12);
+    expect(getEventListeners(ac.signal, "abort")).toHaveLength(3);
+    ac.abort();
+    await Promise.all(loops);
+    expect(seen.every((s) => s.aborted)).toBe(true);
+    expect(getEventListeners(ac.signal, "abort")).toHaveLength(0);
+  });
+
   it("starts each step on a slot measured from the first start (no drift)", async () => {
     const ac = new AbortController();
     const starts: number[] = [];
