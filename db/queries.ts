@@ -3,9 +3,8 @@
  * never builds SQL. Transitions and restart events are kept forever: only the retention of raw
  * samples and minute rollups deletes anything.
  */
-import type { HistoryPoint } from "../lib/api/types";
 import { and, asc, desc, eq, gte, isNull, lte } from "drizzle-orm";
-import type { Reading, Verdict } from "../lib/check/types";
+import type { Figures, Reading, Verdict } from "../lib/check/types";
 import type { BackendState } from "../lib/check/states";
 import type { Db } from "./client";
 import { restartEvents, samples, transitions, type RestartEventRow, type TransitionRow } from "./schema";
@@ -173,8 +172,11 @@ const rankOf = (col: string) => `CASE ${col} ${RANKED.map(([s, r]) => `WHEN '${s
 const stateOfRank = (expr: string) => `CASE ${expr} ${RANKED.map(([s, r]) => `WHEN ${r} THEN '${s}'`).join(" ")} ELSE 'unknown' END`;
 const stateByRank = new Map(RANKED.map(([s, r]) => [r, s]));
 
-/** One point of a backend's history: the API's HistoryPoint, as the queries produce it. */
-export type HistoryRow = HistoryPoint;
+/** One point of a backend's history, as the queries produce it (the API serves it as a HistoryPoint). */
+export interface HistoryRow extends Figures {
+  at: number;
+  state: BackendState;
+}
 
 /** Up to this range, raw readings are shown; beyond it, per-minute (or coarser) buckets. */
 export const RAW_HISTORY_MAX_MS = 6 * 3600_000;

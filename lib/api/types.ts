@@ -3,6 +3,7 @@
  * components and the tests; imports nothing server-side, so client files may import it.
  */
 import type { BackendState, ProxyState } from "../check/states";
+import type { Figures } from "../check/types";
 
 export interface FleetBackend {
   id: string;
@@ -51,14 +52,8 @@ export interface FleetResponse {
   proxies: FleetProxy[];
 }
 
-export interface HistoryPoint {
+export interface HistoryPoint extends Figures {
   at: number;
-  running: number | null;
-  waiting: number | null;
-  stepsPerSecond: number | null;
-  generationTokensPerSecond: number | null;
-  promptTokensPerSecond: number | null;
-  kvCacheUsage: number | null;
   state: BackendState;
 }
 

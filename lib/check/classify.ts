@@ -6,7 +6,8 @@
  * reason a person can read.
  */
 import { STATE_INFO, restartRecommended, type BackendState } from "./states";
-import type { PendingRestart, Rates, Reading, Thresholds, Verdict, VllmMetrics } from "./types";
+import type { VllmMetrics } from "../metrics/vllm";
+import type { PendingRestart, Rates, Reading, Thresholds, Verdict } from "./types";
 
 export interface ClassifyInput {
   /** Earlier readings of this backend, oldest first, not including `reading`. */

@@ -7,8 +7,8 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { classify, shouldProbe } from "@/lib/check/classify";
 import type { BackendState } from "@/lib/check/states";
-import type { PendingRestart, ProbeResult, Reading, Thresholds, VllmMetrics } from "@/lib/check/types";
-import { parseVllmMetrics } from "@/lib/metrics/vllm";
+import type { PendingRestart, ProbeResult, Reading, Thresholds } from "@/lib/check/types";
+import { parseVllmMetrics, type VllmMetrics } from "@/lib/metrics/vllm";
 
 const T: Thresholds = { stuckAfterSeconds: 120, idleProbeSeconds: 60, recoveryTimeoutSeconds: 900 };
 const REAL = readFileSync(new URL("../fixtures/real-metrics/vllm-0.29.0-inferstack.prom", import.meta.url), "utf8");

@@ -10,9 +10,9 @@
  * Demo-short timings, on purpose: weights load in 20 s instead of minutes, and stepwatch calls a
  * backend stuck after 30 s instead of 120 s, so a visitor sees the whole story in minutes.
  */
-import { startIncidentLoad, type IncidentLoad } from "./sim/load";
-import { startLeastConnProxy, type LeastConnProxy } from "./sim/proxy";
-import { startSimulator, type Simulator } from "./sim/server";
+import { startIncidentLoad, type IncidentLoad } from "./load";
+import { startLeastConnProxy, type LeastConnProxy } from "./proxy";
+import { startSimulator, type Simulator } from "./server";
 
 export interface DemoOptions {
   /** Speeds up the engines, the load and the script together (1 = real GB10 speed). */
