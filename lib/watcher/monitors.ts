@@ -12,7 +12,7 @@ import type { BackendState, ProxyState } from "../check/states";
 import type { PendingRestart, ProxyReading, Reading, Thresholds, Verdict } from "../check/types";
 import type { BackendConfig, ProxyConfig } from "../config";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
-import { judgeProxy } from "./proxy";
+import { judgeProxy } from "../check/proxy";
 import type { WatchStore } from "./store";
 
 /** Points kept for the fleet page's sparkline. */

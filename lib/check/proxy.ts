@@ -2,8 +2,8 @@
  * A proxy is judged only from GET /v1/models: never its /metrics (behind least-connection
  * balancing each read may come from a different backend), never a backend from its errors.
  */
-import type { ProxyState } from "../check/states";
-import type { ProxyReading } from "../check/types";
+import type { ProxyState } from "./states";
+import type { ProxyReading } from "./types";
 
 export interface ProxyJudgement {
   state: ProxyState;
