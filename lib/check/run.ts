@@ -4,6 +4,7 @@
  * probe. Nothing else is sent.
  */
 import { observe } from "./observe";
+import { judgeProxy } from "./proxy";
 import { readProxy, type BackendTarget, type ReadOptions } from "./read";
 import type { BackendState, ProxyState } from "./states";
 import { DEFAULT_THRESHOLDS, type Reading, type Verdict } from "./types";
@@ -83,13 +84,26 @@ export async function checkBackend(target: BackendTarget, opts: CheckOptions): P
   };
 }
 
+/**
+ * The proxy rule of the watcher (judgeProxy), run once: GET /v1/models; after a failed read, wait
+ * and ask once more, because one failed read is not "down".
+ */
 export async function checkProxy(target: { url: string; apiKey?: string }, opts: CheckOptions): Promise<CheckResult> {
-  const r = await readProxy(target, { ...opts.read, now: opts.now });
-  const up = r.outcome === "ok";
+  const sleep = opts.sleep ?? realSleep;
+  const read = () => readProxy(target, { ...opts.read, now: opts.now });
+  const first = await read();
+  let previous = null;
+  let r = first;
+  if (first.outcome !== "ok") {
+    await sleep(opts.waitSeconds * 1000);
+    previous = first;
+    r = await read();
+  }
+  const j = judgeProxy(previous, r);
   return {
     url: target.url,
-    state: up ? "up" : "down",
-    healthy: up,
+    state: j.state,
+    healthy: j.state === "up",
     running: null,
     waiting: null,
     stepsPerSecond: null,
@@ -98,10 +112,8 @@ export async function checkProxy(target: { url: string; apiKey?: string }, opts:
     kvCacheUsage: null,
     processStartTime: null,
     probeSent: false,
-    reads: 1,
-    reasons: up
-      ? [`/v1/models answers with ${r.models.length} model${r.models.length === 1 ? "" : "s"}: ${r.models.join(", ")}; a proxy is never read through /metrics`]
-      : [`/v1/models: ${r.error ?? r.outcome}`],
+    reads: previous ? 2 : 1,
+    reasons: j.reasons,
     models: r.models,
   };
 }

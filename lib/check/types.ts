@@ -42,11 +42,12 @@ export interface Thresholds {
   recoveryTimeoutSeconds: number;
 }
 
-export const DEFAULT_THRESHOLDS: Thresholds = {
+/** The one home of the thresholds' defaults: the config's DEFAULTS and the CLI both take them from here. */
+export const DEFAULT_THRESHOLDS = {
   stuckAfterSeconds: 120,
   idleProbeSeconds: 60,
   recoveryTimeoutSeconds: 900,
-};
+} as const satisfies Thresholds;
 
 /**
  * The figures a backend is shown and stored by: its gauges (from the reading) and its rates (from

@@ -12,7 +12,8 @@ const USAGE = `usage: npm run --silent check -- <url> [--proxy] [--wait SECONDS]
 
 Reads <url>/metrics (never sends a request while work is running or waiting). With work, waits
 --wait seconds (default 30) and reads again, once more if there was no progress. Idle: one
-tiny probe. --proxy: only GET <url>/v1/models.
+tiny probe. --proxy: only GET <url>/v1/models; a failed answer is asked once more after
+--wait seconds (two failures in a row: down).
 Exit: 0 healthy, 1 stuck, 2 down, 3 cannot judge, 64 usage error.`;
 
 function fail(message: string): never {

@@ -21,8 +21,10 @@ import { resolveRestart } from "../../db/queries";
 import { restartDTO } from "../watcher/snapshot";
 import type { RestartEventDTO } from "../api/types";
 import { DomainError } from "../errors";
+import { cooldownStart, cooldownUntil } from "./cooldown";
 import { formatClock } from "../ui/format";
-import { describeAction, executeAction, type ActionResult, type Env, type WebhookContext } from "./execute";
+import type { Runtime } from "../runtime";
+import { describeAction, executeAction, restartCommandEnv, type ActionResult, type Env, type WebhookContext } from "./execute";
 
 export interface RestartInput {
   backendId: string;
@@ -56,6 +58,18 @@ export interface RestartDeps {
   onPending?(backendId: string, pending: PendingRestart & { eventId: number }): void;
   execute?: (action: RestartAction, ctx: WebhookContext) => Promise<ActionResult>;
   now?: () => number;
+}
+
+/** The verb's dependencies in a running stepwatch: its config, its database, its watcher. */
+export function restartDeps(rt: Pick<Runtime, "config" | "db" | "watcher">, env: NodeJS.ProcessEnv = process.env): RestartDeps {
+  return {
+    db: rt.db,
+    backends: rt.config.backends,
+    restartCooldownSeconds: rt.config.restartCooldownSeconds,
+    commandEnv: restartCommandEnv(env, rt.config.secretEnvNames),
+    current: (b) => rt.watcher.current(b),
+    onPending: (b, p) => rt.watcher.notifyRestartRequested(b, p),
+  };
 }
 
 export interface RestartAccepted {
@@ -99,7 +113,6 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
   }
   const metrics = view?.reading?.metrics ?? null;
   const override = input.overrideCooldown === true;
-  const cooldownMs = deps.restartCooldownSeconds * 1000;
   const params = {
     backendId: backend.id,
     requestedAt: input.now,
@@ -115,14 +128,14 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
     confirmedHealthy: healthy ? 1 : 0,
     action: describeAction(backend.restart),
     enforceCooldown: override ? 0 : 1,
-    cooldownStart: input.now - cooldownMs,
+    cooldownStart: cooldownStart(input.now, deps.restartCooldownSeconds),
   };
 
   const sqlite = deps.db.sqlite;
   const insertTx = sqlite.transaction((): RestartEventRow => {
     const info = sqlite.prepare(INSERT_SQL).run(params);
     if (info.changes === 1) return selectEvent(deps.db, Number(info.lastInsertRowid));
-    throw conflictFor(deps.db, backend.id, cooldownMs);
+    throw conflictFor(deps.db, backend.id, deps.restartCooldownSeconds);
   });
   let row: RestartEventRow;
   try {
@@ -151,7 +164,7 @@ function selectEvent(db: DbHandle, id: number): RestartEventRow {
 }
 
 /** Why the conditional insert inserted nothing, read inside the same transaction. */
-function conflictFor(db: DbHandle, backendId: string, cooldownMs: number): DomainError {
+function conflictFor(db: DbHandle, backendId: string, cooldownSeconds: number): DomainError {
   const pending = db.sqlite
     .prepare("SELECT id, requested_by, requested_at FROM restart_events WHERE backend_id = ? AND outcome IS NULL")
     .get(backendId) as { id: number; requested_by: string; requested_at: number } | undefined;
@@ -165,7 +178,7 @@ function conflictFor(db: DbHandle, backendId: string, cooldownMs: number): Domai
   const last = db.sqlite
     .prepare("SELECT MAX(requested_at) AS at FROM restart_events WHERE backend_id = ?")
     .get(backendId) as { at: number | null };
-  const until = (last.at ?? 0) + cooldownMs;
+  const until = cooldownUntil(last.at ?? 0, cooldownSeconds);
   return new DomainError("conflict", `"${backendId}" is in cooldown until ${formatClock(until)}; override the cooldown to restart anyway`, {
     reason: "cooldown",
     cooldownUntil: until,

@@ -10,6 +10,7 @@ import type { RestartEventRow, TransitionRow } from "../../db/schema";
 import type { FleetBackend, FleetProxy, FleetResponse, HistoryResponse, RestartEventDTO, TransitionDTO } from "../api/types";
 import { STATE_INFO, restartRecommended } from "../check/states";
 import { publicUrl } from "../net/public-url";
+import { cooldownUntil as cooldownEnd } from "../restart/cooldown";
 import type { BackendMonitor, ProxyMonitor } from "./monitors";
 import type { Watcher } from "./index";
 
@@ -19,7 +20,7 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
   const metrics = reading?.metrics ?? null;
   const state = verdict?.state ?? "unknown";
   const last = m.lastRestart;
-  const cooldownUntil = last ? last.requestedAt + restartCooldownSeconds * 1000 : null;
+  const cooldownUntil = last ? cooldownEnd(last.requestedAt, restartCooldownSeconds) : null;
   return {
     id: m.config.id,
     url: publicUrl(m.config.url),

@@ -230,7 +230,7 @@ describe("check CLI against the simulator", () => {
     expect([...a.received(), ...b.received()].filter((x) => x.kind === "metrics")).toHaveLength(0);
 
     await proxy.close();
-    const down = await check(proxy.url, "--proxy");
+    const down = await check(proxy.url, "--proxy", "--wait", "0.2");
     expect(down).toMatchObject({ code: 2, json: { state: "down" } });
   });
 
