@@ -3,7 +3,8 @@
  *
  * 1. Validate against the config and the watcher's current verdict (unknown id, nothing
  *    configured, a healthy backend whose id was not typed).
- * 2. ONE SQLite transaction (BEGIN IMMEDIATE) inserts the audit row with INSERT ... SELECT ...
+ * 2. ONE SQLite transaction (BEGIN IMMEDIATE, insertRestartUnlessBlocked in db/queries.ts) inserts
+ *    the audit row with INSERT ... SELECT ...
  *    WHERE NOT EXISTS (a pending restart, or one inside the cooldown). The partial unique index
  *    restart_events_one_pending backs it up across processes. Two concurrent confirms therefore
  *    cannot both insert, and only the one that inserted runs the action: no check-then-act in JS.
@@ -15,15 +16,11 @@ import type { Reading, Verdict, PendingRestart } from "../check/types";
 import { isHealthy } from "../check/states";
 import type { BackendConfig, RestartAction } from "../config";
 import type { DbHandle } from "../../db/client";
-import { eq } from "drizzle-orm";
-import { restartEvents, type RestartEventRow } from "../../db/schema";
-import { resolveRestart } from "../../db/queries";
-import { restartDTO } from "../watcher/snapshot";
-import type { RestartEventDTO } from "../api/types";
+import type { RestartEventRow } from "../../db/schema";
+import { insertRestartUnlessBlocked, recordActionResult, type RestartBlock } from "../../db/queries";
 import { DomainError } from "../errors";
-import { cooldownStart, cooldownUntil } from "./cooldown";
-import { formatClock } from "../ui/format";
 import type { Runtime } from "../runtime";
+import { cooldownStart, cooldownUntil } from "./cooldown";
 import { describeAction, executeAction, restartCommandEnv, type ActionResult, type Env, type WebhookContext } from "./execute";
 
 export interface RestartInput {
@@ -73,24 +70,11 @@ export function restartDeps(rt: Pick<Runtime, "config" | "db" | "watcher">, env:
 }
 
 export interface RestartAccepted {
-  event: RestartEventDTO;
+  /** The audit row as inserted (lib/api/ turns it into the API's RestartEventDTO). */
+  event: RestartEventRow;
   /** Settles when the action has run and its result is recorded (tests and shutdown wait on it). */
   done: Promise<void>;
 }
-
-const INSERT_SQL = `
-INSERT INTO restart_events (
-  backend_id, requested_at, requested_by, note, state_at_request, healthy_at_request,
-  running_at_request, waiting_at_request, process_start_time_at_request, evidence,
-  override_cooldown, confirmed_healthy, action)
-SELECT @backendId, @requestedAt, @requestedBy, @note, @state, @healthy,
-  @running, @waiting, @processStartTime, @evidence,
-  @overrideCooldown, @confirmedHealthy, @action
-WHERE NOT EXISTS (
-  SELECT 1 FROM restart_events
-  WHERE backend_id = @backendId
-    AND (outcome IS NULL OR (@enforceCooldown = 1 AND requested_at > @cooldownStart))
-)`;
 
 const MAX_NOTE = 500;
 
@@ -113,33 +97,27 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
   }
   const metrics = view?.reading?.metrics ?? null;
   const override = input.overrideCooldown === true;
-  const params = {
+  const request = {
     backendId: backend.id,
     requestedAt: input.now,
     requestedBy: input.operator,
     note: input.note ? input.note.slice(0, MAX_NOTE) : null,
     state,
-    healthy: healthy ? 1 : 0,
+    healthy,
     running: metrics?.running ?? null,
     waiting: metrics?.waiting ?? null,
     processStartTime: metrics?.processStartTime ?? null,
-    evidence: JSON.stringify({ reasons: verdict?.reasons ?? ["no reading yet"], readings: verdict?.basis ?? [] }),
-    overrideCooldown: override ? 1 : 0,
-    confirmedHealthy: healthy ? 1 : 0,
+    evidence: { reasons: verdict?.reasons ?? ["no reading yet"], readings: verdict?.basis ?? [] },
+    overrideCooldown: override,
+    confirmedHealthy: healthy,
     action: describeAction(backend.restart),
-    enforceCooldown: override ? 0 : 1,
-    cooldownStart: cooldownStart(input.now, deps.restartCooldownSeconds),
   };
 
-  const sqlite = deps.db.sqlite;
-  const insertTx = sqlite.transaction((): RestartEventRow => {
-    const info = sqlite.prepare(INSERT_SQL).run(params);
-    if (info.changes === 1) return selectEvent(deps.db, Number(info.lastInsertRowid));
-    throw conflictFor(deps.db, backend.id, deps.restartCooldownSeconds);
-  });
   let row: RestartEventRow;
   try {
-    row = insertTx.immediate();
+    const result = insertRestartUnlessBlocked(deps.db.db, request, override ? null : cooldownStart(input.now, deps.restartCooldownSeconds));
+    if ("blocked" in result) throw conflictFor(backend.id, result.blocked, deps.restartCooldownSeconds);
+    row = result.inserted;
   } catch (e) {
     // Another process inserted between our NOT EXISTS and the write: the unique index refused it.
     if ((e as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") {
@@ -153,35 +131,29 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
 
   deps.onPending?.(backend.id, { requestedAt: row.requestedAt, processStartTime: row.processStartTimeAtRequest, eventId: row.id });
   const done = runAndRecord(row, backend.restart, deps);
-  return { event: restartDTO(row), done };
+  return { event: row, done };
 }
 
-function selectEvent(db: DbHandle, id: number): RestartEventRow {
-  // Same connection, inside the open transaction: drizzle maps columns, JSON and booleans.
-  const row = db.db.select().from(restartEvents).where(eq(restartEvents.id, id)).get();
-  if (!row) throw new Error(`restart event #${id} vanished inside its own transaction`);
-  return row;
-}
+/** The server's local wall clock, HH:MM, for a message (the exact time rides along in the details). */
+const clock = (at: number) => new Date(at).toTimeString().slice(0, 5);
 
-/** Why the conditional insert inserted nothing, read inside the same transaction. */
-function conflictFor(db: DbHandle, backendId: string, cooldownSeconds: number): DomainError {
-  const pending = db.sqlite
-    .prepare("SELECT id, requested_by, requested_at FROM restart_events WHERE backend_id = ? AND outcome IS NULL")
-    .get(backendId) as { id: number; requested_by: string; requested_at: number } | undefined;
-  if (pending) {
-    return new DomainError(
-      "conflict",
-      `"${backendId}" is already restarting (asked by ${pending.requested_by} at ${formatClock(pending.requested_at)})`,
-      { reason: "pending", pendingId: pending.id },
-    );
+/** The 409 for what blocked the restart: who asked the pending one and when, or until when the cooldown runs. */
+function conflictFor(backendId: string, block: RestartBlock, cooldownSeconds: number): DomainError {
+  const e = block.event;
+  if (block.reason === "pending") {
+    return new DomainError("conflict", `"${backendId}" is already restarting (asked by ${e.requestedBy} at ${clock(e.requestedAt)})`, {
+      reason: "pending",
+      pendingId: e.id,
+      requestedBy: e.requestedBy,
+      requestedAt: e.requestedAt,
+    });
   }
-  const last = db.sqlite
-    .prepare("SELECT MAX(requested_at) AS at FROM restart_events WHERE backend_id = ?")
-    .get(backendId) as { at: number | null };
-  const until = cooldownUntil(last.at ?? 0, cooldownSeconds);
-  return new DomainError("conflict", `"${backendId}" is in cooldown until ${formatClock(until)}; override the cooldown to restart anyway`, {
+  const until = cooldownUntil(e.requestedAt, cooldownSeconds);
+  return new DomainError("conflict", `"${backendId}" is in cooldown until ${clock(until)}; override the cooldown to restart anyway`, {
     reason: "cooldown",
     cooldownUntil: until,
+    requestedBy: e.requestedBy,
+    requestedAt: e.requestedAt,
   });
 }
 
@@ -195,22 +167,9 @@ async function runAndRecord(row: RestartEventRow, action: RestartAction, deps: R
     result = { ok: false, exitCode: null, output: "", error: `restart action crashed: ${(e as Error).message}`, finishedAt: now() };
   }
   try {
-    const sqlite = deps.db.sqlite;
-    sqlite.transaction(() => {
-      sqlite
-        .prepare(
-          "UPDATE restart_events SET command_exit_code = ?, command_output = ?, command_error = ?, command_finished_at = ? WHERE id = ?",
-        )
-        .run(result.exitCode, result.output, result.error, result.finishedAt, row.id);
-      if (!result.ok) {
-        // Conditional on still pending: the watcher may have resolved it meanwhile (it came back anyway).
-        resolveRestart(deps.db.db, row.id, {
-          outcome: "failed",
-          resolvedAt: result.finishedAt,
-          resolution: `the restart action failed: ${result.error ?? "unknown error"}; not retried`,
-        });
-      }
-    })();
+    // A failed action closes the event at once; nothing is retried without an operator.
+    const failed = result.ok ? null : { resolution: `the restart action failed: ${result.error ?? "unknown error"}; not retried` };
+    recordActionResult(deps.db.db, row.id, result, failed);
   } catch (e) {
     console.error(`[restart] could not record the result of restart #${row.id} of ${row.backendId}: ${(e as Error).message}`);
   }

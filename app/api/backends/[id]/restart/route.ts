@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
 import { assertSameOrigin, requireOperator } from "@/lib/auth/server";
+import { restartDTO } from "@/lib/watcher/snapshot";
 import { requestRestart, restartDeps } from "@/lib/restart/request";
 import { getRuntime } from "@/lib/runtime";
 import { readJson } from "../../../_lib/body";
@@ -31,7 +32,7 @@ export async function POST(req: Request, ctx: { params: Promise<{ id: string }> 
       restartDeps(rt),
     );
     done.catch((e) => console.error(`stepwatch: restart #${event.id} of ${id}: ${(e as Error).message}`));
-    return Response.json({ event }, { status: 202, headers: { "cache-control": "no-store" } });
+    return Response.json({ event: restartDTO(event) }, { status: 202, headers: { "cache-control": "no-store" } });
   } catch (e) {
     return errorResponse(e);
   }
