@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
 import { assertSameOrigin, requireOperator } from "@/lib/auth/server";
-import { restartDTO } from "@/lib/watcher/snapshot";
+import { restartDTO } from "@/lib/api/snapshot";
 import { requestRestart, restartDeps } from "@/lib/restart/request";
 import { getRuntime } from "@/lib/runtime";
 import { readJson } from "../../../_lib/body";

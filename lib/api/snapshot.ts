@@ -7,12 +7,12 @@
 import type { Db } from "../../db/client";
 import { historyPoints, listRestartEvents, transitionsInRange } from "../../db/queries";
 import type { RestartEventRow, TransitionRow } from "../../db/schema";
-import type { FleetBackend, FleetProxy, FleetResponse, HistoryResponse, RestartEventDTO, TransitionDTO } from "../api/types";
+import type { FleetBackend, FleetProxy, FleetResponse, HistoryResponse, RestartEventDTO, TransitionDTO } from "./types";
 import { STATE_INFO, restartRecommended } from "../check/states";
 import { publicUrl } from "../net/public-url";
 import { cooldownUntil as cooldownEnd } from "../restart/cooldown";
-import type { BackendMonitor, ProxyMonitor } from "./monitors";
-import type { Watcher } from "./index";
+import type { BackendMonitor, ProxyMonitor } from "../watcher/monitors";
+import type { Watcher } from "../watcher";
 
 export function backendView(m: BackendMonitor, restartCooldownSeconds: number, now: number): FleetBackend {
   const reading = m.last?.reading ?? null;
