@@ -4,7 +4,7 @@
  * samples and minute rollups deletes anything.
  */
 import { and, asc, desc, eq, gte, isNull, lte } from "drizzle-orm";
-import type { Figures, Reading, Verdict } from "../lib/check/types";
+import { figuresOf, type Figures, type Reading, type Verdict } from "../lib/check/types";
 import type { BackendState } from "../lib/check/states";
 import type { Db } from "./client";
 import { restartEvents, samples, transitions, type RestartEventRow, type TransitionRow } from "./schema";
@@ -23,17 +23,12 @@ export function sampleRow(backendId: string, reading: Reading, verdict: Verdict)
     outcome: reading.outcome,
     error: reading.error ?? null,
     latencyMs: Math.round(reading.latencyMs),
-    running: m?.running ?? null,
-    waiting: m?.waiting ?? null,
+    ...figuresOf(reading, verdict),
     steps: m?.steps ?? null,
     promptTokens: m?.promptTokens ?? null,
     generationTokens: m?.generationTokens ?? null,
     finishedRequests: m?.finishedRequests ?? null,
-    kvCacheUsage: m?.kvCacheUsage ?? null,
     processStartTime: m?.processStartTime ?? null,
-    stepsPerSecond: verdict.rates.stepsPerSecond,
-    generationTokensPerSecond: verdict.rates.generationTokensPerSecond,
-    promptTokensPerSecond: verdict.rates.promptTokensPerSecond,
     probeOk: reading.probe ? reading.probe.ok : null,
     probeLatencyMs: reading.probe ? Math.round(reading.probe.latencyMs) : null,
     reading,

@@ -9,6 +9,7 @@ import { historyPoints, listRestartEvents, transitionsInRange } from "../../db/q
 import type { RestartEventRow, TransitionRow } from "../../db/schema";
 import type { FleetBackend, FleetProxy, FleetResponse, HistoryResponse, RestartEventDTO, TransitionDTO } from "./types";
 import { STATE_INFO, restartRecommended } from "../check/states";
+import { figuresOf } from "../check/types";
 import { publicUrl } from "../net/public-url";
 import { cooldownUntil as cooldownEnd } from "../restart/cooldown";
 import type { BackendMonitor, ProxyMonitor } from "../watcher/monitors";
@@ -28,12 +29,7 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
     state,
     healthy: verdict?.healthy ?? false,
     since: verdict ? m.since : null,
-    running: metrics?.running ?? null,
-    waiting: metrics?.waiting ?? null,
-    stepsPerSecond: verdict?.rates.stepsPerSecond ?? null,
-    generationTokensPerSecond: verdict?.rates.generationTokensPerSecond ?? null,
-    promptTokensPerSecond: verdict?.rates.promptTokensPerSecond ?? null,
-    kvCacheUsage: metrics?.kvCacheUsage ?? null,
+    ...figuresOf(reading, verdict),
     processStartTime: metrics?.processStartTime ?? null,
     lastReadAt: reading?.at ?? null,
     restartRecommended: verdict?.restartRecommended ?? restartRecommended(state),

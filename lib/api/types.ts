@@ -5,7 +5,7 @@
 import type { BackendState, ProxyState } from "../check/states";
 import type { Figures } from "../check/types";
 
-export interface FleetBackend {
+export interface FleetBackend extends Figures {
   id: string;
   url: string;
   model: string | null;
@@ -13,12 +13,6 @@ export interface FleetBackend {
   healthy: boolean;
   /** When the current state began (ms since epoch), null before the first verdict. */
   since: number | null;
-  running: number | null;
-  waiting: number | null;
-  stepsPerSecond: number | null;
-  generationTokensPerSecond: number | null;
-  promptTokensPerSecond: number | null;
-  kvCacheUsage: number | null;
   processStartTime: number | null;
   lastReadAt: number | null;
   restartRecommended: boolean;

@@ -7,7 +7,7 @@ import { observe } from "./observe";
 import { judgeProxy } from "./proxy";
 import { readProxy, type BackendTarget, type ReadOptions } from "./read";
 import type { BackendState, ProxyState } from "./states";
-import { DEFAULT_THRESHOLDS, type Reading, type Verdict } from "./types";
+import { DEFAULT_THRESHOLDS, figuresOf, type Figures, type Reading, type Verdict } from "./types";
 
 export interface CheckOptions {
   waitSeconds: number;
@@ -17,16 +17,10 @@ export interface CheckOptions {
   now?: () => number;
 }
 
-export interface CheckResult {
+export interface CheckResult extends Figures {
   url: string;
   state: BackendState | ProxyState;
   healthy: boolean;
-  running: number | null;
-  waiting: number | null;
-  stepsPerSecond: number | null;
-  generationTokensPerSecond: number | null;
-  promptTokensPerSecond: number | null;
-  kvCacheUsage: number | null;
   processStartTime: number | null;
   probeSent: boolean;
   reads: number;
@@ -71,12 +65,7 @@ export async function checkBackend(target: BackendTarget, opts: CheckOptions): P
     url: target.url,
     state: verdict!.state,
     healthy: verdict!.healthy,
-    running: last.metrics?.running ?? null,
-    waiting: last.metrics?.waiting ?? null,
-    stepsPerSecond: verdict!.rates.stepsPerSecond,
-    generationTokensPerSecond: verdict!.rates.generationTokensPerSecond,
-    promptTokensPerSecond: verdict!.rates.promptTokensPerSecond,
-    kvCacheUsage: last.metrics?.kvCacheUsage ?? null,
+    ...figuresOf(last, verdict!),
     processStartTime: m?.processStartTime ?? null,
     probeSent,
     reads: history.length,
@@ -104,12 +93,7 @@ export async function checkProxy(target: { url: string; apiKey?: string }, opts:
     url: target.url,
     state: j.state,
     healthy: j.state === "up",
-    running: null,
-    waiting: null,
-    stepsPerSecond: null,
-    generationTokensPerSecond: null,
-    promptTokensPerSecond: null,
-    kvCacheUsage: null,
+    ...figuresOf(null, null),
     processStartTime: null,
     probeSent: false,
     reads: previous ? 2 : 1,

@@ -62,6 +62,19 @@ export interface Figures {
   kvCacheUsage: number | null;
 }
 
+/** The figures of a reading and the verdict drawn from it (all null when there is neither). */
+export function figuresOf(reading: Pick<Reading, "metrics"> | null, verdict: Pick<Verdict, "rates"> | null): Figures {
+  const m = reading?.metrics ?? null;
+  return {
+    running: m?.running ?? null,
+    waiting: m?.waiting ?? null,
+    stepsPerSecond: verdict?.rates.stepsPerSecond ?? null,
+    generationTokensPerSecond: verdict?.rates.generationTokensPerSecond ?? null,
+    promptTokensPerSecond: verdict?.rates.promptTokensPerSecond ?? null,
+    kvCacheUsage: m?.kvCacheUsage ?? null,
+  };
+}
+
 export interface Rates {
   stepsPerSecond: number | null;
   generationTokensPerSecond: number | null;
