@@ -4,7 +4,7 @@
  * up), 1 stuck, 2 down, 3 cannot judge (no-metrics, unknown, starting, stalled), 64 bad usage.
  */
 import { parseArgs } from "node:util";
-import { checkBackend, checkProxy, exitCode, EXIT, type CheckResult } from "../check/run";
+import { checkBackend, checkProxy, exitCode, EXIT, type CheckResult } from "../check/oneshot";
 import { STATE_INFO, type BackendState } from "../check/states";
 
 const USAGE = `usage: npm run --silent check -- <url> [--proxy] [--wait SECONDS] [--json]
