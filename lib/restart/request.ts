@@ -1,8 +1,9 @@
 /**
  * The restart verb: the only way stepwatch ever restarts anything.
  *
- * 1. Validate against the config and the watcher's current verdict (unknown id, nothing
- *    configured, a healthy backend whose id was not typed).
+ * 1. Validate against the config, the restart log and the watcher's current verdict, in this
+ *    order: unknown id (404), nothing configured (422), a pending restart or the cooldown (409,
+ *    with who asked and when, and until when), a healthy backend whose id was not typed (422).
  * 2. ONE SQLite transaction (BEGIN IMMEDIATE, insertRestartUnlessBlocked in db/queries.ts) inserts
  *    the audit row with INSERT ... SELECT ...
  *    WHERE NOT EXISTS (a pending restart, or one inside the cooldown). The partial unique index
@@ -17,7 +18,7 @@ import { isHealthy } from "../check/states";
 import type { BackendConfig, RestartAction } from "../config";
 import type { DbHandle } from "../../db/client";
 import type { RestartEventRow } from "../../db/schema";
-import { insertRestartUnlessBlocked, recordActionResult, type RestartBlock } from "../../db/queries";
+import { insertRestartUnlessBlocked, recordActionResult, restartBlockOf, type RestartBlock } from "../../db/queries";
 import { DomainError } from "../errors";
 import type { Runtime } from "../runtime";
 import { cooldownStart, cooldownUntil } from "./cooldown";
@@ -84,6 +85,12 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
   if (!backend.restart) {
     throw new DomainError("not-configured", `no restart action is configured for "${backend.id}" (backends[].restart in the config)`);
   }
+  const override = input.overrideCooldown === true;
+  const since = override ? null : cooldownStart(input.now, deps.restartCooldownSeconds);
+  // A pending restart or the cooldown is the stronger fact: the operator learns it (409) before
+  // being asked to type a healthy backend's id (422). The insert below checks again, atomically.
+  const block = storage(backend.id, () => restartBlockOf(deps.db.db, backend.id, since));
+  if (block) throw conflictFor(backend.id, block, deps.restartCooldownSeconds);
   const view = deps.current(backend.id);
   const verdict = view?.verdict ?? null;
   const state = verdict?.state ?? "unknown";
@@ -96,7 +103,6 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
     );
   }
   const metrics = view?.reading?.metrics ?? null;
-  const override = input.overrideCooldown === true;
   const request = {
     backendId: backend.id,
     requestedAt: input.now,
@@ -115,7 +121,7 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
 
   let row: RestartEventRow;
   try {
-    const result = insertRestartUnlessBlocked(deps.db.db, request, override ? null : cooldownStart(input.now, deps.restartCooldownSeconds));
+    const result = insertRestartUnlessBlocked(deps.db.db, request, since);
     if ("blocked" in result) throw conflictFor(backend.id, result.blocked, deps.restartCooldownSeconds);
     row = result.inserted;
   } catch (e) {
@@ -124,14 +130,28 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
       throw new DomainError("conflict", `"${backend.id}" is already restarting`, { reason: "pending" });
     }
     if (e instanceof DomainError) throw e;
-    // Disk full, read-only or locked: without the audit row there is no restart (nothing runs
-    // unrecorded), and the operator gets the reason instead of an anonymous 500.
-    throw new DomainError("unavailable", `cannot record the restart of "${backend.id}" in the database (${(e as Error).message}); nothing was run`);
+    throw unavailable(backend.id, e);
   }
 
   deps.onPending?.(backend.id, { requestedAt: row.requestedAt, processStartTime: row.processStartTimeAtRequest, eventId: row.id });
   const done = runAndRecord(row, backend.restart, deps);
   return { event: row, done };
+}
+
+/**
+ * Disk full, read-only or locked: without the audit row there is no restart (nothing runs
+ * unrecorded), and the operator gets the reason instead of an anonymous 500.
+ */
+function unavailable(backendId: string, e: unknown): DomainError {
+  return new DomainError("unavailable", `cannot record the restart of "${backendId}" in the database (${(e as Error).message}); nothing was run`);
+}
+
+function storage<T>(backendId: string, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    throw unavailable(backendId, e);
+  }
 }
 
 /** The server's local wall clock, HH:MM, for a message (the exact time rides along in the details). */

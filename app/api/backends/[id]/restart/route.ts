@@ -17,8 +17,9 @@ const Body = z.strictObject({
 
 /**
  * POST /api/backends/{id}/restart {confirm?, overrideCooldown?, note?}
- * 403 foreign Origin, 401 no session, 404 unknown id, 409 pending or cooldown, 422 healthy and
- * the id not typed, 202 with the event (the action then runs in the background).
+ * 403 foreign Origin, 401 no session, 404 unknown id, 422 no restart configured, 409 pending or
+ * cooldown (before any 422 for the id), 422 healthy and the id not typed, 202 with the event (the
+ * action then runs in the background). See docs/api.md.
  */
 export async function POST(req: Request, ctx: { params: Promise<{ id: string }> }): Promise<Response> {
   try {
