@@ -10,7 +10,8 @@
 import { startDemoFleet } from "./demo";
 import { startIncidentLoad, type IncidentLoad } from "./load";
 import { startLeastConnProxy, type LeastConnProxy } from "./proxy";
-import { startSimulator, SIM_MODES, type SimMode, type Simulator, type SimulatorOptions } from "./server";
+import { SIM_MODES, type SimMode } from "./model";
+import { startSimulator, type Simulator, type SimulatorOptions } from "./server";
 
 export interface CliArgs {
   ports: number[];
