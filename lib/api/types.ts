@@ -1,5 +1,5 @@
 /**
- * Shapes of the JSON API (product.md section 3). Shared by route handlers, the browser
+ * Shapes of the JSON API (docs/api.md). Shared by route handlers, the browser
  * components and the tests; imports nothing server-side, so client files may import it.
  */
 import type { BackendState, ProxyState } from "../check/states";

@@ -1,5 +1,5 @@
 /**
- * The embedded demo fleet: what a newcomer's first command shows (product.md section 4).
+ * The embedded demo fleet: what a newcomer's first command shows (README.md, the first command).
  *
  * Two simulated GB10 backends behind a simulated least-connection proxy, the incident's load (a
  * batch job of 2 to 4 long requests, both servers at their limit of 12 at times, idle pauses), and

@@ -1,5 +1,5 @@
 /**
- * The state table of product.md, row by row, and every case of the incident, as data. Readings are
+ * The state table of docs/states.md, row by row, and every case of the incident, as data. Readings are
  * built from a real vLLM 0.29 scrape whose values are rewritten per read, so the classifier is fed
  * what the parser really produces.
  */

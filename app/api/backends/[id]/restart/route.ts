@@ -17,7 +17,7 @@ const Body = z.strictObject({
 
 /**
  * POST /api/backends/{id}/restart {confirm?, overrideCooldown?, note?}
- * 403 foreign Origin, 401 no session, 404 unknown id, 422 no restart configured, 409 pending or
+ * 403 foreign Origin, 401 no session, 404 unknown id, 501 no restart configured, 409 pending or
  * cooldown (before any 422 for the id), 422 healthy and the id not typed, 202 with the event (the
  * action then runs in the background). See docs/api.md.
  */
