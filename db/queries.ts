@@ -3,7 +3,8 @@
  * never builds SQL. Transitions and restart events are kept forever: only the retention of raw
  * samples and minute rollups deletes anything.
  */
-import { and, asc, desc, eq, gte, isNull, lte } from "drizzle-orm";
+import type Database from "better-sqlite3";
+import { and, asc, desc, eq, getTableColumns, gte, isNull, lte, sql } from "drizzle-orm";
 import { figuresOf, type Figures, type Reading, type Verdict } from "../lib/check/types";
 import type { BackendState } from "../lib/check/states";
 import type { Db } from "./client";
@@ -35,12 +36,59 @@ export function sampleRow(backendId: string, reading: Reading, verdict: Verdict)
   };
 }
 
+/**
+ * The statements the watcher runs on every poll, prepared once per connection: building the SQL
+ * through drizzle on each call was ~20% of the watcher's CPU at 1000 backends (bench/RESULTS.md).
+ * The sample insert is a better-sqlite3 statement whose column list and value encoders come from
+ * the drizzle table itself (getTableColumns), so a new column in db/schema.ts is written with no
+ * change here and each value is encoded as drizzle would (JSON, booleans). The restart read is a
+ * drizzle prepared query, so its rows are mapped exactly as the unprepared query maps them.
+ */
+interface PollStatements {
+  insertSample: Database.Statement;
+  sampleColumns: Array<{ key: keyof NewSample; encode: (v: unknown) => unknown }>;
+  lastRestart: { get(values: { backendId: string }): RestartEventRow | undefined };
+}
+
+const pollStatements = new WeakMap<Database.Database, PollStatements>();
+
+function statementsOf(db: Db): PollStatements {
+  let st = pollStatements.get(db.$client);
+  if (!st) {
+    const columns = Object.entries(getTableColumns(samples)).filter(([, c]) => !(c.primary && c.columnType === "SQLiteInteger"));
+    const sampleColumns = columns.map(([key, c]) => ({ key: key as keyof NewSample, encode: (v: unknown) => c.mapToDriverValue(v) }));
+    st = {
+      insertSample: db.$client.prepare(
+        `INSERT INTO samples (${columns.map(([, c]) => `"${c.name}"`).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
+      ),
+      sampleColumns,
+      lastRestart: db
+        .select()
+        .from(restartEvents)
+        .where(eq(restartEvents.backendId, sql.placeholder("backendId")))
+        .orderBy(desc(restartEvents.requestedAt), desc(restartEvents.id))
+        .limit(1)
+        .prepare(),
+    };
+    pollStatements.set(db.$client, st);
+  }
+  return st;
+}
+
 /** One transaction for the whole batch: one fsync per poll round instead of one per row. */
 export function insertSamples(db: Db, rows: NewSample[]): void {
   if (rows.length === 0) return;
+  const { insertSample, sampleColumns } = statementsOf(db);
+  const values: unknown[] = new Array(sampleColumns.length);
   // better-sqlite3's transaction nests as a savepoint, so a caller may wrap this in a larger one.
   db.$client.transaction(() => {
-    for (let i = 0; i < rows.length; i += 100) db.insert(samples).values(rows.slice(i, i + 100)).run();
+    for (const row of rows) {
+      for (let i = 0; i < sampleColumns.length; i++) {
+        const v = row[sampleColumns[i].key];
+        values[i] = v === undefined || v === null ? null : sampleColumns[i].encode(v);
+      }
+      insertSample.run(values);
+    }
   })();
 }
 
@@ -110,13 +158,8 @@ export function pendingRestartOf(db: Db, backendId: string): RestartEventRow | u
 
 /** The newest restart event of a backend, resolved or not (the cooldown runs from it). */
 export function lastRestartOf(db: Db, backendId: string): RestartEventRow | undefined {
-  return db
-    .select()
-    .from(restartEvents)
-    .where(eq(restartEvents.backendId, backendId))
-    .orderBy(desc(restartEvents.requestedAt), desc(restartEvents.id))
-    .limit(1)
-    .get();
+  // Read by the watcher before every poll of every backend: prepared once (see statementsOf).
+  return statementsOf(db).lastRestart.get({ backendId });
 }
 
 /** A restart event by id. */

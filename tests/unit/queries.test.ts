@@ -20,7 +20,8 @@ import {
   transitionsInRange,
   type NewSample,
 } from "@/db/queries";
-import { restartEvents } from "@/db/schema";
+import { desc, eq } from "drizzle-orm";
+import { restartEvents, samples } from "@/db/schema";
 import type { BackendState } from "@/lib/check/states";
 import type { Reading, Verdict } from "@/lib/check/types";
 
@@ -100,6 +101,42 @@ describe("db", () => {
     expect(recentReadings(h.db, "a", 2000, 10).map((r) => r.at)).toEqual([2000, 3000, 4000]);
     expect(recentReadings(h.db, "a", 0, 2).map((r) => r.at)).toEqual([3000, 4000]);
     expect(recentReadings(h.db, "a", 0, 10)[0]).toEqual(reading(1000));
+  });
+
+  it("the prepared sample insert stores exactly what drizzle's own insert stores, column by column", () => {
+    const probed = (ok: boolean): Reading => ({ ...reading(7000, 3), probe: { ok, at: 7001, latencyMs: 12.6, status: ok ? 200 : 504 } });
+    const rows: NewSample[] = [
+      sample("x", 5000),
+      sampleRow("x", probed(true), verdict("idle", null)),
+      sampleRow("x", { ...probed(false), error: "probe: HTTP 504" }, verdict("stalled", 0)),
+      sampleRow("x", { at: 9000, latencyMs: 10.4, outcome: "refused", metrics: null, error: "connection refused", health: { outcome: "refused" } }, verdict("down", null)),
+    ];
+    insertSamples(h.db, rows);
+    for (const r of rows) h.db.insert(samples).values({ ...r, backendId: "y" }).run();
+    const strip = ({ id: _id, backendId: _b, ...rest }: typeof samples.$inferSelect) => rest;
+    const ours = h.db.select().from(samples).where(eq(samples.backendId, "x")).orderBy(samples.id).all().map(strip);
+    const drizzles = h.db.select().from(samples).where(eq(samples.backendId, "y")).orderBy(samples.id).all().map(strip);
+    expect(ours).toEqual(drizzles);
+    expect(ours.map((r) => r.probeOk)).toEqual([null, true, false, null]);
+    // The raw stored values too (booleans as 1/0, the reading as JSON text).
+    const raw = (b: string) => h.sqlite.prepare("SELECT * FROM samples WHERE backend_id = ? ORDER BY id").all(b).map((r: any) => ({ ...r, id: 0, backend_id: "" }));
+    expect(raw("x")).toEqual(raw("y"));
+  });
+
+  it("the prepared lastRestartOf gives the same row as the unprepared query, across inserts and updates", () => {
+    const unprepared = (b: string) => h.db.select().from(restartEvents).where(eq(restartEvents.backendId, b)).orderBy(desc(restartEvents.requestedAt), desc(restartEvents.id)).limit(1).get();
+    expect(lastRestartOf(h.db, "a")).toBeUndefined();
+    const e1 = addRestart("a", 100, "recovered");
+    expect(lastRestartOf(h.db, "a")).toEqual(unprepared("a"));
+    addRestart("b", 300);
+    const e3 = addRestart("a", 200);
+    expect(lastRestartOf(h.db, "a")).toEqual(unprepared("a"));
+    expect(lastRestartOf(h.db, "a")?.id).toBe(e3.id);
+    resolveRestart(h.db, e3.id, { outcome: "timed-out", resolvedAt: 900, resolution: "late" });
+    expect(lastRestartOf(h.db, "a")).toEqual(unprepared("a"));
+    expect(lastRestartOf(h.db, "a")).toMatchObject({ outcome: "timed-out", healthyAtRequest: false, evidence: { reasons: ["r"], readings: [] } });
+    expect(lastRestartOf(h.db, "b")).toEqual(unprepared("b"));
+    expect(e1.id).not.toBe(e3.id);
   });
 
   it("last transition per target and transitions in a range", () => {
