@@ -3,7 +3,7 @@
 import Link from "next/link";
 import { useMemo, useState } from "react";
 import useSWR from "swr";
-import type { FleetBackend, FleetResponse } from "@/lib/api/types";
+import type { FleetBackend, FleetRecentResponse, FleetResponse, SparkPoint } from "@/lib/api/types";
 import { toSparkline } from "@/lib/ui/chart";
 import { getJson } from "@/lib/ui/fetcher";
 import { formatAgo, formatCount, formatDateTime, formatPercent, formatRate } from "@/lib/ui/format";
@@ -13,6 +13,9 @@ import { TimeChart } from "./TimeChart";
 
 /** The watcher polls every few seconds; polling the API faster than ~1.5 s only costs requests. */
 export const FLEET_REFRESH_MS = 1500;
+/** The sparklines' points (GET /api/fleet/recent) move one point per poll interval: no need to ask as often. */
+export const SPARK_REFRESH_MS = 5000;
+const NO_POINTS: SparkPoint[] = [];
 
 const SPARK_SERIES = [
   { label: "running", color: "--series-1", scale: "req", fill: true },
@@ -22,8 +25,8 @@ const SPARK_SERIES = [
 /** A few requests / a few tokens per second fill a fifth of the height, not all of it. */
 const SPARK_FLOORS = { req: 4, tok: 20 };
 
-function Sparkline({ b }: { b: FleetBackend }) {
-  const data = useMemo(() => toSparkline(b.recent), [b.recent]);
+function Sparkline({ b, points }: { b: FleetBackend; points: SparkPoint[] }) {
+  const data = useMemo(() => toSparkline(points), [points]);
   return (
     <TimeChart
       data={data}
@@ -36,7 +39,7 @@ function Sparkline({ b }: { b: FleetBackend }) {
   );
 }
 
-function BackendCard({ b, now, onRestart }: { b: FleetBackend; now: number; onRestart: () => void }) {
+function BackendCard({ b, points, now, onRestart }: { b: FleetBackend; points: SparkPoint[]; now: number; onRestart: () => void }) {
   const pending = b.pendingRestartId !== null;
   return (
     <article className={`card${b.restartRecommended ? " attention" : ""}`} data-testid={`backend-card-${b.id}`} data-state={b.state}>
@@ -83,7 +86,7 @@ function BackendCard({ b, now, onRestart }: { b: FleetBackend; now: number; onRe
           <dd>{formatPercent(b.kvCacheUsage)}</dd>
         </div>
       </dl>
-      <Sparkline b={b} />
+      <Sparkline b={b} points={points} />
       {b.restartRecommended ? (
         <div className="recommend" data-testid={`recommend-${b.id}`}>
           <strong>Restart recommended</strong>
@@ -123,6 +126,7 @@ export function FleetView({ initial, operator }: { initial: FleetResponse | null
     fallbackData: initial ?? undefined,
     revalidateOnFocus: true,
   });
+  const { data: recent } = useSWR<FleetRecentResponse>("/api/fleet/recent", getJson, { refreshInterval: SPARK_REFRESH_MS, revalidateOnFocus: true });
   const [restarting, setRestarting] = useState<string | null>(null);
   const [flash, setFlash] = useState<string | null>(null);
   const now = data?.generatedAt ?? Date.now();
@@ -167,7 +171,7 @@ export function FleetView({ initial, operator }: { initial: FleetResponse | null
       ) : (
         <div className="grid">
           {data.backends.map((b) => (
-            <BackendCard key={b.id} b={b} now={now} onRestart={() => setRestarting(b.id)} />
+            <BackendCard key={b.id} b={b} points={recent?.backends[b.id] ?? NO_POINTS} now={now} onRestart={() => setRestarting(b.id)} />
           ))}
         </div>
       )}

@@ -2,33 +2,65 @@
  * The read verbs of the JSON API: the fleet from the watcher's memory (no backend is touched),
  * a backend's history and the restart log from SQLite. Route handlers only parse and call these.
  */
-import type { FleetResponse, HistoryResponse, RestartEventDTO } from "./types";
+import { createHash } from "node:crypto";
+import { gzipSync } from "node:zlib";
+import type { FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO } from "./types";
 import { DomainError } from "../errors";
 import { getRuntime, type Runtime } from "../runtime";
-import { fleetSnapshot, historyOf, restartsOf } from "./snapshot";
+import { fleetRecent, fleetSnapshot, historyOf, restartsOf } from "./snapshot";
 
 export async function getFleet(now: number = Date.now()): Promise<FleetResponse> {
   const rt = await getRuntime();
   return fleetSnapshot(rt.watcher, { demo: rt.demo, now, restartCooldownSeconds: rt.config.restartCooldownSeconds });
 }
 
+/** What the sparklines show: each backend's recent points (lib/watcher keeps RECENT_POINTS of them). */
+export async function getFleetRecent(now: number = Date.now()): Promise<FleetRecentResponse> {
+  const rt = await getRuntime();
+  return fleetRecent(rt.watcher, now);
+}
+
 /**
- * The fleet as encoded JSON, built at most every FLEET_JSON_MAX_AGE_MS. Many dashboards polling at
- * once would otherwise serialize and encode the same snapshot (about 64 KB at 100 backends) per
- * request; a quarter of a second is far below the watcher's own interval.
+ * A JSON answer encoded once for every client that asks within FLEET_JSON_MAX_AGE_MS: the UTF-8
+ * bytes, the same gzipped (what a browser asks for), and an ETag naming exactly these bytes, so a
+ * dashboard that already has them is answered 304 with no body (lib/api/respond respondEncoded).
+ */
+export interface EncodedJson {
+  body: Buffer;
+  gzip: Buffer;
+  etag: string;
+}
+
+export function encodeJson(value: unknown): EncodedJson {
+  const body = Buffer.from(JSON.stringify(value), "utf8");
+  const etag = `"${createHash("sha1").update(body).digest("base64url")}"`;
+  return { body, gzip: gzipSync(body), etag };
+}
+
+/**
+ * Many dashboards polling at once would otherwise serialize, encode and compress the same snapshot
+ * per request; a quarter of a second is far below the watcher's own interval.
  */
 export const FLEET_JSON_MAX_AGE_MS = 250;
-let fleetJson: { at: number; body: Promise<Uint8Array> } | null = null;
 
-export function getFleetJson(now: number = Date.now()): Promise<Uint8Array> {
-  if (fleetJson && now - fleetJson.at >= 0 && now - fleetJson.at < FLEET_JSON_MAX_AGE_MS) return fleetJson.body;
-  const body = getFleet(now).then((f) => new TextEncoder().encode(JSON.stringify(f)));
-  fleetJson = { at: now, body };
-  body.catch(() => {
-    if (fleetJson?.body === body) fleetJson = null; // a failure is not cached
-  });
-  return body;
+function cachedEncoding(build: (now: number) => Promise<unknown>): (now?: number) => Promise<EncodedJson> {
+  let cache: { at: number; encoded: Promise<EncodedJson> } | null = null;
+  return (now = Date.now()) => {
+    if (cache && now - cache.at >= 0 && now - cache.at < FLEET_JSON_MAX_AGE_MS) return cache.encoded;
+    const encoded = build(now).then(encodeJson);
+    const entry = { at: now, encoded };
+    cache = entry;
+    encoded.catch(() => {
+      if (cache === entry) cache = null; // a failure is not cached
+    });
+    return encoded;
+  };
 }
+
+/** GET /api/fleet, encoded (see cachedEncoding). */
+export const getFleetJson = cachedEncoding(getFleet);
+/** GET /api/fleet/recent, encoded. */
+export const getFleetRecentJson = cachedEncoding(getFleetRecent);
 
 function knownBackend(rt: Runtime, id: string): void {
   if (!rt.config.backends.some((b) => b.id === id)) throw new DomainError("not-found", `no backend "${id}" in the config`);

@@ -3,6 +3,7 @@
  * anything else a 500 whose body says nothing about internals (the log has the stack).
  */
 import { DomainError, httpStatus } from "../errors";
+import type { EncodedJson } from "./fleet";
 
 export function errorResponse(e: unknown): Response {
   if (e instanceof DomainError) {
@@ -21,11 +22,30 @@ export async function respond<T>(verb: () => Promise<T> | T, status = 200): Prom
   }
 }
 
-/** Answers JSON that a verb already serialized and encoded (see getFleetJson). */
-export async function respondEncoded(verb: () => Promise<Uint8Array>): Promise<Response> {
+/**
+ * Answers JSON that a verb already serialized and encoded (lib/api/fleet cachedEncoding): 304
+ * with no body when the request's If-None-Match names these bytes, the gzipped bytes when the
+ * client accepts gzip (every browser), else the plain ones. "no-cache" (not "no-store") lets a
+ * browser keep the answer and ask again with its ETag each time: always revalidated, never stale.
+ */
+export async function respondEncoded(req: Request, verb: () => Promise<EncodedJson>): Promise<Response> {
   try {
-    return new Response(await verb() as Uint8Array<ArrayBuffer>, { headers: { "content-type": "application/json", "cache-control": "no-store" } });
+    const enc = await verb();
+    const headers: Record<string, string> = { etag: enc.etag, "cache-control": "no-cache", vary: "accept-encoding" };
+    if (etagMatches(req.headers.get("if-none-match"), enc.etag)) return new Response(null, { status: 304, headers });
+    const gzip = /\bgzip\b/i.test(req.headers.get("accept-encoding") ?? "");
+    const body = gzip ? enc.gzip : enc.body;
+    headers["content-type"] = "application/json";
+    if (gzip) headers["content-encoding"] = "gzip";
+    return new Response(body as unknown as BodyInit, { headers });
   } catch (e) {
     return errorResponse(e);
   }
+}
+
+/** If-None-Match: "*", or a comma-separated list of (possibly weak, W/"...") tags. */
+export function etagMatches(ifNoneMatch: string | null, etag: string): boolean {
+  if (!ifNoneMatch) return false;
+  if (ifNoneMatch.trim() === "*") return true;
+  return ifNoneMatch.split(",").some((t) => t.trim().replace(/^W\//, "") === etag);
 }

@@ -7,7 +7,7 @@
 import type { Db } from "../../db/client";
 import { historyPoints, listRestartEvents, transitionsInRange } from "../../db/queries";
 import type { RestartEventRow, TransitionRow } from "../../db/schema";
-import type { FleetBackend, FleetProxy, FleetResponse, HistoryResponse, RestartEventDTO, TransitionDTO } from "./types";
+import type { FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, SparkPoint, TransitionDTO } from "./types";
 import { STATE_INFO, restartRecommended } from "../check/states";
 import { figuresOf } from "../check/types";
 import { publicUrl } from "../net/public-url";
@@ -15,7 +15,11 @@ import { cooldownUntil as cooldownEnd } from "../restart/cooldown";
 import type { BackendMonitor, ProxyMonitor } from "../watcher/monitors";
 import type { Watcher } from "../watcher";
 
+/** Rates to three significant digits: what the dashboard shows, and a third of the bytes. */
+const shown = (x: number | null) => (x === null || !Number.isFinite(x) || x === 0 ? x : Number(x.toPrecision(3)));
+
 export function backendView(m: BackendMonitor, restartCooldownSeconds: number, now: number): FleetBackend {
+  const figures = figuresOf(m.last?.reading ?? null, m.last?.verdict ?? null);
   const reading = m.last?.reading ?? null;
   const verdict = m.last?.verdict ?? null;
   const metrics = reading?.metrics ?? null;
@@ -29,7 +33,11 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
     state,
     healthy: verdict?.healthy ?? false,
     since: verdict ? m.since : null,
-    ...figuresOf(reading, verdict),
+    ...figures,
+    stepsPerSecond: shown(figures.stepsPerSecond),
+    generationTokensPerSecond: shown(figures.generationTokensPerSecond),
+    promptTokensPerSecond: shown(figures.promptTokensPerSecond),
+    kvCacheUsage: shown(figures.kvCacheUsage),
     processStartTime: metrics?.processStartTime ?? null,
     lastReadAt: reading?.at ?? null,
     restartRecommended: verdict?.restartRecommended ?? restartRecommended(state),
@@ -37,8 +45,13 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
     restartConfigured: m.config.restart !== undefined,
     pendingRestartId: last && last.outcome === null ? last.id : null,
     cooldownUntil: cooldownUntil !== null && cooldownUntil > now ? cooldownUntil : null,
-    recent: m.recent.slice(),
   };
+}
+
+export function fleetRecent(w: Watcher, now: number): FleetRecentResponse {
+  const backends: Record<string, SparkPoint[]> = {};
+  for (const m of w.backends.values()) backends[m.config.id] = m.recent.map(([at, running, gen]) => [at, running, shown(gen)]);
+  return { generatedAt: now, backends };
 }
 
 export function proxyView(m: ProxyMonitor): FleetProxy {

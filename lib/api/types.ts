@@ -23,8 +23,19 @@ export interface FleetBackend extends Figures {
   pendingRestartId: number | null;
   /** Until when a new restart is refused without an override (ms), null when none. */
   cooldownUntil: number | null;
-  /** Recent points for the sparkline: [at ms, running, generation tokens/s]. */
-  recent: Array<[number, number | null, number | null]>;
+}
+
+/** One sparkline point: [at ms, running, generation tokens/s]. */
+export type SparkPoint = [number, number | null, number | null];
+
+/**
+ * GET /api/fleet/recent: the sparklines' points, apart from the fleet list, which every dashboard
+ * polls every 1.5 s and which should stay small (60 points x 100 backends tripled its size).
+ */
+export interface FleetRecentResponse {
+  generatedAt: number;
+  /** Backend id -> its recent points, oldest first. */
+  backends: Record<string, SparkPoint[]>;
 }
 
 export interface FleetProxy {

@@ -5,7 +5,7 @@
  * missing (a down backend or a stopped watcher must not look like a straight line), and turns
  * transitions and restarts into time-axis markers.
  */
-import type { HistoryPoint, RestartEventDTO, TransitionDTO, FleetBackend } from "../api/types";
+import type { HistoryPoint, RestartEventDTO, SparkPoint, TransitionDTO } from "../api/types";
 import type { BackendState } from "../check/states";
 import { BACKEND_STATES } from "../check/states";
 
@@ -111,7 +111,7 @@ export function toMarkers(transitions: TransitionDTO[], restarts: RestartEventDT
 }
 
 /** The fleet card sparkline: running requests and generation tokens/s over the last minutes. */
-export function toSparkline(recent: FleetBackend["recent"]): [number[], Series, Series] {
+export function toSparkline(recent: readonly SparkPoint[]): [number[], Series, Series] {
   const sorted = [...recent].sort((a, b) => a[0] - b[0]);
   return [sorted.map((p) => p[0] / 1000), sorted.map((p) => p[1]), sorted.map((p) => p[2])];
 }

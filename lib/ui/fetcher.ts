@@ -31,7 +31,9 @@ async function parse<T>(res: Response): Promise<T> {
 }
 
 export async function getJson<T>(url: string): Promise<T> {
-  return parse<T>(await fetch(url, { headers: { accept: "application/json" }, cache: "no-store" }));
+  // "no-cache": the browser keeps an answer that carries an ETag and asks again with it every time
+  // (a 304 then costs no body); an answer marked no-store by the server is never kept.
+  return parse<T>(await fetch(url, { headers: { accept: "application/json" }, cache: "no-cache" }));
 }
 
 export async function sendJson<T>(url: string, method: "POST" | "DELETE", body?: unknown): Promise<T> {

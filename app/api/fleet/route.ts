@@ -4,7 +4,7 @@ import { getFleetJson } from "@/lib/api/fleet";
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
 
-/** The whole fleet from the watcher's memory: never touches a backend. */
-export function GET(): Promise<Response> {
-  return respondEncoded(() => getFleetJson());
+/** The whole fleet from the watcher's memory: never touches a backend. ETag, 304, gzip: see respondEncoded. */
+export function GET(req: Request): Promise<Response> {
+  return respondEncoded(req, () => getFleetJson());
 }
