@@ -4,7 +4,7 @@
  * samples and minute rollups deletes anything.
  */
 import type Database from "better-sqlite3";
-import { and, asc, desc, eq, getTableColumns, gte, isNull, lte, sql } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, gte, isNull, lte, SQL, sql } from "drizzle-orm";
 import { figuresOf, type Figures, type Reading, type Verdict } from "../lib/check/types";
 import type { BackendState } from "../lib/check/states";
 import type { Db } from "./client";
@@ -46,7 +46,7 @@ export function sampleRow(backendId: string, reading: Reading, verdict: Verdict)
  */
 interface PollStatements {
   insertSample: Database.Statement;
-  sampleColumns: Array<{ key: keyof NewSample; encode: (v: unknown) => unknown }>;
+  sampleColumns: Array<{ key: keyof NewSample; encode: (v: unknown) => unknown; absent: unknown }>;
   lastRestart: { get(values: { backendId: string }): RestartEventRow | undefined };
 }
 
@@ -56,7 +56,12 @@ function statementsOf(db: Db): PollStatements {
   let st = pollStatements.get(db.$client);
   if (!st) {
     const columns = Object.entries(getTableColumns(samples)).filter(([, c]) => !(c.primary && c.columnType === "SQLiteInteger"));
-    const sampleColumns = columns.map(([key, c]) => ({ key: key as keyof NewSample, encode: (v: unknown) => c.mapToDriverValue(v) }));
+    const sampleColumns = columns.map(([key, c]) => ({
+      key: key as keyof NewSample,
+      encode: (v: unknown) => c.mapToDriverValue(v),
+      // What drizzle writes for a value left out: the column's default (folded: false), else NULL.
+      absent: c.hasDefault && c.default !== undefined && !(c.default instanceof SQL) ? c.mapToDriverValue(c.default) : null,
+    }));
     st = {
       insertSample: db.$client.prepare(
         `INSERT INTO samples (${columns.map(([, c]) => `"${c.name}"`).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
@@ -84,8 +89,9 @@ export function insertSamples(db: Db, rows: NewSample[]): void {
   db.$client.transaction(() => {
     for (const row of rows) {
       for (let i = 0; i < sampleColumns.length; i++) {
-        const v = row[sampleColumns[i].key];
-        values[i] = v === undefined || v === null ? null : sampleColumns[i].encode(v);
+        const c = sampleColumns[i];
+        const v = row[c.key];
+        values[i] = v === undefined ? c.absent : v === null ? null : c.encode(v);
       }
       insertSample.run(values);
     }
@@ -347,7 +353,9 @@ export function historyPoints(
     return { resolution: "raw", bucketMs: null, points };
   }
   const bucket = Math.max(1, Math.ceil((to - from) / MAX_HISTORY_POINTS / 60_000)) * 60_000;
-  // Recent raw samples are not rolled up yet: bucket both sources and merge by weight.
+  // The rollups hold every folded sample; the raw samples not folded yet (the last few minutes,
+  // through the partial index samples_unfolded) are bucketed too, and both merged by weight. Each
+  // sample is counted once: in its minute, or raw.
   type Agg = HistoryRow & { n: number; rank: number };
   const fromRaw = client
     .prepare(
@@ -355,7 +363,7 @@ export function historyPoints(
               AVG(steps_per_second) AS stepsPerSecond, AVG(generation_tokens_per_second) AS generationTokensPerSecond,
               AVG(prompt_tokens_per_second) AS promptTokensPerSecond, AVG(kv_cache_usage) AS kvCacheUsage,
               MAX(${rankOf("state")}) AS rank
-         FROM samples WHERE backend_id = @id AND at >= @from AND at <= @to GROUP BY 1`,
+         FROM samples WHERE backend_id = @id AND folded = 0 AND at >= @from AND at <= @to GROUP BY 1`,
     )
     .all({ b: bucket, id: backendId, from, to }) as Agg[];
   const fromRollups = client
@@ -402,13 +410,20 @@ export interface RetentionResult {
 }
 
 /**
- * Fold raw samples older than rawHours into per-minute rows, delete them, and delete rollups older
- * than rollupDays, in one transaction (a crash leaves either both or neither). The cutoff is floored
- * to a minute so a minute is folded whole; the upsert merges by weight, so running it twice, or
- * after a late write into an already-folded minute, never double-counts nor loses a reading.
+ * Fold the raw samples not folded yet whose minute is FOLD_AFTER_MS behind into per-minute rows
+ * (marking them folded; they stay raw for rawHours), delete raw samples older than rawHours and
+ * rollups older than rollupDays, in one transaction (a crash leaves all or none). The cutoff is
+ * floored to a minute so a minute is folded whole; the upsert merges by weight and `folded` marks
+ * what was counted, so running it twice, or after a late write into an already-folded minute,
+ * never double-counts nor loses a reading. Folding early is what keeps a 7-day history fast: it
+ * reads minutes, not 48 h of raw rows (bench/RESULTS.md, history).
  */
+/** A raw sample is folded into its minute once the minute is this far behind (late writes merge by weight). */
+export const FOLD_AFTER_MS = 2 * 60_000;
+
 export function applyRetention(db: Db, opts: { now: number; rawHours: number; rollupDays: number }): RetentionResult {
   const rawCutoff = Math.floor((opts.now - opts.rawHours * 3600_000) / 60_000) * 60_000;
+  const foldCutoff = Math.max(rawCutoff, Math.floor((opts.now - FOLD_AFTER_MS) / 60_000) * 60_000);
   const rollupCutoff = opts.now - opts.rollupDays * 86_400_000;
   const client = db.$client;
   const wavg = (col: string) =>
@@ -420,7 +435,7 @@ export function applyRetention(db: Db, opts: { now: number; rawHours: number; ro
      SELECT backend_id, (at / 60000) * 60000, COUNT(*), AVG(running), MAX(running), AVG(waiting), MAX(waiting),
             AVG(steps_per_second), AVG(generation_tokens_per_second), AVG(prompt_tokens_per_second), AVG(kv_cache_usage),
             ${stateOfRank(`MAX(${rankOf("state")})`)}
-       FROM samples WHERE at < @cutoff GROUP BY 1, 2
+       FROM samples WHERE folded = 0 AND at < @cutoff GROUP BY 1, 2
      ON CONFLICT (backend_id, minute) DO UPDATE SET
        running_avg = ${wavg("running_avg")},
        waiting_avg = ${wavg("waiting_avg")},
@@ -433,10 +448,12 @@ export function applyRetention(db: Db, opts: { now: number; rawHours: number; ro
        worst_state = ${stateOfRank(`MAX(${rankOf("worst_state")}, ${rankOf("excluded.worst_state")})`)},
        n = n + excluded.n`,
   );
+  const markFolded = client.prepare(`UPDATE samples SET folded = 1 WHERE folded = 0 AND at < @cutoff`);
   const delRaw = client.prepare(`DELETE FROM samples WHERE at < @cutoff`);
   const delRollups = client.prepare(`DELETE FROM sample_minutes WHERE minute < @cutoff`);
   return client.transaction(() => {
-    const rolled = roll.run({ cutoff: rawCutoff }).changes;
+    const rolled = roll.run({ cutoff: foldCutoff }).changes;
+    markFolded.run({ cutoff: foldCutoff });
     const deletedSamples = delRaw.run({ cutoff: rawCutoff }).changes;
     const deletedRollups = delRollups.run({ cutoff: rollupCutoff }).changes;
     return { rolledMinutes: rolled, deletedSamples, deletedRollups };

@@ -38,8 +38,18 @@ export const samples = sqliteTable(
     probeLatencyMs: integer("probe_latency_ms"),
     /** The Reading as JSON, so the classifier can be re-fed after a restart of stepwatch. */
     reading: text("reading", { mode: "json" }).notNull(),
+    /**
+     * Already counted in `sample_minutes`: the retention job folds a raw sample a few minutes after
+     * it is written (and deletes it after retention.rawHours), so a long-range history reads the
+     * rollups plus only the few raw samples not folded yet (`samples_unfolded`).
+     */
+    folded: integer("folded", { mode: "boolean" }).notNull().default(false),
   },
-  (t) => [index("samples_backend_at").on(t.backendId, t.at), index("samples_at").on(t.at)],
+  (t) => [
+    index("samples_backend_at").on(t.backendId, t.at),
+    index("samples_at").on(t.at),
+    index("samples_unfolded").on(t.backendId, t.at).where(sql`folded = 0`),
+  ],
 );
 
 /** Per-minute rollups of samples, kept for retention.rollupDays. */

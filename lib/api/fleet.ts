@@ -3,7 +3,6 @@
  * a backend's history and the restart log from SQLite. Route handlers only parse and call these.
  */
 import { createHash } from "node:crypto";
-import { gzipSync } from "node:zlib";
 import type { FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO } from "./types";
 import { DomainError } from "../errors";
 import { getRuntime, type Runtime } from "../runtime";
@@ -22,24 +21,22 @@ export async function getFleetRecent(now: number = Date.now()): Promise<FleetRec
 
 /**
  * A JSON answer encoded once for every client that asks within FLEET_JSON_MAX_AGE_MS: the UTF-8
- * bytes, the same gzipped (what a browser asks for), and an ETag naming exactly these bytes, so a
- * dashboard that already has them is answered 304 with no body (lib/api/respond respondEncoded).
+ * bytes and an ETag naming exactly these bytes, so a dashboard that already has them is answered
+ * 304 with no body (lib/api/respond respondEncoded).
  */
 export interface EncodedJson {
   body: Buffer;
-  gzip: Buffer;
   etag: string;
 }
 
 export function encodeJson(value: unknown): EncodedJson {
   const body = Buffer.from(JSON.stringify(value), "utf8");
-  const etag = `"${createHash("sha1").update(body).digest("base64url")}"`;
-  return { body, gzip: gzipSync(body), etag };
+  return { body, etag: `"${createHash("sha1").update(body).digest("base64url")}"` };
 }
 
 /**
- * Many dashboards polling at once would otherwise serialize, encode and compress the same snapshot
- * per request; a quarter of a second is far below the watcher's own interval.
+ * Many dashboards polling at once would otherwise serialize and encode the same snapshot per
+ * request; a quarter of a second is far below the watcher's own interval.
  */
 export const FLEET_JSON_MAX_AGE_MS = 250;
 

@@ -24,20 +24,19 @@ export async function respond<T>(verb: () => Promise<T> | T, status = 200): Prom
 
 /**
  * Answers JSON that a verb already serialized and encoded (lib/api/fleet cachedEncoding): 304
- * with no body when the request's If-None-Match names these bytes, the gzipped bytes when the
- * client accepts gzip (every browser), else the plain ones. "no-cache" (not "no-store") lets a
- * browser keep the answer and ask again with its ETag each time: always revalidated, never stale.
+ * with no body when the request's If-None-Match names these bytes, else the bytes. "no-cache"
+ * (not "no-store") lets a browser keep the answer and ask again with its ETag each time: always
+ * revalidated, never stale. Compression is next start's (gzip when the client accepts it): a route
+ * handler's own Content-Encoding is not passed on by Next, so a body gzipped here would arrive
+ * undeclared.
  */
 export async function respondEncoded(req: Request, verb: () => Promise<EncodedJson>): Promise<Response> {
   try {
     const enc = await verb();
-    const headers: Record<string, string> = { etag: enc.etag, "cache-control": "no-cache", vary: "accept-encoding" };
+    const headers: Record<string, string> = { etag: enc.etag, "cache-control": "no-cache" };
     if (etagMatches(req.headers.get("if-none-match"), enc.etag)) return new Response(null, { status: 304, headers });
-    const gzip = /\bgzip\b/i.test(req.headers.get("accept-encoding") ?? "");
-    const body = gzip ? enc.gzip : enc.body;
     headers["content-type"] = "application/json";
-    if (gzip) headers["content-encoding"] = "gzip";
-    return new Response(body as unknown as BodyInit, { headers });
+    return new Response(enc.body as unknown as BodyInit, { headers });
   } catch (e) {
     return errorResponse(e);
   }

@@ -4,6 +4,7 @@
  * never delays another; each loop sleeps only after its own read ended, so reads never overlap.
  * One AbortController stops everything (lib/runtime wires it to SIGTERM).
  */
+import { setMaxListeners } from "node:events";
 import type { Db } from "../../db/client";
 import { applyRetention, type RetentionResult } from "../../db/queries";
 import { observe as realObserve } from "../check/observe";
@@ -62,6 +63,8 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   const store = new WatchStore(opts.db, opts.storeLimits ?? STORE_LIMITS, (m) => log(m));
   const controller = new AbortController();
   const signal = controller.signal;
+  // One listener per poll loop (runEvery), by design: a fleet of 1000 is not a leak to warn about.
+  setMaxListeners(0, signal);
   const deps: MonitorDeps = {
     store,
     thresholds: thresholdsOf(config),

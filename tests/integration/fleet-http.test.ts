@@ -1,6 +1,6 @@
 /**
  * GET /api/fleet and /api/fleet/recent over real HTTP against the built app (`next start`): the
- * ETag and its 304 with no body, gzip for a client that asks for it, "no-cache" so a browser keeps
+ * ETag and its 304 with no body, gzip for a client that asks for it (next start compresses), "no-cache" so a browser keeps
  * the answer and revalidates it, and the sparkline points in their own answer. Simulators on
  * 127.0.0.1; raw bytes through undici (fetch would decompress on its own).
  */
@@ -97,7 +97,7 @@ describe("GET /api/fleet", () => {
     );
   });
 
-  it("gzip for a client that accepts it: the same JSON, smaller, with the same ETag as the plain bytes", async () => {
+  it("gzip (next start's) for a client that accepts it: the same JSON, smaller, with the same ETag as the plain bytes", async () => {
     await waitFor(
       "a plain and a gzip answer of one snapshot",
       async () => {
