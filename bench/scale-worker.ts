@@ -42,12 +42,20 @@ export interface ScaleRun {
   cpuCores: number;
   rssMb: { end: number; max: number };
   heapUsedMb: number;
+  /**
+   * Where the RSS goes, at the end of the window: the V8 heap (reserved / in use), memory outside
+   * it (Buffers, undici's parser), and the RSS of this process before the watcher started (node,
+   * tsx, the modules, SQLite open): what 0 backends cost.
+   */
+  memoryMb?: { baselineRss: number; heapTotal: number; heapUsed: number; external: number; arrayBuffers: number };
   pollLagMs: { p50: number; p99: number; max: number };
   readLatencyMs: { p50: number; p99: number };
   eventLoopDelayMs: { p50: number; p99: number; max: number };
   states: Record<string, number>;
   /** Backends with at least one read in the window that ended in a verdict other than "unknown". */
   backendsJudged: number;
+  /** Set by bench/scale.ts when the worker ran with node flags (a heap cap). */
+  nodeFlags?: string[];
   failedReads: number;
   /** Failed reads by outcome, with the first error text seen for each. */
   failedOutcomes: Record<string, { count: number; example: string }>;
@@ -58,6 +66,7 @@ async function main(): Promise<void> {
   const spec = JSON.parse(fs.readFileSync(process.argv[2], "utf8")) as ScaleSpec;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-bench-scale-"));
   const db = openDb(path.join(dir, "scale.db"));
+  const baselineRss = process.memoryUsage().rss;
   const config = parseConfig(
     { pollIntervalSeconds: spec.intervalSeconds, backends: spec.urls.map((url, i) => ({ id: `b${String(i).padStart(4, "0")}`, url })) },
     "bench",
@@ -135,6 +144,13 @@ async function main(): Promise<void> {
     cpuCores: round((cpu.user + cpu.system) / 1000 / wall, 3),
     rssMb: { end: round(mem.rss / 2 ** 20, 1), max: round(Math.max(maxRss, mem.rss) / 2 ** 20, 1) },
     heapUsedMb: round(mem.heapUsed / 2 ** 20, 1),
+    memoryMb: {
+      baselineRss: round(baselineRss / 2 ** 20, 1),
+      heapTotal: round(mem.heapTotal / 2 ** 20, 1),
+      heapUsed: round(mem.heapUsed / 2 ** 20, 1),
+      external: round(mem.external / 2 ** 20, 1),
+      arrayBuffers: round(mem.arrayBuffers / 2 ** 20, 1),
+    },
     pollLagMs: { p50: percentile(lags, 50), p99: percentile(lags, 99), max: lags.reduce((m, x) => (x > m ? x : m), 0) },
     readLatencyMs: { p50: percentile(latencies, 50), p99: percentile(latencies, 99) },
     eventLoopDelayMs: { p50: ms(loop.percentile(50)), p99: ms(loop.percentile(99)), max: ms(loop.max) },

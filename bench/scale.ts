@@ -6,15 +6,24 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { firstJsonLine, startSimulatorFleet, startTsx } from "./child";
+import { firstJsonLine, startChild, startSimulatorFleet, startTsx } from "./child";
 import type { ScaleRun, ScaleSpec } from "./scale-worker";
 
 export interface ScalePlanItem {
   backends: number;
   intervalSeconds: number;
+  /** node flags of the watcher process (a heap cap: the README's memory setting), none by default. */
+  nodeFlags?: string[];
   warmupSeconds: number;
   measureSeconds: number;
 }
+
+/**
+ * The README's heap setting for a 1000-backend watcher: V8 lets a busy heap grow far past what it
+ * keeps (~465 B per Reading in history, 72 readings per backend at 5 s), and a cap makes it collect
+ * sooner instead. 64 MB + ~96 KB per backend.
+ */
+export const HEAP_CAP_1000 = "--max-old-space-size=160";
 
 export function scalePlan(quick: boolean): ScalePlanItem[] {
   if (quick) {
@@ -28,6 +37,7 @@ export function scalePlan(quick: boolean): ScalePlanItem[] {
   return [
     { backends: 100, intervalSeconds: 5, warmupSeconds: 11, measureSeconds: 30 },
     { backends: 1000, intervalSeconds: 5, warmupSeconds: 11, measureSeconds: 30 },
+    { backends: 1000, intervalSeconds: 5, warmupSeconds: 11, measureSeconds: 30, nodeFlags: [HEAP_CAP_1000] },
     { backends: 5000, intervalSeconds: 5, warmupSeconds: 16, measureSeconds: 30 },
     { backends: 100, intervalSeconds: 1, warmupSeconds: 4, measureSeconds: 15 },
     { backends: 1000, intervalSeconds: 1, warmupSeconds: 4, measureSeconds: 15 },
@@ -71,13 +81,16 @@ export async function runScaleBench(opts: { quick?: boolean; log?: (m: string) =
   try {
     const runs: ScaleResult["runs"] = [];
     for (const item of plan) {
-      log(`scale: ${item.backends} backends every ${item.intervalSeconds} s`);
+      log(`scale: ${item.backends} backends every ${item.intervalSeconds} s${item.nodeFlags ? ` (${item.nodeFlags.join(" ")})` : ""}`);
       const spec: ScaleSpec = { urls: urls.slice(0, item.backends), intervalSeconds: item.intervalSeconds, warmupSeconds: item.warmupSeconds, measureSeconds: item.measureSeconds };
       const file = path.join(dir, `spec-${item.backends}-${item.intervalSeconds}.json`);
       fs.writeFileSync(file, JSON.stringify(spec));
-      const worker = startTsx("bench/scale-worker.ts", [file]);
+      const worker = item.nodeFlags?.length
+        ? startChild(process.execPath, [...item.nodeFlags, "--import", "tsx", "bench/scale-worker.ts", file])
+        : startTsx("bench/scale-worker.ts", [file]);
       try {
-        runs.push(await firstJsonLine<ScaleRun>(worker, (item.warmupSeconds + item.measureSeconds + 60) * 1000, "scale worker"));
+        const run = await firstJsonLine<ScaleRun>(worker, (item.warmupSeconds + item.measureSeconds + 60) * 1000, "scale worker");
+        runs.push(item.nodeFlags ? { ...run, nodeFlags: item.nodeFlags } : run);
       } catch (e) {
         runs.push({ backends: item.backends, intervalSeconds: item.intervalSeconds, error: (e as Error).message.slice(0, 2000) });
       } finally {
