@@ -25,12 +25,13 @@ export async function getFleetRecent(now: number = Date.now()): Promise<FleetRec
  * 304 with no body (lib/api/respond respondEncoded).
  */
 export interface EncodedJson {
-  body: Buffer;
+  body: Uint8Array;
   etag: string;
 }
 
 export function encodeJson(value: unknown): EncodedJson {
-  const body = Buffer.from(JSON.stringify(value), "utf8");
+  // A plain Uint8Array, not a Buffer: what Next's Response handling writes as is.
+  const body = new TextEncoder().encode(JSON.stringify(value));
   return { body, etag: `"${createHash("sha1").update(body).digest("base64url")}"` };
 }
 
