@@ -1,5 +1,6 @@
 import type { Metadata, Viewport } from "next";
 import type { ReactNode } from "react";
+import { TimeZoneProvider } from "@/components/TimeZone";
 import { TopBar } from "@/components/TopBar";
 import { currentOperatorName } from "@/lib/auth/server";
 import "./globals.css";
@@ -23,8 +24,10 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
   return (
     <html lang="en">
       <body>
-        <TopBar operator={operator} />
-        <main>{children}</main>
+        <TimeZoneProvider>
+          <TopBar operator={operator} />
+          <main>{children}</main>
+        </TimeZoneProvider>
       </body>
     </html>
   );

@@ -4,12 +4,13 @@
  * is inert (focus stays inside), Esc closes it, focus returns to the button that opened it. It
  * shows what the operator is about to break: the state, the evidence, and the requests in flight.
  * A healthy backend (idle/busy) needs its id typed; the server checks the same rule (422).
+ * Focus starts on Cancel, so a stray Enter never restarts anything.
  */
 import { usePathname } from "next/navigation";
 import { useEffect, useRef, useState } from "react";
 import type { FleetBackend, RestartEventDTO } from "@/lib/api/types";
 import { ApiError, sendJson } from "@/lib/ui/fetcher";
-import { formatClock } from "@/lib/ui/format";
+import { Time } from "./TimeZone";
 import { inFlightWarning, needsTypedConfirmation } from "@/lib/ui/state";
 import { StateBadge } from "./StateBadge";
 
@@ -99,14 +100,13 @@ export function RestartDialog({ backend, operator, now, onClose, onAccepted }: R
                 value={typed}
                 onChange={(e) => setTyped(e.target.value)}
                 data-testid="restart-confirm-input"
-                autoFocus
               />
             </div>
           ) : null}
           {inCooldown ? (
             <div className="field">
               <p className="small muted" style={{ margin: "0 0 .3rem" }}>
-                A restart was asked for recently: cooldown until {formatClock(cooldownUntil!)}.
+                A restart was asked for recently: cooldown until <Time at={cooldownUntil} />.
               </p>
               <label className="check">
                 <input type="checkbox" checked={override} onChange={(e) => setOverride(e.target.checked)} data-testid="restart-override" />
@@ -125,7 +125,7 @@ export function RestartDialog({ backend, operator, now, onClose, onAccepted }: R
           ) : null}
         </div>
         <div className="dialog-actions">
-          <button type="button" onClick={() => ref.current?.close()} data-testid="restart-cancel" autoFocus={!healthy}>
+          <button type="button" onClick={() => ref.current?.close()} data-testid="restart-cancel" autoFocus>
             Cancel
           </button>
           <button type="submit" className="danger" disabled={!canConfirm} data-testid="restart-submit">

@@ -2,6 +2,7 @@
 import Link from "next/link";
 import { usePathname, useRouter } from "next/navigation";
 import { sendJson } from "@/lib/ui/fetcher";
+import { TimeZoneToggle } from "./TimeZone";
 
 const LINKS = [
   { href: "/", label: "Fleet" },
@@ -31,6 +32,7 @@ export function TopBar({ operator }: { operator: string | null }) {
         })}
       </nav>
       <div className="who">
+        <TimeZoneToggle />
         {operator ? (
           <>
             <span className="muted name" data-testid="operator-name">

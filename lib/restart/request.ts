@@ -21,7 +21,7 @@ import { resolveRestart } from "../../db/queries";
 import { restartDTO } from "../watcher/snapshot";
 import type { RestartEventDTO } from "../api/types";
 import { DomainError } from "../errors";
-import { formatClock } from "../ui/format";
+import { formatDateTime } from "../ui/format";
 import { describeAction, executeAction, type ActionResult, type Env, type WebhookContext } from "./execute";
 
 export interface RestartInput {
@@ -158,7 +158,7 @@ function conflictFor(db: DbHandle, backendId: string, cooldownMs: number): Domai
   if (pending) {
     return new DomainError(
       "conflict",
-      `"${backendId}" is already restarting (asked by ${pending.requested_by} at ${formatClock(pending.requested_at)})`,
+      `"${backendId}" is already restarting (asked by ${pending.requested_by} at ${formatDateTime(pending.requested_at)})`,
       { reason: "pending", pendingId: pending.id },
     );
   }
@@ -166,7 +166,7 @@ function conflictFor(db: DbHandle, backendId: string, cooldownMs: number): Domai
     .prepare("SELECT MAX(requested_at) AS at FROM restart_events WHERE backend_id = ?")
     .get(backendId) as { at: number | null };
   const until = (last.at ?? 0) + cooldownMs;
-  return new DomainError("conflict", `"${backendId}" is in cooldown until ${formatClock(until)}; override the cooldown to restart anyway`, {
+  return new DomainError("conflict", `"${backendId}" is in cooldown until ${formatDateTime(until)}; override the cooldown to restart anyway`, {
     reason: "cooldown",
     cooldownUntil: until,
   });

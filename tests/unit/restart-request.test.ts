@@ -129,7 +129,7 @@ describe("requestRestart", () => {
       err = e as DomainError;
     }
     expect(err?.code).toBe("conflict");
-    expect(err?.message).toMatch(/cooldown until \d\d:\d\d; override/);
+    expect(err?.message).toMatch(/cooldown until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC; override/);
     expect(err?.details).toMatchObject({ reason: "cooldown", cooldownUntil: 1_000_000 + 600_000 });
     const second = requestRestart({ backendId: "gb10-a", operator: "ana", overrideCooldown: true, now: 1_000_000 + 60_000 }, deps);
     expect(second.event.overrideCooldown).toBe(true);

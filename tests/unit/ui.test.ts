@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { HistoryPoint, RestartEventDTO } from "@/lib/api/types";
 import { parseRange, rangeMs, seriesMax, toHistorySeries, toMarkers, toSparkline, typicalStepMs } from "@/lib/ui/chart";
-import { formatAgo, formatClock, formatCount, formatDateTime, formatDuration, formatPercent, formatRate, truncate } from "@/lib/ui/format";
+import { formatAgo, formatCount, formatDateTime, formatDuration, formatPercent, formatRate, formatTick, truncate, zoneName } from "@/lib/ui/format";
 import { STATE_TONE, inFlightWarning, needsTypedConfirmation } from "@/lib/ui/state";
 import { BACKEND_STATES } from "@/lib/check/states";
 
@@ -30,11 +30,17 @@ describe("format", () => {
       "just now", "12 s ago", "5 min ago", "—",
     ]);
   });
-  it("formats clock times in a given zone, and truncates long text visibly", () => {
+  it("writes every moment one way, naming its zone, and truncates long text visibly", () => {
     const at = Date.UTC(2025, 2, 4, 14, 5, 9);
-    expect(formatClock(at, 0)).toBe("14:05");
-    expect(formatClock(at, 60)).toBe("15:05");
-    expect(formatDateTime(at, 0)).toBe("2025-03-04 14:05:09");
+    expect(formatDateTime(at)).toBe("2025-03-04 14:05:09 UTC");
+    expect(formatDateTime(at, "UTC")).toBe("2025-03-04 14:05:09 UTC");
+    expect(formatDateTime(at, "Asia/Tokyo")).toBe("2025-03-04 23:05:09 GMT+9");
+    // New York is on standard time in March before the 9th, on daylight time in July.
+    expect(formatDateTime(at, "America/New_York")).toBe("2025-03-04 09:05:09 EST");
+    expect(formatDateTime(Date.UTC(2025, 6, 1, 0, 0, 0), "America/New_York")).toBe("2025-06-30 20:00:00 EDT");
+    expect(formatDateTime(null)).toBe("—");
+    expect(zoneName(at, "UTC")).toBe("UTC");
+    expect([formatTick(at, 3600, "UTC"), formatTick(at, 30, "UTC"), formatTick(at, 86_400, "Asia/Tokyo")]).toEqual(["14:05", "14:05:09", "03-04"]);
     expect(truncate("abcdef", 3)).toBe("abc… (3 more characters)");
     expect(truncate("abc", 3)).toBe("abc");
     expect(truncate(null, 3)).toBe("");
