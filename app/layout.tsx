@@ -8,6 +8,12 @@ import "./globals.css";
 export const metadata: Metadata = {
   title: { default: "stepwatch", template: "%s · stepwatch" },
   description: "Model servers watched from their own metrics, restarted only when an operator confirms.",
+  // public/: favicon.ico (32 px), icon.svg, icon-192/512.png and apple-touch-icon.png (rendered from icon.svg).
+  icons: {
+    icon: [{ url: "/favicon.ico", sizes: "32x32" }, { url: "/icon.svg", type: "image/svg+xml" }],
+    apple: "/apple-touch-icon.png",
+  },
+  manifest: "/manifest.webmanifest",
 };
 
 export const viewport: Viewport = {
