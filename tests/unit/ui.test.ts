@@ -86,10 +86,18 @@ describe("chart shaping", () => {
     expect(toHistorySeries([pt(1000, 3)]).running).toEqual([3]);
   });
   it("marks restarts and state changes inside the range, in time order", () => {
-    const restart = { requestedAt: 30_000, requestedBy: "ana" } as RestartEventDTO;
+    const restart = {
+      requestedAt: 30_000,
+      requestedBy: "ana",
+      note: "hung",
+      action: "command: systemctl",
+      stateAtRequest: "stuck",
+      evidence: { reasons: ["2 running, 0 new steps in 134 s"], readings: [] },
+      outcome: "recovered",
+    } as unknown as RestartEventDTO;
     const ms = toMarkers(
       [
-        { at: 20_000, from: "busy", to: "stuck", reasons: [] },
+        { at: 20_000, from: "busy", to: "stuck", reasons: ["0 new steps in 130 s"] },
         { at: 40_000, from: "stuck", to: "restarting", reasons: [] },
         { at: 99_000, from: "a", to: "idle", reasons: [] },
         { at: 25_000, from: "up", to: "down", reasons: [] }, // a proxy-only state word is still a backend state here
@@ -104,6 +112,9 @@ describe("chart shaping", () => {
       [30, "restart", "restart by ana"],
       [40, "state", "restarting"],
     ]);
+    // The hover text: what the state change was and why; who restarted, why, and how it ended.
+    expect(ms[0].detail).toBe("busy → stuck: 0 new steps in 130 s");
+    expect(ms[2].detail).toBe("asked by ana (command: systemctl); note: hung; stuck at the request; 2 running, 0 new steps in 134 s; outcome: recovered");
   });
   it("shapes the sparkline and finds a shared maximum", () => {
     const [x, running, gen] = toSparkline([
