@@ -90,7 +90,7 @@ function TimelineItem({ t }: { t: { at: number; from: string | null; to: string;
   );
 }
 
-function Timeline({ transitions }: { transitions: HistoryResponse["transitions"] }) {
+function Timeline({ transitions, loading }: { transitions: HistoryResponse["transitions"]; loading: boolean }) {
   const [state, setState] = useState("");
   const [expand, setExpand] = useState(false);
   const shown = filterTransitions(transitions, state);
@@ -123,7 +123,9 @@ function Timeline({ transitions }: { transitions: HistoryResponse["transitions"]
         </div>
       </div>
       <div className="panel">
-        {entries.length ? (
+        {loading ? (
+          <p className="empty">Loading…</p>
+        ) : entries.length ? (
           <ol className="timeline" data-testid="timeline">
             {expand
               ? [...shown].reverse().map((t, i) => <TimelineItem key={`${t.at}-${i}`} t={t} />)
@@ -332,7 +334,7 @@ export function BackendView({
         <span className="hint">hover a line to see what it was</span>
       </div>
 
-      <Timeline transitions={h?.transitions ?? []} />
+      <Timeline transitions={h?.transitions ?? []} loading={!h} />
 
       <section className="section">
         <h2>Restarts in this range</h2>

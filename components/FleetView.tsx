@@ -278,7 +278,7 @@ export function FleetView({ initial, operator }: { initial: FleetResponse | null
         </p>
       ) : (
         groups.map((g) => (
-          <section key={g.model ?? ""} className={query.group ? "fleet-group" : undefined} data-testid={query.group ? "fleet-group" : undefined}>
+          <section key={g.model ?? ""} className={query.group ? "fleet-group" : undefined} data-testid={query.group ? "fleet-group-section" : undefined}>
             {query.group ? (
               <h2>
                 {g.model ?? "No model named"} <span className="muted small">{g.backends.length}</span>

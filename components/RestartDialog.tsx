@@ -24,6 +24,7 @@ export interface RestartDialogProps {
 
 export function RestartDialog({ backend, operator, now, onClose, onAccepted }: RestartDialogProps) {
   const ref = useRef<HTMLDialogElement>(null);
+  const cancelRef = useRef<HTMLButtonElement>(null);
   const path = usePathname();
   const [typed, setTyped] = useState("");
   const [note, setNote] = useState("");
@@ -35,6 +36,8 @@ export function RestartDialog({ backend, operator, now, onClose, onAccepted }: R
   useEffect(() => {
     const d = ref.current;
     if (d && !d.open) d.showModal();
+    // showModal() focuses the dialog's first focusable element itself; start on Cancel instead.
+    cancelRef.current?.focus();
     return () => d?.close();
   }, []);
 
@@ -125,7 +128,7 @@ export function RestartDialog({ backend, operator, now, onClose, onAccepted }: R
           ) : null}
         </div>
         <div className="dialog-actions">
-          <button type="button" onClick={() => ref.current?.close()} data-testid="restart-cancel" autoFocus>
+          <button type="button" ref={cancelRef} onClick={() => ref.current?.close()} data-testid="restart-cancel">
             Cancel
           </button>
           <button type="submit" className="danger" disabled={!canConfirm} data-testid="restart-submit">

@@ -16,7 +16,7 @@ export const ZONE_STORAGE_KEY = "stepwatch.timeZone";
 
 interface TimeZoneValue {
   mode: ZoneMode;
-  /** The zone to pass to the formatters: "UTC", or undefined for the browser's own. */
+  /** The zone to pass to the formatters: "UTC", or "local" for the browser's own. */
   timeZone: TimeZone;
   /** "UTC", "GMT+9", "EST": the zone's name now. */
   label: string;
@@ -50,7 +50,7 @@ export function TimeZoneProvider({ children }: { children: ReactNode }) {
     setModeState(m);
   }, []);
   const value = useMemo<TimeZoneValue>(() => {
-    const timeZone: TimeZone = mode === "utc" ? "UTC" : undefined;
+    const timeZone: TimeZone = mode === "utc" ? "UTC" : "local";
     return { mode, timeZone, label: zoneName(Date.now(), timeZone), setMode, fmt: (at) => formatDateTime(at, timeZone) };
   }, [mode, setMode]);
   return <Ctx.Provider value={value}>{children}</Ctx.Provider>;
@@ -76,7 +76,7 @@ export function TimeZoneToggle() {
   const { mode, setMode } = useTimeZone();
   const [localName, setLocalName] = useState<string | null>(null);
   // The browser's zone name is known only in the browser: set after mount (no hydration mismatch).
-  useEffect(() => setLocalName(zoneName(Date.now(), undefined)), []);
+  useEffect(() => setLocalName(zoneName(Date.now(), "local")), []);
   return (
     <div className="zone-toggle" role="group" aria-label="Time zone for all times" data-testid="zone-toggle">
       <button type="button" aria-pressed={mode === "utc"} onClick={() => setMode("utc")} data-testid="zone-utc">

@@ -67,11 +67,11 @@ function pad(n: number): string {
 }
 
 /**
- * Where times are shown: "UTC" or an IANA zone ("Asia/Tokyo"); `undefined` is the runtime's own
- * zone (the operator's, in a browser). The server renders UTC and the browser's first render does
+ * Where times are shown: "UTC", an IANA zone ("Asia/Tokyo"), or "local": the runtime's own zone
+ * (the operator's, in a browser). The server renders UTC and the browser's first render does
  * too, so hydration always matches; the operator's choice of local time is applied after mount.
  */
-export type TimeZone = string | undefined;
+export type TimeZone = "UTC" | "local" | (string & {});
 
 interface Parts {
   Y: number;
@@ -89,7 +89,7 @@ function partsIn(at: number, timeZone: TimeZone): Parts {
   if (timeZone === "UTC") {
     return { Y: d.getUTCFullYear(), M: d.getUTCMonth() + 1, D: d.getUTCDate(), h: d.getUTCHours(), m: d.getUTCMinutes(), s: d.getUTCSeconds() };
   }
-  if (timeZone === undefined) {
+  if (timeZone === "local") {
     return { Y: d.getFullYear(), M: d.getMonth() + 1, D: d.getDate(), h: d.getHours(), m: d.getMinutes(), s: d.getSeconds() };
   }
   let f = partsFormatters.get(timeZone);
@@ -113,7 +113,7 @@ function partsIn(at: number, timeZone: TimeZone): Parts {
 /** The zone's short name at `at`: "UTC", "GMT+9", "EST" (daylight saving changes it, hence `at`). */
 export function zoneName(at: number, timeZone: TimeZone): string {
   if (timeZone === "UTC") return "UTC";
-  const part = new Intl.DateTimeFormat("en-US", { timeZone, timeZoneName: "short" }).formatToParts(new Date(at)).find((p) => p.type === "timeZoneName");
+  const part = new Intl.DateTimeFormat("en-US", { timeZone: timeZone === "local" ? undefined : timeZone, timeZoneName: "short" }).formatToParts(new Date(at)).find((p) => p.type === "timeZoneName");
   return part?.value ?? "local";
 }
 

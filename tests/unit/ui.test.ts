@@ -40,6 +40,8 @@ describe("format", () => {
     expect(formatDateTime(Date.UTC(2025, 6, 1, 0, 0, 0), "America/New_York")).toBe("2025-06-30 20:00:00 EDT");
     expect(formatDateTime(null)).toBe("—");
     expect(zoneName(at, "UTC")).toBe("UTC");
+    // "local" is the runtime's own zone, in the same one format.
+    expect(formatDateTime(at, "local")).toMatch(/^2025-03-0[45] \d\d:\d\d:09 \S+$/);
     expect([formatTick(at, 3600, "UTC"), formatTick(at, 30, "UTC"), formatTick(at, 86_400, "Asia/Tokyo")]).toEqual(["14:05", "14:05:09", "03-04"]);
     expect(truncate("abcdef", 3)).toBe("abc… (3 more characters)");
     expect(truncate("abc", 3)).toBe("abc");
