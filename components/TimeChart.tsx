@@ -157,7 +157,8 @@ export function TimeChart(props: TimeChartProps) {
         legend: { show: !sparkline, live: true },
         cursor: sparkline ? { show: false } : { drag: { x: false, y: false } },
         select: { show: false, left: 0, top: 0, width: 0, height: 0 },
-        padding: sparkline ? [2, 0, 2, 0] : [8, 8, 0, 0],
+        // Room on the right for the last time tick's label ("09:15", not "09:1").
+        padding: sparkline ? [2, 0, 2, 0] : [8, 22, 0, 0],
         axes: sparkline
           ? [{ show: false }, ...series.map(() => ({ show: false }))]
           : [
