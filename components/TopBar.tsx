@@ -7,6 +7,7 @@ import { TimeZoneToggle } from "./TimeZone";
 const LINKS = [
   { href: "/", label: "Fleet" },
   { href: "/restarts", label: "Restarts" },
+  { href: "/history", label: "History" },
 ];
 
 export function TopBar({ operator }: { operator: string | null }) {

@@ -134,3 +134,18 @@ export function withRestartCauses(
     return { ...o, cause: o.cause.startsWith("restart") ? who : `${o.cause}; ${who}` };
   });
 }
+
+/** Uptime of one backend over the last 24 h, 7 d and 30 d (percent, null where nothing was watched). */
+export interface UptimeDTO {
+  backendId: string;
+  uptime: Record<UptimeWindow, number | null>;
+}
+
+/** GET /api/outages?backend=&from=&to= */
+export interface OutagesResponse {
+  from: number;
+  to: number;
+  /** Newest first. */
+  outages: Outage[];
+  uptime: UptimeDTO[];
+}

@@ -18,6 +18,14 @@ export const RANGES = [
 export type RangeKey = (typeof RANGES)[number]["key"];
 export const DEFAULT_RANGE: RangeKey = "1h";
 
+/** The fleet-wide history page's windows (the uptime windows too). */
+export const HISTORY_RANGES = [
+  { key: "24h", label: "24 h", ms: 24 * 3600_000 },
+  { key: "7d", label: "7 d", ms: 7 * 24 * 3600_000 },
+  { key: "30d", label: "30 d", ms: 30 * 24 * 3600_000 },
+] as const;
+export type HistoryRangeKey = (typeof HISTORY_RANGES)[number]["key"];
+
 export function parseRange(v: string | null | undefined): RangeKey {
   return RANGES.find((r) => r.key === v)?.key ?? DEFAULT_RANGE;
 }
