@@ -13,6 +13,8 @@ import { getJson } from "@/lib/ui/fetcher";
 import { formatAgo, formatCount, formatDuration, formatPercent, formatRate } from "@/lib/ui/format";
 import { stateLabel } from "@/lib/ui/state";
 import { Time, useTimeZone } from "./TimeZone";
+import type { OutagesResponse } from "@/lib/outages";
+import { OutagesTable, UptimeTable } from "./OutagesTable";
 import { RestartDialog } from "./RestartDialog";
 import { RestartsTable } from "./RestartsTable";
 import { StateBadge } from "./StateBadge";
@@ -186,8 +188,14 @@ export function BackendView({
     // A fixed window in the past does not change; a live one follows its range's pace.
     { refreshInterval: fixed ? 0 : REFRESH_MS[range], keepPreviousData: true },
   );
-  const b = fleet.data?.backends.find((x) => x.id === id);
   const h = history.data;
+  // Outages overlapping the window shown (and this backend's uptime), fetched once the window is known.
+  const outages = useSWR<OutagesResponse>(
+    h ? ["outages", id, h.from, h.to] : null,
+    () => getJson<OutagesResponse>(`/api/outages?backend=${encodeURIComponent(id)}&from=${h!.from}&to=${h!.to}`),
+    { keepPreviousData: true },
+  );
+  const b = fleet.data?.backends.find((x) => x.id === id);
   const series = useMemo(() => (h ? toHistorySeries(h.points) : null), [h]);
   const markers = useMemo(() => (h ? toMarkers(h.transitions, h.restarts, h.from, h.to) : []), [h]);
   const xRange: [number, number] | undefined = h ? [h.from / 1000, h.to / 1000] : undefined;
@@ -335,6 +343,25 @@ export function BackendView({
       </div>
 
       <Timeline transitions={h?.transitions ?? []} loading={!h} />
+
+      <section className="section" data-testid="backend-outages">
+        <h2>Outages in this range</h2>
+        {outages.data ? (
+          <>
+            <UptimeTable uptime={outages.data.uptime} showBackend={false} />
+            <div style={{ marginTop: ".6rem" }}>
+              <OutagesTable outages={outages.data.outages} showBackend={false} now={outages.data.to} />
+            </div>
+          </>
+        ) : outages.error ? (
+          <p className="form-error">{(outages.error as Error).message}</p>
+        ) : (
+          <p className="empty">Loading…</p>
+        )}
+        <p className="small">
+          <Link href={`/history?backend=${encodeURIComponent(id)}`}>All outages of {id} →</Link>
+        </p>
+      </section>
 
       <section className="section">
         <h2>Restarts in this range</h2>
