@@ -191,7 +191,8 @@ export function BackendView({
   const h = history.data;
   // Outages overlapping the window shown (and this backend's uptime), fetched once the window is known.
   const outages = useSWR<OutagesResponse>(
-    h ? ["outages", id, h.from, h.to] : null,
+    // Keyed to the half-minute: the live window moves on every history poll, outages change slowly.
+    h ? ["outages", id, fixed?.from ?? Math.floor(h.to / 30_000), fixed?.to] : null,
     () => getJson<OutagesResponse>(`/api/outages?backend=${encodeURIComponent(id)}&from=${h!.from}&to=${h!.to}`),
     { keepPreviousData: true },
   );
