@@ -133,7 +133,7 @@ describe("requestRestart", () => {
     const pending = refusal({ overrideCooldown: true, now: 1_000_500 });
     expect(pending.code).toBe("conflict");
     expect(pending.details).toEqual({ reason: "pending", pendingId: first.event.id, requestedBy: "ana", requestedAt: 1_000_000 });
-    expect(pending.message).toMatch(/already restarting \(asked by ana at \d\d:\d\d\)/);
+    expect(pending.message).toMatch(/already restarting \(asked by ana at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)/);
     await first.done;
     handle.sqlite.prepare("UPDATE restart_events SET outcome = 'recovered'").run();
     const cooling = refusal({ now: 1_060_000 });
