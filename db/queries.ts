@@ -3,7 +3,7 @@
  * never builds SQL. Transitions and restart events are kept forever: only the retention of raw
  * samples and minute rollups deletes anything.
  */
-import { and, asc, desc, eq, gte, isNull, lte } from "drizzle-orm";
+import { and, asc, desc, eq, gte, isNull, lt, lte } from "drizzle-orm";
 import { figuresOf, type Figures, type Reading, type Verdict } from "../lib/check/types";
 import type { BackendState } from "../lib/check/states";
 import type { Db } from "./client";
@@ -77,6 +77,33 @@ export function transitionsInRange(db: Db, kind: TargetKind, targetId: string, f
     .where(and(eq(transitions.kind, kind), eq(transitions.targetId, targetId), gte(transitions.at, from), lte(transitions.at, to)))
     .orderBy(asc(transitions.at), asc(transitions.id))
     .all();
+}
+
+/**
+ * The transitions of a target in [from, to], oldest first, preceded by the last one before `from`
+ * (the state the window starts in): an outage that began before the window is still seen whole.
+ */
+export function transitionsWithPrior(db: Db, kind: TargetKind, targetId: string, from: number, to: number): TransitionRow[] {
+  const prior = db
+    .select()
+    .from(transitions)
+    .where(and(eq(transitions.kind, kind), eq(transitions.targetId, targetId), lt(transitions.at, from)))
+    .orderBy(desc(transitions.at), desc(transitions.id))
+    .limit(1)
+    .all();
+  return [...prior, ...transitionsInRange(db, kind, targetId, from, to)];
+}
+
+/** When stepwatch first recorded a state of this target (it has watched it since), or null. */
+export function firstTransitionAt(db: Db, kind: TargetKind, targetId: string): number | null {
+  const row = db
+    .select({ at: transitions.at })
+    .from(transitions)
+    .where(and(eq(transitions.kind, kind), eq(transitions.targetId, targetId)))
+    .orderBy(asc(transitions.at), asc(transitions.id))
+    .limit(1)
+    .get();
+  return row?.at ?? null;
 }
 
 // ---- restart events (created by lib/restart; the watcher only resolves pending ones) ----
