@@ -8,8 +8,10 @@
  */
 import { usePathname } from "next/navigation";
 import { useEffect, useRef, useState } from "react";
-import type { FleetBackend, RestartEventDTO } from "@/lib/api/types";
-import { ApiError, sendJson } from "@/lib/ui/fetcher";
+import useSWR from "swr";
+import type { FleetBackend, RestartEventDTO, RestartPlanDTO } from "@/lib/api/types";
+import { ApiError, getJson, sendJson } from "@/lib/ui/fetcher";
+import { formatDuration } from "@/lib/ui/format";
 import { Time } from "./TimeZone";
 import { inFlightWarning, needsTypedConfirmation } from "@/lib/ui/state";
 import { StateBadge } from "./StateBadge";
@@ -32,6 +34,7 @@ export function RestartDialog({ backend, operator, now, onClose, onAccepted }: R
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [cooldownUntil, setCooldownUntil] = useState<number | null>(backend.cooldownUntil);
+  const plan = useSWR<RestartPlanDTO>(`/api/backends/${encodeURIComponent(backend.id)}/restart-plan`, getJson, { revalidateOnFocus: false });
 
   useEffect(() => {
     const d = ref.current;
@@ -85,6 +88,26 @@ export function RestartDialog({ backend, operator, now, onClose, onAccepted }: R
           <div className="warn-box" data-testid="restart-inflight">
             {inFlightWarning(backend.running, backend.waiting)} The model is unavailable until it has loaded again.
           </div>
+          <dl className="plan" data-testid="restart-plan">
+            <dt>Will run</dt>
+            <dd className="mono" data-testid="restart-plan-action">
+              {plan.data ? (plan.data.action ?? "no restart action configured") : plan.error ? "not known (the plan could not be read)" : "…"}
+            </dd>
+            <dt>Expected outage</dt>
+            <dd data-testid="restart-plan-outage">
+              {plan.data
+                ? plan.data.expectedOutageSeconds !== null
+                  ? `about ${formatDuration(plan.data.expectedOutageSeconds)} (the last restart's downtime)`
+                  : "not known yet: no earlier restart of this backend has recovered"
+                : "…"}
+            </dd>
+            <dt>Then</dt>
+            <dd data-testid="restart-plan-cooldown">
+              {plan.data
+                ? `a cooldown of ${formatDuration(plan.data.cooldownSeconds)} starts: another restart of ${backend.id} is refused until then unless the cooldown is overridden`
+                : "…"}
+            </dd>
+          </dl>
           {!operator ? (
             <p className="form-error">
               Restarts need a signed-in operator. <a href={`/signin?next=${encodeURIComponent(path || "/")}`}>Sign in</a>

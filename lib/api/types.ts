@@ -40,6 +40,8 @@ export interface FleetProxy {
 export interface FleetResponse {
   generatedAt: number;
   demo: boolean;
+  /** How often the watcher reads each backend (the page itself may ask for the fleet more often). */
+  pollIntervalSeconds: number;
   /** A storage problem the operator should know about (disk full, unwritable file), else null. */
   storageError: string | null;
   backends: FleetBackend[];
@@ -81,6 +83,18 @@ export interface RestartEventDTO {
   outcome: "recovered" | "failed" | "timed-out" | null;
   resolvedAt: number | null;
   resolution: string | null;
+}
+
+/** What a restart of one backend would do, for the dialog (GET /api/backends/{id}/restart-plan). */
+export interface RestartPlanDTO {
+  backendId: string;
+  /** "command: systemctl restart vllm" or "webhook: POST https://host/path": no env, no headers, no credentials in URLs. */
+  action: string | null;
+  /** The cooldown that starts with this restart. */
+  cooldownSeconds: number;
+  /** The downtime of this backend's last restart that recovered: what to expect this time. */
+  expectedOutageSeconds: number | null;
+  lastRestartAt: number | null;
 }
 
 export interface HistoryResponse {
