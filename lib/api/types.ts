@@ -4,6 +4,7 @@
  */
 import type { BackendState, ProxyState } from "../check/states";
 import type { Figures } from "../check/types";
+import type { LatencySample } from "../metrics/vllm-latency";
 
 export interface FleetBackend extends Figures {
   id: string;
@@ -48,7 +49,8 @@ export interface FleetResponse {
   proxies: FleetProxy[];
 }
 
-export interface HistoryPoint extends Figures {
+/** A point of a backend's history; the vLLM latency figures are absent or null where not exposed. */
+export interface HistoryPoint extends Figures, Partial<LatencySample> {
   at: number;
   state: BackendState;
 }

@@ -98,15 +98,23 @@ function histogramOf(byName: Map<string, Sample[]>, family: string): Histogram |
   return { buckets, count: buckets.at(-1)![1], sum: sum ?? 0 };
 }
 
-/** The raw latency figures of one parsed body. */
-export function extractVllmLatency(result: ParseResult): VllmLatency {
-  const byName = new Map<string, Sample[]>();
+/** Samples by their own name (the shape of the engines' series index). */
+export type SampleIndex = Map<string, Sample[]>;
+
+export function indexSamples(result: ParseResult): SampleIndex {
+  const byName: SampleIndex = new Map();
   for (const s of result.samples) {
     if (!s.name.startsWith("vllm:")) continue;
     const list = byName.get(s.name);
     if (list) list.push(s);
     else byName.set(s.name, [s]);
   }
+  return byName;
+}
+
+/** The raw latency figures of one parsed body (or of its series index). */
+export function extractVllmLatency(input: ParseResult | SampleIndex): VllmLatency {
+  const byName = input instanceof Map ? input : indexSamples(input);
   const hist = (names: readonly string[]) => {
     for (const n of names) {
       const h = histogramOf(byName, n);
@@ -193,4 +201,61 @@ export function latencyFigures(a: VllmLatency | undefined | null, b: VllmLatency
     }
   }
   return { ttftP50, ttftP95, itlP50, itlP95, e2eP50, e2eP95, queueP50, queueP95, preemptionsPerSecond, successPerSecond };
+}
+
+/**
+ * The figures as stored and served, flat (one column each): the finish reasons vLLM uses are
+ * stop, length, abort and error; any other ("repetition" and future ones) counts as other.
+ */
+export interface LatencySample {
+  ttftP50: number | null;
+  ttftP95: number | null;
+  itlP50: number | null;
+  itlP95: number | null;
+  e2eP50: number | null;
+  e2eP95: number | null;
+  queueP50: number | null;
+  queueP95: number | null;
+  preemptionsPerSecond: number | null;
+  successStopPerSecond: number | null;
+  successLengthPerSecond: number | null;
+  successAbortPerSecond: number | null;
+  successErrorPerSecond: number | null;
+  successOtherPerSecond: number | null;
+}
+
+export const LATENCY_FIELDS = [
+  "ttftP50",
+  "ttftP95",
+  "itlP50",
+  "itlP95",
+  "e2eP50",
+  "e2eP95",
+  "queueP50",
+  "queueP95",
+  "preemptionsPerSecond",
+  "successStopPerSecond",
+  "successLengthPerSecond",
+  "successAbortPerSecond",
+  "successErrorPerSecond",
+  "successOtherPerSecond",
+] as const satisfies ReadonlyArray<keyof LatencySample>;
+
+const NAMED_REASONS = { stop: "successStopPerSecond", length: "successLengthPerSecond", abort: "successAbortPerSecond", error: "successErrorPerSecond" } as const;
+
+export function latencySample(f: LatencyFigures): LatencySample {
+  const { successPerSecond: sps, ...q } = f;
+  const out: LatencySample = { ...q, successStopPerSecond: null, successLengthPerSecond: null, successAbortPerSecond: null, successErrorPerSecond: null, successOtherPerSecond: null };
+  if (sps) {
+    out.successStopPerSecond = 0;
+    out.successLengthPerSecond = 0;
+    out.successAbortPerSecond = 0;
+    out.successErrorPerSecond = 0;
+    out.successOtherPerSecond = 0;
+    for (const [reason, v] of Object.entries(sps)) {
+      const k = (NAMED_REASONS as Record<string, keyof LatencySample>)[reason] ?? "successOtherPerSecond";
+      out[k] = (out[k] ?? 0) + v;
+    }
+  }
+  return out;
 }
