@@ -7,7 +7,7 @@ import useSWR from "swr";
 import type uPlot from "uplot";
 import type { FleetResponse, HistoryResponse } from "@/lib/api/types";
 import { BACKEND_STATES, type BackendState } from "@/lib/check/states";
-import { chartText, RANGES, rangeMs, toHistorySeries, toMarkers, type HistorySeries, type RangeKey } from "@/lib/ui/chart";
+import { chartText, hasData, RANGES, rangeMs, toHistorySeries, toMarkers, type HistorySeries, type RangeKey } from "@/lib/ui/chart";
 import { collapseBlips, filterTransitions, BLIP_SECONDS } from "@/lib/ui/timeline";
 import { getJson } from "@/lib/ui/fetcher";
 import { formatAgo, formatCount, formatDuration, formatPercent, formatRate } from "@/lib/ui/format";
@@ -66,6 +66,67 @@ const CHARTS: ChartDef[] = [
     series: [{ label: "KV cache", color: "--series-4", scale: "pct", fill: true, format: pct }],
     pick: (s) => [s.x, s.kvCachePercent],
     yRanges: { pct: [0, 100] },
+  },
+];
+
+const ms = (v: number | null) => (v === null ? null : v * 1000);
+const fmtMs = (v: number | null) => (v === null ? "—" : `${formatRate(v)} ms`);
+const fmtS = (v: number | null) => (v === null ? "—" : `${formatRate(v)} s`);
+const msSeries = (s: Array<number | null>) => s.map(ms);
+
+/**
+ * What operators read on the vLLM Grafana dashboard, from the same /metrics reads: percentiles of
+ * the requests finished between two reads (bucket deltas), finish reasons and preemptions. Drawn
+ * only when the backend exposes them (another engine's backend shows none of these).
+ */
+const LATENCY_CHARTS: ChartDef[] = [
+  {
+    title: "Time to first token (ms)",
+    series: [
+      { label: "p50", color: "--series-1", scale: "ms", format: fmtMs },
+      { label: "p95", color: "--series-2", scale: "ms", format: fmtMs },
+    ],
+    pick: (s) => [s.x, msSeries(s.latency.ttftP50), msSeries(s.latency.ttftP95)],
+  },
+  {
+    title: "Inter-token latency (ms)",
+    series: [
+      { label: "p50", color: "--series-1", scale: "ms", format: fmtMs },
+      { label: "p95", color: "--series-2", scale: "ms", format: fmtMs },
+    ],
+    pick: (s) => [s.x, msSeries(s.latency.itlP50), msSeries(s.latency.itlP95)],
+  },
+  {
+    title: "End-to-end request latency (s)",
+    series: [
+      { label: "p50", color: "--series-3", scale: "s", format: fmtS },
+      { label: "p95", color: "--series-2", scale: "s", format: fmtS },
+    ],
+    pick: (s) => [s.x, s.latency.e2eP50, s.latency.e2eP95],
+  },
+  {
+    title: "Queue time (s)",
+    series: [
+      { label: "p50", color: "--series-4", scale: "s", format: fmtS },
+      { label: "p95", color: "--series-2", scale: "s", format: fmtS },
+    ],
+    pick: (s) => [s.x, s.latency.queueP50, s.latency.queueP95],
+  },
+  {
+    title: "Finished requests per second, by finish reason",
+    series: [
+      { label: "stop", color: "--series-3", scale: "rps", format: formatRate },
+      { label: "length", color: "--series-1", scale: "rps", format: formatRate },
+      { label: "abort", color: "--series-2", scale: "rps", format: formatRate },
+      { label: "error", color: "--bad", scale: "rps", format: formatRate },
+      { label: "other", color: "--series-4", scale: "rps", format: formatRate },
+    ],
+    pick: (s) => [s.x, s.latency.successStopPerSecond, s.latency.successLengthPerSecond, s.latency.successAbortPerSecond, s.latency.successErrorPerSecond, s.latency.successOtherPerSecond],
+  },
+  {
+    title: "Preemptions per second",
+    series: [{ label: "preemptions/s", color: "--series-2", scale: "pre", fill: true, format: formatRate }],
+    pick: (s) => [s.x, s.latency.preemptionsPerSecond],
   },
 ];
 
@@ -312,7 +373,7 @@ export function BackendView({
         </div>
       ) : null}
       <div className="charts">
-        {CHARTS.map((c) => {
+        {[...CHARTS, ...LATENCY_CHARTS.filter((c) => series && hasData(c.pick(series).slice(1) as Array<Array<number | null>>))].map((c) => {
           const data = series ? c.pick(series) : null;
           const text = data
             ? chartText(
@@ -334,6 +395,11 @@ export function BackendView({
           );
         })}
       </div>
+      {series && series.x.length > 0 && !LATENCY_CHARTS.some((c) => hasData(c.pick(series).slice(1) as Array<Array<number | null>>)) ? (
+        <p className="muted small" data-testid="no-latency">
+          No latency charts: this backend exposes no vLLM latency histograms in this range (they need two reads of one process with requests finished between them).
+        </p>
+      ) : null}
       <div className="legend-marks" data-testid="marker-legend">
         <span className="restart">restart (solid)</span>
         <span className="state tone-line-bad">state change into stuck or down</span>

@@ -8,6 +8,7 @@
 import type { HistoryPoint, RestartEventDTO, TransitionDTO, FleetBackend } from "../api/types";
 import type { BackendState } from "../check/states";
 import { BACKEND_STATES } from "../check/states";
+import { LATENCY_FIELDS, type LatencySample } from "../metrics/vllm-latency";
 
 export const RANGES = [
   { key: "15m", label: "15 min", ms: 15 * 60_000 },
@@ -54,6 +55,8 @@ export interface HistorySeries {
   promptTokensPerSecond: Series;
   /** Percent (0..100), so the axis reads like the fleet card. */
   kvCachePercent: Series;
+  /** vLLM's latency p50/p95 (seconds) and rates, one series per field. */
+  latency: Record<keyof LatencySample, Series>;
 }
 
 /** The usual spacing of the points: the median gap, robust to a few long outages. */
@@ -82,6 +85,7 @@ export function toHistorySeries(points: HistoryPoint[], gapFactor = 3): HistoryS
     generationTokensPerSecond: [],
     promptTokensPerSecond: [],
     kvCachePercent: [],
+    latency: Object.fromEntries(LATENCY_FIELDS.map((f) => [f, []])) as unknown as Record<keyof LatencySample, Series>,
   };
   const push = (at: number, p: HistoryPoint | null) => {
     out.x.push(at / 1000);
@@ -91,6 +95,7 @@ export function toHistorySeries(points: HistoryPoint[], gapFactor = 3): HistoryS
     out.generationTokensPerSecond.push(p?.generationTokensPerSecond ?? null);
     out.promptTokensPerSecond.push(p?.promptTokensPerSecond ?? null);
     out.kvCachePercent.push(p?.kvCacheUsage === null || p?.kvCacheUsage === undefined ? null : p.kvCacheUsage * 100);
+    for (const f of LATENCY_FIELDS) out.latency[f].push(p?.[f] ?? null);
   };
   sorted.forEach((p, i) => {
     const prev = sorted[i - 1];
@@ -178,6 +183,11 @@ export function sparklineText(id: string, data: [number[], Series, Series]): str
 export function toSparkline(recent: FleetBackend["recent"]): [number[], Series, Series] {
   const sorted = [...recent].sort((a, b) => a[0] - b[0]);
   return [sorted.map((p) => p[0] / 1000), sorted.map((p) => p[1]), sorted.map((p) => p[2])];
+}
+
+/** Whether any value of these series is a number (a chart with none is not drawn). */
+export function hasData(series: Series[]): boolean {
+  return series.some((s) => s.some((v) => v !== null && Number.isFinite(v)));
 }
 
 /** The largest finite value of some series (for a shared y scale), at least `floor`. */
