@@ -9,7 +9,7 @@
  * screenshots of every page (light and dark, desktop and phone) in tests/e2e/artifacts/.
  */
 import { expect, test, type Page } from "@playwright/test";
-import { screenshot, signInApi } from "./support/helpers";
+import { screenshot, signInApi, sim } from "./support/helpers";
 
 /** Console errors and uncaught exceptions of a page: a hydration mismatch shows here (React #418). */
 function collectErrors(page: Page): string[] {
@@ -112,7 +112,7 @@ test("the backend page: token panels apart, a held window, a text alternative fo
   await screenshot(page, "backend-window-dark");
 });
 
-test("the restart dialog starts on Cancel", async ({ page, request }) => {
+test("the restart dialog starts on Cancel and says what will run, the outage to expect and the cooldown", async ({ page }) => {
   await signInApi(page.request);
   await page.goto("/");
   await expect(page.getByTestId("state-gb10-b")).toHaveText(/Idle|Busy/, { timeout: 30_000 });
@@ -120,10 +120,18 @@ test("the restart dialog starts on Cancel", async ({ page, request }) => {
   const dialog = page.getByTestId("restart-dialog");
   await expect(dialog).toBeVisible();
   await expect(dialog.getByTestId("restart-cancel")).toBeFocused();
+  await expect(dialog.getByTestId("restart-plan-action")).toContainText(/^command: .*restart-sim\.mjs/);
+  await expect(dialog.getByTestId("restart-plan-outage")).toContainText(/about .+ \(the last restart's downtime\)|not known yet/);
+  await expect(dialog.getByTestId("restart-plan-cooldown")).toContainText("a cooldown of 10 min starts");
   await screenshot(page, "dialog");
+  // Enter on the focused Cancel closes the dialog; nothing is restarted.
   await page.keyboard.press("Enter");
   await expect(dialog).toBeHidden();
-  void request;
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.getByTestId("restart-gb10-b").click();
+  await expect(dialog.getByTestId("restart-cancel")).toBeFocused();
+  await screenshot(page, "dialog-phone");
+  await page.keyboard.press("Escape");
 });
 
 test("an unknown backend id says so and lists the known ones", async ({ page }) => {
@@ -158,4 +166,34 @@ test("the restart log becomes stacked cards on a phone", async ({ page }) => {
   const rowBox = await row.boundingBox();
   expect(rowBox!.width).toBeLessThanOrEqual(390);
   await screenshot(page, "restarts-phone");
+});
+
+test("a crash that came back by itself is an outage on the history page and the backend page", async ({ page }) => {
+  await page.goto("/");
+  await expect(page.getByTestId("state-gb10-c")).toHaveText(/Idle|Busy/, { timeout: 60_000 });
+  await sim("gb10-c", "crash", { forSeconds: 3 });
+  await page.goto("/history?range=24h");
+  const row = page.locator('[data-testid="outage-row"][data-backend="gb10-c"]').first();
+  await expect(row).toBeVisible({ timeout: 60_000 });
+  await expect(page.getByTestId("uptime-gb10-c-24h")).not.toHaveText("100%");
+  await expect(page.getByTestId("outages-csv")).toHaveAttribute("href", /format=csv/);
+  await expect(page).toHaveTitle("History · stepwatch");
+  await screenshot(page, "history");
+  await page.emulateMedia({ colorScheme: "dark" });
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.reload();
+  await expect(row).toBeVisible();
+  await screenshot(page, "history-phone-dark");
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.emulateMedia({ colorScheme: "light" });
+  // The backend link holds a window around the outage.
+  await row.getByRole("link", { name: "gb10-c" }).click();
+  await expect(page).toHaveURL(/\/backends\/gb10-c\?from=\d+&to=\d+/);
+  await expect(page.getByTestId("backend-outages").getByTestId("outage-row").first()).toBeVisible();
+  await expect(page.getByTestId("history-chart").first().locator("canvas")).toBeVisible();
+  await screenshot(page, "backend-outage");
+  await page.emulateMedia({ colorScheme: "dark" });
+  await page.reload();
+  await expect(page.getByTestId("history-chart").first().locator("canvas")).toBeVisible();
+  await screenshot(page, "backend-outage-dark");
 });
