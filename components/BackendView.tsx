@@ -246,8 +246,9 @@ export function BackendView({
       const from = fixed?.from ?? to - rangeMs(range);
       return getJson<HistoryResponse>(`/api/backends/${encodeURIComponent(id)}/history?from=${from}&to=${to}`);
     },
-    // A fixed window in the past does not change; a live one follows its range's pace.
-    { refreshInterval: fixed ? 0 : REFRESH_MS[range], keepPreviousData: true },
+    // A fixed window in the past does not change; a live one (or one that ends in the future)
+    // follows its range's pace.
+    { refreshInterval: fixed && fixed.to < Date.now() ? 0 : REFRESH_MS[range], keepPreviousData: true },
   );
   const h = history.data;
   // Outages overlapping the window shown (and this backend's uptime), fetched once the window is known.
@@ -417,7 +418,7 @@ export function BackendView({
           <>
             <UptimeTable uptime={outages.data.uptime} showBackend={false} />
             <div style={{ marginTop: ".6rem" }}>
-              <OutagesTable outages={outages.data.outages} showBackend={false} now={outages.data.to} />
+              <OutagesTable outages={outages.data.outages} showBackend={false} now={now} />
             </div>
           </>
         ) : outages.error ? (

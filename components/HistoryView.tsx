@@ -46,7 +46,7 @@ export function HistoryView({
       const from = fixed?.from ?? to - ms;
       return getJson<OutagesResponse>(`/api/outages?from=${from}&to=${to}${backend ? `&backend=${encodeURIComponent(backend)}` : ""}`);
     },
-    { refreshInterval: fixed ? 0 : 15_000, keepPreviousData: true },
+    { refreshInterval: fixed && fixed.to < Date.now() ? 0 : 15_000, keepPreviousData: true },
   );
   const csv = (what: "outages" | "restarts") => {
     const p = new URLSearchParams({ format: "csv" });
@@ -58,7 +58,8 @@ export function HistoryView({
     if (what === "restarts") p.set("limit", "1000");
     return `/api/${what}?${p}`;
   };
-  const now = data?.to ?? Date.now();
+  // An ongoing outage lasts until now, not until the end of a window that may lie in the future.
+  const now = Math.min(data?.to ?? Date.now(), Date.now());
 
   return (
     <>

@@ -21,11 +21,12 @@ export function UptimeTable({ uptime, showBackend = true }: { uptime: UptimeDTO[
   return (
     <div className="table-wrap">
       <table data-testid="uptime-table" className="uptime">
+        <caption className="sr-only">Uptime over the last 24 hours, 7 days and 30 days</caption>
         <thead>
           <tr>
             {showBackend ? <th>Backend</th> : null}
             {UPTIME_WINDOWS.map((w) => (
-              <th key={w.key}>Uptime {w.key.replace("h", " h").replace("d", " d")}</th>
+              <th key={w.key}>{w.key.replace("h", " h").replace("d", " d")}</th>
             ))}
           </tr>
         </thead>

@@ -2,20 +2,21 @@
  * The state-change timeline, shaped for reading (pure, tested). A long prefill makes vLLM's step
  * counter pause for a read or two, so a busy backend goes busy -> stalled -> busy every few
  * minutes; listed one by one these blips bury the change that matters. A "blip" is a visit to a
- * state that is not itself a problem (stalled, unknown; never down or stuck), lasted less than
+ * stall or an unjudged read (stalled, unknown; never down, stuck or a restart), lasted less than
  * `blipSeconds` and came back to where it started; a run of blips
  * between the same two states folds into one entry that says how many, and how long the longest was.
  */
 import type { TransitionDTO } from "../api/types";
-import { STATE_INFO } from "../check/states";
-
 /** Shorter visits than this fold (a minute: longer than a few reads, shorter than any real hang). */
 export const BLIP_SECONDS = 60;
 
-/** Only visits to states that are not themselves a problem fold: a short "down" is always listed. */
+/**
+ * Only a stall (no progress yet) or a read that could not be judged folds. A short "down", a
+ * restart (restarting, starting) or anything else is always listed on its own.
+ */
+const FOLDABLE = new Set(["stalled", "unknown"]);
 function mayFold(state: string): boolean {
-  const info = (STATE_INFO as Record<string, { health: string } | undefined>)[state];
-  return !!info && info.health !== "no";
+  return FOLDABLE.has(state);
 }
 
 export type TimelineEntry =

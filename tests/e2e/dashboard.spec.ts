@@ -173,7 +173,8 @@ test("a crash that came back by itself is an outage on the history page and the 
   await expect(page.getByTestId("state-gb10-c")).toHaveText(/Idle|Busy/, { timeout: 60_000 });
   await sim("gb10-c", "crash", { forSeconds: 3 });
   await page.goto("/history?range=24h");
-  const row = page.locator('[data-testid="outage-row"][data-backend="gb10-c"]').first();
+  // The crash (refused reads: down), not the restart asked for earlier from stepwatch.
+  const row = page.locator('[data-testid="outage-row"][data-backend="gb10-c"][data-state="down"]').first();
   await expect(row).toBeVisible({ timeout: 60_000 });
   await expect(page.getByTestId("uptime-gb10-c-24h")).not.toHaveText("100%");
   await expect(page.getByTestId("outages-csv")).toHaveAttribute("href", /format=csv/);
@@ -189,7 +190,7 @@ test("a crash that came back by itself is an outage on the history page and the 
   // The backend link holds a window around the outage.
   await row.getByRole("link", { name: "gb10-c" }).click();
   await expect(page).toHaveURL(/\/backends\/gb10-c\?from=\d+&to=\d+/);
-  await expect(page.getByTestId("backend-outages").getByTestId("outage-row").first()).toBeVisible();
+  await expect(page.getByTestId("backend-outages").locator('[data-testid="outage-row"][data-state="down"]').first()).toBeVisible();
   await expect(page.getByTestId("history-chart").first().locator("canvas")).toBeVisible();
   await screenshot(page, "backend-outage");
   await page.emulateMedia({ colorScheme: "dark" });

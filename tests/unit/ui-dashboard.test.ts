@@ -74,8 +74,10 @@ describe("timeline", () => {
       "stalled>stuck",
     ]);
   });
-  it("never folds a short visit to down or stuck, nor a long stall", () => {
+  it("never folds a short visit to down, stuck or a restart, nor a long stall", () => {
     expect(collapseBlips([tr(0, "busy", "down"), tr(5, "down", "busy")], 60).every((x) => x.kind === "change")).toBe(true);
+    expect(collapseBlips([tr(0, "idle", "restarting"), tr(3, "restarting", "idle")], 60).every((x) => x.kind === "change")).toBe(true);
+    expect(collapseBlips([tr(0, "busy", "starting"), tr(3, "starting", "busy")], 60).every((x) => x.kind === "change")).toBe(true);
     expect(collapseBlips([tr(0, "busy", "stalled"), tr(90, "stalled", "busy")], 60).every((x) => x.kind === "change")).toBe(true);
   });
   it("filters by a state entered or left", () => {
