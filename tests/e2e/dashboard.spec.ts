@@ -83,6 +83,16 @@ test("the fleet filters, groups and counts what needs attention in the tab title
   await expect(page.getByTestId("fleet-group")).toBeChecked();
   await page.getByTestId("fleet-group").uncheck();
   await screenshot(page, "fleet-filters");
+
+  // A hang: the tab title counts it, and its card comes first.
+  await sim("gb10-c", "load", { requests: 2, maxTokens: 300 });
+  await expect(page.getByTestId("state-gb10-c")).toHaveText("Busy", { timeout: 20_000 });
+  await sim("gb10-c", "mode", { mode: "hang" });
+  await expect(page).toHaveTitle("1 stuck · stepwatch", { timeout: 30_000 });
+  await expect(page.locator('[data-testid^="backend-card-"]').first()).toHaveAttribute("data-testid", "backend-card-gb10-c");
+  await screenshot(page, "fleet-stuck-first");
+  await sim("gb10-c", "mode", { mode: "normal" });
+  await expect(page).toHaveTitle("stepwatch", { timeout: 30_000 });
 });
 
 test("the backend page: token panels apart, a held window, a text alternative for each chart", async ({ page }) => {
