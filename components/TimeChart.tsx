@@ -202,7 +202,7 @@ export function TimeChart(props: TimeChartProps) {
             (u: uPlotType) => {
               const left = u.cursor.left ?? -1;
               const m = left < 0 ? null : markerNear(markersRef.current, left, (x) => u.valToPos(x, "x"), 5);
-              setTip((prev) => (m ? (prev?.marker === m && prev.left === left ? prev : { left: u.valToPos(m.x, "x") + u.bbox.left / (window.devicePixelRatio || 1), marker: m }) : null));
+              setTip((prev) => (m ? (prev?.marker === m ? prev : { left: u.valToPos(m.x, "x") + u.bbox.left / (window.devicePixelRatio || 1), marker: m }) : null));
             },
           ],
         },
