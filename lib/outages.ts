@@ -118,21 +118,26 @@ export type UptimeWindow = (typeof UPTIME_WINDOWS)[number]["key"];
 
 /**
  * Name who restarted: an outage that holds a restart asked for from stepwatch (requested between
- * its start and end, or up to `slackMs` before the start: the request comes just before the
- * transition to restarting) says so, with the operator and the note.
+ * its start and end, or up to `slackMs` before the start: the request comes a read before the
+ * transition to restarting) says so, with the operator and the note. Each restart names one
+ * outage only, the first it fits: a crash right after a restart is not blamed on it.
  */
 export function withRestartCauses(
   outages: Outage[],
   restarts: Array<{ backendId: string; requestedAt: number; requestedBy: string; note: string | null }>,
-  slackMs = 60_000,
+  slackMs = 30_000,
 ): Outage[] {
-  return outages.map((o) => {
-    const r = restarts.find((x) => x.backendId === o.backendId && x.requestedAt >= o.start - slackMs && x.requestedAt <= (o.end ?? Infinity));
-    if (!r) return o;
+  const used = new Set<(typeof restarts)[number]>();
+  const named = new Map<Outage, Outage>();
+  for (const o of [...outages].sort((a, b) => a.start - b.start)) {
+    const r = restarts.find((x) => !used.has(x) && x.backendId === o.backendId && x.requestedAt >= o.start - slackMs && x.requestedAt <= (o.end ?? Infinity));
+    if (!r) continue;
+    used.add(r);
     const who = `restart asked for from stepwatch by ${r.requestedBy}${r.note ? ` (“${r.note}”)` : ""}`;
     // Restarted because it was stuck or down: keep that cause first, and say who restarted it.
-    return { ...o, cause: o.cause.startsWith("restart") ? who : `${o.cause}; ${who}` };
-  });
+    named.set(o, { ...o, cause: o.cause.startsWith("restart") ? who : `${o.cause}; ${who}` });
+  }
+  return outages.map((o) => named.get(o) ?? o);
 }
 
 /** Uptime of one backend over the last 24 h, 7 d and 30 d (percent, null where nothing was watched). */

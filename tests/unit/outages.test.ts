@@ -34,6 +34,11 @@ describe("outages", () => {
     expect(o[0].cause).toBe("stuck: 2 running, 0 new steps in 130 s; restart asked for from stepwatch by bo");
     expect(o[1].cause).toBe("restart asked for from stepwatch by ana (“new weights”)");
   });
+  it("blames a restart on one outage only, not on a crash that follows it", () => {
+    const t = [tr(100, "idle", "restarting"), tr(103, "restarting", "idle"), tr(108, "idle", "down", "refused"), tr(110, "down", "idle")];
+    const o = withRestartCauses(deriveOutages("a", t, 0, 10_000 * s, opts), [{ backendId: "a", requestedAt: 99 * s, requestedBy: "ana", note: null }]);
+    expect(o.map((x) => x.cause)).toEqual(["restart asked for from stepwatch by ana", "down: refused"]);
+  });
   it("ignores a short unknown, keeps a long one, and leaves an outage going on open", () => {
     const t = [tr(0, "idle", "unknown"), tr(20, "unknown", "idle"), tr(100, "idle", "unknown"), tr(400, "unknown", "idle"), tr(9000, "idle", "down")];
     const o = deriveOutages("a", t, 0, 10_000 * s, opts);
