@@ -356,6 +356,8 @@ export function BackendView({
         {h ? (
           <span className="meta">
             {h.points.length} {h.resolution === "raw" ? "readings" : "per-minute points"}
+            {fixed && fixed.to < Date.now() ? " · a past window: not refreshed" : ` · charts refresh every ${REFRESH_MS[range] / 1000} s`}
+            {fleet.data?.pollIntervalSeconds ? `, the backend is read every ${fleet.data.pollIntervalSeconds} s` : ""}
             {history.isValidating ? " · updating" : ""}
             {csvHref ? (
               <>
