@@ -202,6 +202,15 @@ test("a crash that came back by itself is an outage on the history page and the 
   await expect(page).toHaveURL(/\/backends\/gb10-c\?from=\d+&to=\d+/);
   await expect(page.getByTestId("backend-outages").locator('[data-testid="outage-row"][data-state="down"]').first()).toBeVisible();
   await expect(page.getByTestId("history-chart").first().locator("canvas")).toBeVisible();
+  // Hovering a marker line says what it was: sweep the first chart until the tip shows (bounded).
+  const over = (await page.locator(".u-over").first().boundingBox())!;
+  const tip = page.getByTestId("marker-tip");
+  for (let x = over.x + 1; x < over.x + over.width && !(await tip.isVisible()); x += 3) {
+    await page.mouse.move(x, over.y + over.height / 2);
+  }
+  await expect(tip).toBeVisible();
+  await expect(tip).toContainText(/^(Restart.*asked by ana|State: \S+.*→)/);
+  await screenshot(page, "backend-marker-hover");
   await screenshot(page, "backend-outage");
   await page.emulateMedia({ colorScheme: "dark" });
   await page.reload();
