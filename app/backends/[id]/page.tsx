@@ -1,5 +1,5 @@
 import type { Metadata } from "next";
-import Link from "next/link";
+import { notFound } from "next/navigation";
 import { BackendView } from "@/components/BackendView";
 import { currentOperatorName } from "@/lib/auth/server";
 import { getRuntime } from "@/lib/runtime";
@@ -20,39 +20,11 @@ export async function generateMetadata({ params }: Props): Promise<Metadata> {
   return { title: (await knownIds()).includes(id) ? id : "Unknown backend" };
 }
 
-/** A mistyped or removed id: say so and list the backends that exist, instead of a bare 404. */
-function UnknownBackend({ id, known }: { id: string; known: string[] }) {
-  return (
-    <div className="panel unknown-backend" data-testid="unknown-backend">
-      <h1>No backend named “{id}”</h1>
-      <p className="muted">
-        stepwatch watches no backend with this id. It may have been removed from the configuration, or the link is mistyped.
-      </p>
-      {known.length ? (
-        <>
-          <h2>Known backends</h2>
-          <ul data-testid="known-backends">
-            {known.map((k) => (
-              <li key={k}>
-                <Link href={`/backends/${encodeURIComponent(k)}`}>{k}</Link>
-              </li>
-            ))}
-          </ul>
-        </>
-      ) : (
-        <p>No backends are configured.</p>
-      )}
-      <p>
-        <Link href="/">← Fleet</Link>
-      </p>
-    </div>
-  );
-}
-
 export default async function BackendPage({ params, searchParams }: Props) {
   const id = decodeURIComponent((await params).id);
   const known = await knownIds();
-  if (!known.includes(id)) return <UnknownBackend id={id} known={known} />;
+  // A mistyped or removed id: a 404 whose page says so and lists the known ones (not-found.tsx).
+  if (!known.includes(id)) notFound();
   const sp = await searchParams;
   return (
     <BackendView
