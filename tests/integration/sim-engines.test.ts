@@ -177,10 +177,10 @@ describe("SGLang", () => {
     const s = await sim({ engine: "sglang", engineOptions: { progressCounters: true, warmupSeconds: 0 } });
     s.load({ requests: 2, promptTokens: 100, maxTokens: 1_000_000 });
     const passes = await waitFor("decode passes", async () => (await metric(s, "sglang:cuda_graph_passes_total", { mode: "decode_cuda_graph" })) ?? 0);
-    const m = await waitFor("the scheduler to log its decode stats", async () => {
+    const m: ParseResult = await waitFor("the scheduler to log its decode stats", async () => {
       const p = (await scrape(s)).parsed;
       return (value(p, "sglang:gen_throughput") ?? 0) > 0 ? p : null;
-    });
+    }).then((p) => p!);
     expect(value(m, "sglang:num_running_reqs")).toBe(2);
     expect(value(m, "sglang:generation_tokens_total")).toBe(0);
     expect(value(m, "sglang:num_requests_total")).toBe(0);
