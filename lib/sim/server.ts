@@ -121,7 +121,7 @@ export interface Simulator {
   phase(): SimPhase;
   mode(): LiveMode;
   /** Live modes apply at once; "restart"/"crash" as the methods below with default options. */
-  /** Front modes (sleep, loading, wedged) apply as the engine does them; see lib/sim/engines/types.ts. */
+  /** Front modes (sleep, loading, blocked) apply as the engine does them; see lib/sim/engines/types.ts. */
   setMode(mode: SimMode, opts?: { waiting?: number; forSeconds?: number; weightsLoadSeconds?: number }): Promise<void>;
   /** Resolves once the socket is closed (refusing); listens again by itself after the weights load. */
   restart(opts?: { weightsLoadSeconds?: number }): Promise<void>;
@@ -422,8 +422,8 @@ class SimulatorImpl implements Simulator {
     if (!(LIVE_MODES as readonly string[]).includes(mode)) {
       // Engines that refuse while they load (vLLM, SGLang, TGI): loading is a restart.
       if (mode === "loading") return this.restart({ weightsLoadSeconds: opts.forSeconds });
-      // Without a front of its own, a wedged loop looks like any hang from outside.
-      if (mode === "wedged") return this.setMode("hang", opts);
+      // Without a front of its own, a blocked loop looks like any hang from outside.
+      if (mode === "blocked") return this.setMode("hang", opts);
       throw new Error(`simulator mode "${String(mode)}" does not exist for ${this.engine}; one of ${SIM_MODES.join(", ")}`);
     }
     this.model.setMode(mode as LiveMode, opts);
@@ -678,7 +678,8 @@ class SimulatorImpl implements Simulator {
         const mode = body?.mode;
         if (typeof mode !== "string" || !(SIM_MODES as readonly string[]).includes(mode))
           throw new BadRequest(`mode must be one of ${SIM_MODES.join(", ")}`);
-        if (mode === "restart" || mode === "crash") {
+        // "loading" restarts the engines that refuse while they load: it may close this socket too.
+        if (mode === "restart" || mode === "crash" || mode === "loading") {
           const opts = { weightsLoadSeconds: num("weightsLoadSeconds"), forSeconds: num("forSeconds") };
           return afterAnswer(() => this.setMode(mode, opts), { mode, accepted: true });
         }

@@ -81,7 +81,7 @@ describe("llama.cpp", () => {
     expect(decodes).toBeGreaterThan(0);
   });
 
-  it("hang: requests_processing stays 2 and n_decode_total is flat; wedged: /metrics never answers while /health and /props do", async () => {
+  it("hang: requests_processing stays 2 and n_decode_total is flat; blocked: /metrics never answers while /health and /props do", async () => {
     const s = await sim({ engine: "llamacpp" });
     s.load({ requests: 2, promptTokens: 50, maxTokens: 1_000_000 });
     await waitFor("decoding", async () => ((await metric(s, "llamacpp:n_decode_total")) ?? 0) > 5);
@@ -92,7 +92,7 @@ describe("llama.cpp", () => {
     expect(value(hung, "llamacpp:n_decode_total")).toBe(before);
     expect(value(hung, "llamacpp:requests_processing")).toBe(2);
 
-    await s.setMode("wedged");
+    await s.setMode("blocked");
     const metrics = await call(`${s.url}/metrics`, { timeoutMs: 300 });
     expect(metrics.error).toBe("TIMEOUT");
     expect((await call(`${s.url}/health`)).status).toBe(200);
@@ -132,6 +132,14 @@ describe("llama.cpp", () => {
     expect(state.sleeping).toBe(false);
     expect(state.wokenBy).toEqual([expect.objectContaining({ method: "GET", path: "/metrics" })]);
     expect(JSON.parse((await call(`${s.url}/props`)).body).is_sleeping).toBe(false);
+  });
+
+  it("POST /_sim/mode loading keeps the port open and answers 503 Loading model for forSeconds", async () => {
+    const s = await sim({ engine: "llamacpp" });
+    expect((await call(`${s.url}/_sim/mode`, { body: { mode: "loading", forSeconds: 0.5 } })).status).toBe(202);
+    await waitFor("Loading model", async () => (await call(`${s.url}/metrics`)).status === 503);
+    expect(s.state()).toMatchObject({ phase: "listening", generation: 1 });
+    await waitFor("the load to end", async () => (await call(`${s.url}/metrics`)).status === 200);
   });
 
   it("sleep on newer builds (#27376): /metrics answers from a cache and does not wake it; --sleep-idle-seconds sleeps by itself", async () => {
@@ -214,6 +222,15 @@ describe("SGLang", () => {
     expect(off.status).toBe(404);
   });
 
+  it("POST /_sim/mode loading restarts it (202, then refused), as every engine that does not listen while it loads", async () => {
+    const s = await sim({ engine: "sglang", engineOptions: { warmupSeconds: 0 } });
+    expect((await call(`${s.url}/_sim/mode`, { body: { mode: "loading", forSeconds: 0.5 } })).status).toBe(202);
+    await waitFor("the socket to close", () => s.phase() === "loading");
+    expect((await call(`${s.url}/health`)).error).toBe("ECONNREFUSED");
+    await s.whenListening();
+    expect(s.state().generation).toBe(2);
+  });
+
   it("restart: refused while it loads, then the counters start again from zero (multiprocess: no start time)", async () => {
     const s = await sim({ engine: "sglang", engineOptions: { warmupSeconds: 0 } });
     await call(`${s.url}/generate`, { body: { text: "hi", sampling_params: { max_new_tokens: 4 } } });
@@ -231,6 +248,11 @@ describe("TGI", () => {
   it("matches the real scrape's families, types and label names (after the traffic that creates them)", async () => {
     const s = await sim({ engine: "tgi" });
     s.load({ requests: 1, promptTokens: 50, maxTokens: 200 });
+    // A second prefill joining a running batch is what creates tgi_batch_concat.
+    await waitFor("the first batch to decode", () => {
+      s.model.advance();
+      return s.model.engines[0].stats.forwardPasses > s.model.engines[0].stats.prefillPasses;
+    });
     const ok = call(`${s.url}/generate`, { body: { inputs: "What is Deep Learning?", parameters: { max_new_tokens: 5 } } });
     expect((await call(`${s.url}/generate`, { body: { inputs: "" } })).status).toBe(422);
     expect((await ok).status).toBe(200);
@@ -289,6 +311,15 @@ describe("Ollama", () => {
     const probe = await call(`${s.url}/api/generate`, { body: { model: s.modelName, prompt: "ping", stream: false, options: { num_predict: 1 } }, timeoutMs: 300 });
     expect(probe.error).toBe("TIMEOUT");
     expect(s.completionsReceivedWhileBusy()).toEqual([expect.objectContaining({ path: "/api/generate", running: 1 })]);
+  });
+
+  it("hang: the held generation never answers while /api/version and /api/ps still do", async () => {
+    const s = await sim({ engine: "ollama" });
+    await s.setMode("hang");
+    const held = await call(`${s.url}/api/generate`, { body: { model: s.modelName, prompt: "hi", stream: false }, timeoutMs: 300 });
+    expect(held.error).toBe("TIMEOUT");
+    expect((await call(`${s.url}/api/version`)).status).toBe(200);
+    expect(JSON.parse((await call(`${s.url}/api/ps`)).body).models).toHaveLength(1);
   });
 
   it("sleep (unloaded): /api/ps is empty, the next generation loads the model first and is recorded; a restart has nothing loaded", async () => {

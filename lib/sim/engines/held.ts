@@ -20,6 +20,24 @@ export class EngineHttpError extends Error {
   }
 }
 
+/**
+ * Run one route; a thrown EngineHttpError is the engine's own error answer, anything else goes
+ * through `toError` (the engine's shape for a bad request or an internal error). An answer already
+ * under way (a stream) can only be cut.
+ */
+export async function serveRoute(res: ServerResponse, route: () => Promise<void>, toError: (err: unknown) => EngineHttpError): Promise<void> {
+  try {
+    await route();
+  } catch (err) {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const e = err instanceof EngineHttpError ? err : toError(err);
+    sendJson(res, e.status, e.body);
+  }
+}
+
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text), ...headers });
@@ -172,6 +190,37 @@ export class HeldRequests {
         }),
     );
     await Promise.race([Promise.all(flushed), new Promise((r) => setTimeout(r, 1000))]);
+  }
+}
+
+/**
+ * Answers waiting on an engine loop that does not run (a hung scheduler, a blocked decode loop):
+ * given when it runs again, dropped with the process.
+ */
+export class Parked {
+  private readonly waiting = new Set<{ res: ServerResponse; answer: () => void }>();
+
+  get size(): number {
+    return this.waiting.size;
+  }
+
+  /** Answer now when the loop runs, else hold the answer until `resume()`. */
+  answerWhen(running: boolean, res: ServerResponse, answer: () => void): void {
+    if (running) return answer();
+    const p = { res, answer };
+    this.waiting.add(p);
+    res.on("close", () => this.waiting.delete(p));
+  }
+
+  resume(): void {
+    const all = [...this.waiting];
+    this.waiting.clear();
+    for (const p of all) if (!p.res.destroyed) p.answer();
+  }
+
+  drop(): void {
+    for (const p of this.waiting) p.res.destroy();
+    this.waiting.clear();
   }
 }
 

@@ -16,13 +16,13 @@
  * - --sleep-idle-seconds: asleep, /health and /props (is_sleeping) answer at once; every other
  *   route is a task that wakes the server and reloads the model first, /metrics included until
  *   #27376 (then /metrics is answered from a cache). Each wake is recorded in `wokenBy`.
- * - /metrics and /slots are tasks on the same loop as decoding: when the loop is wedged inside a
- *   device call ("wedged") they never answer, while /health and /props still do.
+ * - /metrics and /slots are tasks on the same loop as decoding: when the loop is blocked inside a
+ *   device call ("blocked") they never answer, while /health and /props still do.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { LiveMode } from "../model";
 import { BadRequest, parseCompletionAsk, type CompletionAsk } from "../openai";
-import { EngineHttpError, HeldRequests, delay, estimateTokens, positiveIntField, readJsonObject, sendJson, sendText, tokensText } from "./held";
+import { EngineHttpError, HeldRequests, serveRoute, Parked, delay, estimateTokens, positiveIntField, readJsonObject, sendJson, sendText, tokensText } from "./held";
 import type { EngineFront, FrontContext, FrontMode, FrontRequestKind, FrontState } from "./types";
 
 const BUILD_INFO = "b7502-4ad7c0a4";
@@ -87,11 +87,11 @@ export class LlamaCppFront implements EngineFront {
   readonly kind = "llamacpp" as const;
   readonly listensWhileLoading = true;
   private readonly held: HeldRequests;
-  /** /metrics and /slots waiting on a wedged loop. */
-  private readonly parked = new Set<{ res: ServerResponse; answer: () => void }>();
+  /** /metrics and /slots waiting on a blocked loop. */
+  private readonly parked = new Parked();
   private sleeping = false;
   private waking: Promise<void> | null = null;
-  private wedged = false;
+  private blocked = false;
   private loadingUntil: number | null = null;
   private lastTaskAt: number;
   private readonly wokenBy: FrontState["wokenBy"] = [];
@@ -134,11 +134,10 @@ export class LlamaCppFront implements EngineFront {
   }
 
   newProcess(loadSeconds: number): void {
-    for (const p of this.parked) p.res.destroy();
-    this.parked.clear();
+    this.parked.drop();
     this.sleeping = false;
     this.waking = null;
-    this.wedged = false;
+    this.blocked = false;
     this.loadingUntil = loadSeconds > 0 ? this.now + loadSeconds * 1000 : null;
     this.lastTaskAt = this.now;
     this.tStartUs = Math.floor((this.now - this.bootMs) * 1000);
@@ -148,7 +147,7 @@ export class LlamaCppFront implements EngineFront {
   }
 
   handlesMode(mode: string): mode is FrontMode {
-    return mode === "sleep" || mode === "loading" || mode === "wedged";
+    return mode === "sleep" || mode === "loading" || mode === "blocked";
   }
 
   setMode(mode: FrontMode, opts: { forSeconds?: number }): void {
@@ -156,9 +155,9 @@ export class LlamaCppFront implements EngineFront {
       this.loadingUntil = this.now + (opts.forSeconds ?? 20) * 1000;
       return;
     }
-    if (mode === "wedged") {
+    if (mode === "blocked") {
       this.ctx.model.setMode("hang");
-      this.wedged = true;
+      this.blocked = true;
       return;
     }
     const t = this.ctx.model.totals();
@@ -170,20 +169,14 @@ export class LlamaCppFront implements EngineFront {
     if (mode !== "normal") return;
     this.sleeping = false;
     this.loadingUntil = null;
-    if (this.wedged) {
-      this.wedged = false;
-      // The loop is free again: the tasks it was holding are served in order.
-      const parked = [...this.parked];
-      this.parked.clear();
-      for (const p of parked) if (!p.res.destroyed) p.answer();
-    }
+    // The loop is free again: the tasks it was holding are served in order.
+    this.blocked = false;
+    this.parked.resume();
   }
 
-  async shutdown(kind: "restart" | "crash" | "close"): Promise<void> {
-    for (const p of this.parked) p.res.destroy();
-    this.parked.clear();
+  async shutdown(): Promise<void> {
     // llama-server on SIGTERM stops the HTTP server and exits; open requests see the connection end.
-    void kind;
+    this.parked.drop();
     await this.held.release();
   }
 
@@ -248,22 +241,10 @@ export class LlamaCppFront implements EngineFront {
 
   // ---- HTTP -----------------------------------------------------------------------------------
 
-  async handle(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
-    try {
-      await this.route(req, res, path, method);
-    } catch (err) {
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      if (err instanceof EngineHttpError) return sendJson(res, err.status, err.body);
-      if (err instanceof BadRequest) {
-        const e = bad(err.message);
-        return sendJson(res, e.status, e.body);
-      }
-      const e = llamaError((err as Error).message, "server_error");
-      sendJson(res, e.status, e.body);
-    }
+  handle(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
+    return serveRoute(res, () => this.route(req, res, path, method), (err) =>
+      err instanceof BadRequest ? bad(err.message) : llamaError((err as Error).message, "server_error"),
+    );
   }
 
   private async route(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
@@ -288,12 +269,9 @@ export class LlamaCppFront implements EngineFront {
     throw llamaError("File Not Found", "not_found_error");
   }
 
-  /** Answer now, or park the answer while the loop is wedged. */
+  /** Answer now, or park the answer while the loop is blocked. */
   private throughLoop(res: ServerResponse, answer: () => void): void {
-    if (!this.wedged) return answer();
-    const p = { res, answer };
-    this.parked.add(p);
-    res.on("close", () => this.parked.delete(p));
+    this.parked.answerWhen(!this.blocked, res, answer);
   }
 
   private async metrics(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {

@@ -12,7 +12,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { LiveMode } from "../model";
 import { BadRequest, STREAM_DONE, completionBody, parseCompletionAsk, streamChunk } from "../openai";
-import { EngineHttpError, HeldRequests, delay, estimateTokens, readJsonObject, sendJson, sendText, tokensText } from "./held";
+import { EngineHttpError, HeldRequests, serveRoute, delay, estimateTokens, readJsonObject, sendJson, sendText, tokensText } from "./held";
 import type { EngineFront, FrontContext, FrontMode, FrontRequestKind, FrontState } from "./types";
 
 export const OLLAMA_VERSION = "0.13.5";
@@ -97,18 +97,12 @@ export class OllamaFront implements EngineFront {
     return { engine: this.kind, sleeping: !this.isLoaded(), loadingUntil: null, wokenBy: [...this.wokenBy], processStartHeader: null };
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
-    try {
-      await this.route(req, res, path, method);
-    } catch (err) {
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      if (err instanceof EngineHttpError) return sendJson(res, err.status, err.body);
-      if (err instanceof BadRequest) return sendJson(res, 400, { error: { message: err.message, type: "invalid_request_error", param: null, code: null } });
-      sendJson(res, 500, { error: (err as Error).message });
-    }
+  handle(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
+    return serveRoute(res, () => this.route(req, res, path, method), (err) =>
+      err instanceof BadRequest
+        ? new EngineHttpError(400, { error: { message: err.message, type: "invalid_request_error", param: null, code: null } })
+        : ollamaError(500, (err as Error).message),
+    );
   }
 
   private async route(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {

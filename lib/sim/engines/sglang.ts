@@ -23,7 +23,7 @@ import { Exposition, formatValue, type Labels } from "../format";
 import { Histogram } from "../histogram";
 import type { LiveMode } from "../model";
 import { BadRequest, STREAM_DONE, completionBody, parseCompletionAsk, streamChunk } from "../openai";
-import { EngineHttpError, HeldRequests, delay, estimateTokens, positiveIntField, readJsonObject, sendJson, tokensText } from "./held";
+import { EngineHttpError, HeldRequests, serveRoute, Parked, delay, estimateTokens, positiveIntField, readJsonObject, sendJson, tokensText } from "./held";
 import type { EngineFront, FrontContext, FrontMode, FrontRequestKind, FrontState } from "./types";
 
 export const SGLANG_VERSION = "0.5.10.post1";
@@ -61,7 +61,7 @@ export class SglangFront implements EngineFront {
   readonly listensWhileLoading = false;
   private readonly held: HeldRequests;
   /** Scheduler round trips (/get_server_info) waiting on a hung scheduler. */
-  private readonly parked = new Set<{ res: ServerResponse; answer: () => void }>();
+  private readonly parked = new Parked();
   private logged!: Logged;
   private warmupUntil = 0;
   private readonly endpointsSeen = new Set<string>();
@@ -95,8 +95,7 @@ export class SglangFront implements EngineFront {
   }
 
   newProcess(): void {
-    for (const p of this.parked) p.res.destroy();
-    this.parked.clear();
+    this.parked.drop();
     this.warmupUntil = this.now + (this.ctx.opts.warmupSeconds ?? 1) * 1000;
     this.endpointsSeen.clear();
     this.realtime = { prefill: 0, decode: 0 };
@@ -119,15 +118,11 @@ export class SglangFront implements EngineFront {
   }
 
   onLiveMode(mode: LiveMode): void {
-    if (mode !== "normal") return;
-    const parked = [...this.parked];
-    this.parked.clear();
-    for (const p of parked) if (!p.res.destroyed) p.answer();
+    if (mode === "normal") this.parked.resume();
   }
 
   async shutdown(): Promise<void> {
-    for (const p of this.parked) p.res.destroy();
-    this.parked.clear();
+    this.parked.drop();
     await this.held.release();
   }
 
@@ -200,18 +195,10 @@ export class SglangFront implements EngineFront {
 
   // ---- HTTP -----------------------------------------------------------------------------------
 
-  async handle(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
-    try {
-      await this.route(req, res, path, method);
-    } catch (err) {
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      if (err instanceof EngineHttpError) return sendJson(res, err.status, err.body);
-      if (err instanceof BadRequest) return sendJson(res, err.status, { object: "error", message: err.message, type: err.type, param: null, code: err.status });
-      sendJson(res, 500, { object: "error", message: (err as Error).message, type: "InternalServerError", param: null, code: 500 });
-    }
+  handle(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
+    return serveRoute(res, () => this.route(req, res, path, method), (err) =>
+      err instanceof BadRequest ? sglError(err.message, err.status) : new EngineHttpError(500, { object: "error", message: (err as Error).message, type: "InternalServerError", param: null, code: 500 }),
+    );
   }
 
   private async route(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
@@ -237,10 +224,7 @@ export class SglangFront implements EngineFront {
 
   /** A round trip to the scheduler process: a hung scheduler never answers it. */
   private throughScheduler(res: ServerResponse, answer: () => void): void {
-    if (!this.ctx.model.engines.some((e) => e.isFrozen)) return answer();
-    const p = { res, answer };
-    this.parked.add(p);
-    res.on("close", () => this.parked.delete(p));
+    this.parked.answerWhen(!this.ctx.model.engines.some((e) => e.isFrozen), res, answer);
   }
 
   private serverInfo(): unknown {

@@ -20,7 +20,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { Histogram } from "../histogram";
 import type { LiveMode } from "../model";
 import { BadRequest, STREAM_DONE, completionBody, parseCompletionAsk, streamChunk } from "../openai";
-import { EngineHttpError, HeldRequests, estimateTokens, positiveIntField, readJsonObject, sendJson, tokensText } from "./held";
+import { EngineHttpError, HeldRequests, serveRoute, Parked, estimateTokens, positiveIntField, readJsonObject, sendJson, tokensText } from "./held";
 import type { EngineFront, FrontContext, FrontMode, FrontRequestKind, FrontState } from "./types";
 
 export const TGI_VERSION = "3.3.6";
@@ -52,7 +52,7 @@ export class TgiFront implements EngineFront {
   readonly kind = "tgi" as const;
   readonly listensWhileLoading = false;
   private readonly held: HeldRequests;
-  private readonly parked = new Set<{ res: ServerResponse; answer: () => void }>();
+  private readonly parked = new Parked();
   // Per process (metrics-rs registers a series on first use).
   private requestCount = 0;
   private requestSuccess = 0;
@@ -83,8 +83,7 @@ export class TgiFront implements EngineFront {
   }
 
   newProcess(): void {
-    for (const p of this.parked) p.res.destroy();
-    this.parked.clear();
+    this.parked.drop();
     this.requestCount = 0;
     this.requestSuccess = 0;
     this.validationFailures = 0;
@@ -107,15 +106,11 @@ export class TgiFront implements EngineFront {
   }
 
   onLiveMode(mode: LiveMode): void {
-    if (mode !== "normal") return;
-    const parked = [...this.parked];
-    this.parked.clear();
-    for (const p of parked) if (!p.res.destroyed) p.answer();
+    if (mode === "normal") this.parked.resume();
   }
 
   async shutdown(): Promise<void> {
-    for (const p of this.parked) p.res.destroy();
-    this.parked.clear();
+    this.parked.drop();
     await this.held.release();
   }
 
@@ -127,21 +122,12 @@ export class TgiFront implements EngineFront {
     return { engine: this.kind, sleeping: false, loadingUntil: null, wokenBy: [], processStartHeader: null };
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
-    try {
-      await this.route(req, res, path, method);
-    } catch (err) {
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      if (err instanceof EngineHttpError) return sendJson(res, err.status, err.body);
-      if (err instanceof BadRequest) {
-        this.validationFailures++;
-        return sendJson(res, 422, { error: `Input validation error: ${err.message}`, error_type: "validation" });
-      }
-      sendJson(res, 500, { error: (err as Error).message, error_type: "generation" });
-    }
+  handle(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
+    return serveRoute(res, () => this.route(req, res, path, method), (err) => {
+      if (!(err instanceof BadRequest)) return new EngineHttpError(500, { error: (err as Error).message, error_type: "generation" });
+      this.validationFailures++;
+      return validation(err.message);
+    });
   }
 
   private frozen(): boolean {
@@ -152,12 +138,7 @@ export class TgiFront implements EngineFront {
     this.ctx.model.advance();
     const get = method === "GET" || method === "HEAD";
     if (get && (path === "/health" || path === "/ping" || path === "/")) {
-      const answer = () => void res.writeHead(200, { "content-length": 0 }).end();
-      if (!this.frozen()) return answer();
-      const p = { res, answer };
-      this.parked.add(p);
-      res.on("close", () => this.parked.delete(p));
-      return;
+      return this.parked.answerWhen(!this.frozen(), res, () => void res.writeHead(200, { "content-length": 0 }).end());
     }
     if (get && path === "/metrics") {
       const body = this.renderMetrics();

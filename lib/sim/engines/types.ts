@@ -17,10 +17,10 @@ export type EngineKind = (typeof ENGINE_KINDS)[number];
  * Modes a front may add to the server's live modes. "sleep": llama.cpp's --sleep-idle-seconds
  * state, Ollama's unloaded model. "loading": the model is loading while the port answers (only
  * llama.cpp binds before it loads; for the others the server turns it into a restart).
- * "wedged": the engine loop is stuck inside a device call, so everything that goes through the
+ * "blocked": the engine loop is stuck inside a device call, so everything that goes through the
  * loop never answers (llama.cpp's /metrics is a task on that loop) while liveness routes still do.
  */
-export const FRONT_MODES = ["sleep", "loading", "wedged"] as const;
+export const FRONT_MODES = ["sleep", "loading", "blocked"] as const;
 export type FrontMode = (typeof FRONT_MODES)[number];
 
 /** Kinds of request in the simulator's received log (the server's RequestKind). */
