@@ -253,7 +253,8 @@ export class TgiFront implements EngineFront {
       tokenSteps += e.stats.generationTokens;
     }
     const t = this.ctx.model.totals();
-    if (prefillPasses > 0) this.touched.add("batch");
+    // Every request went through the queue before its first prefill.
+    if (prefillPasses > 0) this.touched.add("batch").add("queue");
     // A forward call that never returned: counted, not succeeded. It is the decode of a running batch.
     const stuckDecode = this.frozen() && t.running > 0 ? 1 : 0;
     const out: string[] = [];
