@@ -8,11 +8,12 @@
  *   npx tsx lib/sim/cli.ts --demo                                     (the demo fleet + its config)
  *   npx tsx lib/sim/cli.ts --engine llamacpp --sleep-idle-seconds 60  (another engine, lib/sim/engines/)
  */
-import { startDemoFleet } from "../demo";
+import { startDemoFleet } from "./demo";
 import { startIncidentLoad, type IncidentLoad } from "./load";
 import { startLeastConnProxy, type LeastConnProxy } from "./proxy";
 import { ENGINE_KINDS, parseEngineKind } from "./engines";
-import { startSimulator, SIM_MODES, type SimMode, type Simulator, type SimulatorOptions } from "./server";
+import { SIM_MODES, type SimMode } from "./model";
+import { startSimulator, type Simulator, type SimulatorOptions } from "./server";
 
 export interface CliArgs {
   ports: number[];
