@@ -196,6 +196,21 @@ describe("SGLang", () => {
     expect(value(m, "sglang:realtime_tokens_total", { mode: "decode" })).toBeGreaterThan(0);
   });
 
+  it("an idle server that takes work says 0 running until its first decode log; http_requests_active counts the requests at once", async () => {
+    let now = Date.now(); // an injected clock: the log points fall where the test puts them
+    const s = await sim({ engine: "sglang", timeScale: 1, clock: () => now, engineOptions: { warmupSeconds: 0 } });
+    s.load({ requests: 2, promptTokens: 100, maxTokens: 1_000_000 });
+    now += 1000; // the prefill is done and a few decode passes ran, far fewer than 40
+    const early = (await scrape(s)).parsed;
+    expect(s.state().running).toBe(2);
+    expect(value(early, "sglang:num_running_reqs")).toBe(0);
+    expect(value(early, "sglang:http_requests_active", { endpoint: "/v1/completions", method: "POST" })).toBe(2);
+    now += 10_000; // past 40 decode passes
+    const logged = (await scrape(s)).parsed;
+    expect(value(logged, "sglang:num_running_reqs")).toBe(2);
+    expect(value(logged, "sglang:gen_throughput")).toBeGreaterThan(0);
+  });
+
   it("hang: the gauges keep their last values (gen_throughput stays > 0), the counters are flat, /health answers 503 after its timeout", async () => {
     const s = await sim({ engine: "sglang", engineOptions: { progressCounters: true, warmupSeconds: 0, healthCheckTimeoutSeconds: 1.5 } });
     s.load({ requests: 2, promptTokens: 100, maxTokens: 1_000_000 });

@@ -52,6 +52,8 @@ interface Logged {
   prefillPasses: number;
   generationTokens: number;
   promptTokens: number;
+  /** Requests scheduled so far (each one joined a prefill batch). */
+  admitted: number;
 }
 
 const sglError = (message: string, status = 400) => new EngineHttpError(status, { object: "error", message, type: "BadRequestError", param: null, code: status });
@@ -106,7 +108,7 @@ export class SglangFront implements EngineFront {
     this.queueTime = new Histogram(QUEUE_BUCKETS);
     this.promptHist = new Histogram(TOKEN_BUCKETS);
     this.generationHist = new Histogram(TOKEN_BUCKETS);
-    this.logged = { running: 0, queue: 0, usedTokens: 0, tokenUsage: 0, genThroughput: 0, at: this.ctx.model.simNow(), decodePasses: 0, prefillPasses: 0, generationTokens: 0, promptTokens: 0 };
+    this.logged = { running: 0, queue: 0, usedTokens: 0, tokenUsage: 0, genThroughput: 0, at: this.ctx.model.simNow(), decodePasses: 0, prefillPasses: 0, generationTokens: 0, promptTokens: 0, admitted: 0 };
   }
 
   handlesMode(_mode: string): _mode is FrontMode {
@@ -141,15 +143,17 @@ export class SglangFront implements EngineFront {
     let prefillPasses = 0;
     let generationTokens = 0;
     let promptTokens = 0;
+    let admitted = 0;
     let frozen = false;
     for (const e of this.ctx.model.engines) {
+      admitted += e.stats.queueTime.count;
       decodePasses += e.stats.forwardPasses - e.stats.prefillPasses;
       prefillPasses += e.stats.prefillPasses;
       generationTokens += e.stats.generationTokens;
       promptTokens += e.stats.promptTokens;
       frozen ||= e.isFrozen;
     }
-    return { ...this.ctx.model.totals(), decodePasses, prefillPasses, generationTokens, promptTokens, frozen };
+    return { ...this.ctx.model.totals(), decodePasses, prefillPasses, generationTokens, promptTokens, admitted, frozen };
   }
 
   /**
@@ -163,9 +167,9 @@ export class SglangFront implements EngineFront {
     const t = this.ctx.model.simNow();
     const cfg = this.ctx.model.opts.engine;
     const capacity = cfg.kvCacheBlocks * cfg.blockSize;
-    const write = (genThroughput: number) => {
+    const write = (genThroughput: number, running = c.running) => {
       this.logged = {
-        running: c.running,
+        running,
         queue: c.waiting,
         usedTokens: Math.round(c.kvCacheUsage * capacity),
         tokenUsage: Math.round(c.kvCacheUsage * 100) / 100,
@@ -175,6 +179,7 @@ export class SglangFront implements EngineFront {
         prefillPasses: c.prefillPasses,
         generationTokens: c.generationTokens,
         promptTokens: c.promptTokens,
+        admitted: c.admitted,
       };
     };
     const l = this.logged;
@@ -184,10 +189,12 @@ export class SglangFront implements EngineFront {
       this.realtime.decode += c.generationTokens - l.generationTokens;
       this.realtime.prefill += c.promptTokens - l.promptTokens;
       write((c.generationTokens - l.generationTokens) / gap);
-    } else if (c.prefillPasses > l.prefillPasses) {
-      // log_prefill_stats does not touch gen_throughput.
+    } else if (c.admitted > l.admitted || c.prefillPasses > l.prefillPasses) {
+      // log_prefill_stats runs when a prefill batch is formed: its #running-req is the decode batch
+      // the new requests join, not counting them, and it leaves gen_throughput alone. So an idle
+      // server that takes work keeps saying 0 running until its first decode log, 40 passes later.
       this.realtime.prefill += c.promptTokens - l.promptTokens;
-      write(l.genThroughput);
+      write(l.genThroughput, Math.max(0, c.running - (c.admitted - l.admitted)));
     } else if (c.running === 0 && t - l.at > IDLE_LOG_SECONDS) {
       write(0);
     }
@@ -364,7 +371,13 @@ export class SglangFront implements EngineFront {
       x.sample(`${full}_count`, tok, h.count);
       x.sample(`${full}_sum`, tok, h.sum);
     };
+    // The HTTP middleware's gauge is live, unlike the scheduler's: every request in the core came
+    // over HTTP in a real server; the simulator's background load is counted as /v1/completions.
     const active = this.held.byEndpoint();
+    const t = this.ctx.model.totals();
+    const background = Math.max(0, t.running + t.waiting - this.held.size);
+    if (background > 0) this.endpointsSeen.add("/v1/completions");
+    active.set("/v1/completions", (active.get("/v1/completions") ?? 0) + background);
     if (this.endpointsSeen.size) {
       x.family("sglang:http_requests_active", "gauge", "Number of currently active HTTP requests");
       for (const e of this.endpointsSeen) x.sample("sglang:http_requests_active", { endpoint: e, method: "POST" }, active.get(e) ?? 0);
