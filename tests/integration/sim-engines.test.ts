@@ -211,6 +211,26 @@ describe("SGLang", () => {
     expect(value(logged, "sglang:gen_throughput")).toBeGreaterThan(0);
   });
 
+  it("a streamed long generation moves inter_token_latency_seconds_count chunk by chunk while generation_tokens_total stays flat", async () => {
+    const s = await sim({ engine: "sglang", engineOptions: { warmupSeconds: 0 } });
+    const abort = new AbortController();
+    const res = await fetch(`${s.url}/generate`, { method: "POST", body: JSON.stringify({ text: "hi", stream: true, sampling_params: { max_new_tokens: 1_000_000 } }), signal: abort.signal });
+    const reader = res.body!.getReader();
+    try {
+      await reader.read(); // the first chunk
+      const first = await waitFor("ITL observations", async () => (await metric(s, "sglang:inter_token_latency_seconds_count")) ?? 0);
+      const later = await waitFor("more ITL observations", async () => {
+        const n = (await metric(s, "sglang:inter_token_latency_seconds_count")) ?? 0;
+        return n > first ? n : 0;
+      });
+      expect(later).toBeGreaterThan(first);
+      expect(await metric(s, "sglang:generation_tokens_total")).toBe(0);
+    } finally {
+      abort.abort();
+      await reader.cancel().catch(() => undefined);
+    }
+  });
+
   it("hang: the gauges keep their last values (gen_throughput stays > 0), the counters are flat, /health answers 503 after its timeout", async () => {
     const s = await sim({ engine: "sglang", engineOptions: { progressCounters: true, warmupSeconds: 0, healthCheckTimeoutSeconds: 1.5 } });
     s.load({ requests: 2, promptTokens: 100, maxTokens: 1_000_000 });

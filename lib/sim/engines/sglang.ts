@@ -20,6 +20,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Exposition, formatValue, type Labels } from "../format";
+import type { EngineRequest } from "../engine";
 import { Histogram } from "../histogram";
 import type { LiveMode } from "../model";
 import { BadRequest, STREAM_DONE, completionBody, parseCompletionAsk, streamChunk } from "../openai";
@@ -77,6 +78,8 @@ export class SglangFront implements EngineFront {
   private promptHist = new Histogram(TOKEN_BUCKETS);
   private generationHist = new Histogram(TOKEN_BUCKETS);
   private nextId = 1;
+  /** Engine time of each streamed request's previous chunk. */
+  private readonly lastChunkAt = new WeakMap<EngineRequest, number>();
 
   constructor(private readonly ctx: FrontContext) {
     this.held = new HeldRequests(ctx.model);
@@ -311,13 +314,14 @@ export class SglangFront implements EngineFront {
     this.held.hold(res, path, { promptTokens, maxTokens, stopAfter }, {
       onTokens: stream
         ? (h, from, to) => {
+            this.observeStreamed(h.sub.request, arrived, from, to);
             if (oai) return void res.write(streamChunk(oai, meta, from, to, null));
             res.write(`data: ${JSON.stringify({ text: tokensText(0, to), meta_info: metaInfo({ promptTokens, generated: to, finishReason: null }), index: 0 })}\n\n`);
-            void h;
           }
         : undefined,
       onFinish: (h, r) => {
-        this.observeFinished(r, arrived);
+        if (stream) this.observeStreamed(r, arrived, h.sent, r.generated);
+        this.observeFinished(r, arrived, stream);
         if (oai) {
           if (!stream) return sendJson(res, 200, completionBody(oai, meta, r));
           res.write(streamChunk(oai, meta, h.sent, r.generated, r.finishReason ?? "length"));
@@ -332,14 +336,30 @@ export class SglangFront implements EngineFront {
   }
 
   /** TokenizerManager: counters and histograms of a finished request (aborted ones are not counted). */
-  private observeFinished(r: { promptTokens: number; generated: number; finishReason: string | null; scheduledAt: number | null; firstTokenAt: number | null; finishedAt: number | null; arrivedAt: number }, arrived: number): void {
+  /**
+   * The tokenizer manager's collect_metrics for a streamed request: TTFT at its first chunk, then
+   * inter-token latency per chunk as the chunks arrive (a non-streamed request gets its output, and
+   * these observations, only when it finishes). So ITL's _count moves during a streamed generation.
+   */
+  private observeStreamed(r: EngineRequest, arrived: number, from: number, to: number): void {
+    const now = this.ctx.model.simNow();
+    const last = this.lastChunkAt.get(r) ?? r.firstTokenAt ?? now;
+    if (from === 0 && to > 0) this.ttft.observe((r.firstTokenAt ?? now) - arrived);
+    const fresh = to - Math.max(from, 1);
+    if (fresh > 0) this.itl.observe(Math.max(0, now - last) / fresh, fresh);
+    if (r.status === "finished") this.lastChunkAt.delete(r);
+    else this.lastChunkAt.set(r, now);
+  }
+
+  private observeFinished(r: EngineRequest, arrived: number, streamed: boolean): void {
+    this.lastChunkAt.delete(r);
     if (r.finishReason === "abort") return;
     this.finished.prompt += r.promptTokens;
     this.finished.generation += r.generated;
     this.finished.requests++;
     const end = r.finishedAt ?? this.ctx.model.simNow();
     this.e2e.observe(end - arrived);
-    if (r.firstTokenAt !== null) {
+    if (r.firstTokenAt !== null && !streamed) {
       this.ttft.observe(r.firstTokenAt - arrived);
       if (r.generated > 1) this.itl.observe((end - r.firstTokenAt) / (r.generated - 1), r.generated - 1);
     }
