@@ -211,6 +211,21 @@ describe("SGLang", () => {
     expect(value(logged, "sglang:gen_throughput")).toBeGreaterThan(0);
   });
 
+  it("a long generation over HTTP moves inter_token_latency_seconds_count (every 50 tokens when not streamed) while generation_tokens_total stays flat", async () => {
+    const s = await sim({ engine: "sglang", engineOptions: { warmupSeconds: 0 } });
+    const abort = new AbortController();
+    const pending = call(`${s.url}/generate`, { body: { text: "hi", sampling_params: { max_new_tokens: 1_000_000 } }, signal: abort.signal, timeoutMs: 60_000 });
+    try {
+      const first = await waitFor("ITL observations", async () => (await metric(s, "sglang:inter_token_latency_seconds_count")) ?? 0);
+      expect(first % 50).toBe(49); // the first token is TTFT's; then 50 per output
+      await waitFor("the next output", async () => ((await metric(s, "sglang:inter_token_latency_seconds_count")) ?? 0) > first);
+      expect(await metric(s, "sglang:generation_tokens_total")).toBe(0);
+    } finally {
+      abort.abort();
+      await pending;
+    }
+  });
+
   it("a streamed long generation moves inter_token_latency_seconds_count chunk by chunk while generation_tokens_total stays flat", async () => {
     const s = await sim({ engine: "sglang", engineOptions: { warmupSeconds: 0 } });
     const abort = new AbortController();

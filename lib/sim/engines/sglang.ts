@@ -30,6 +30,8 @@ import type { EngineFront, FrontContext, FrontMode, FrontRequestKind, FrontState
 export const SGLANG_VERSION = "0.5.10.post1";
 /** --decode-log-interval's default. */
 const DECODE_LOG_INTERVAL = 40;
+/** The scheduler's DEFAULT_FORCE_STREAM_INTERVAL: a non-streamed request's output goes out every 50 tokens. */
+const FORCE_STREAM_INTERVAL = 50;
 /** check_memory() logs the gauges during idle at most every 30 s. */
 const IDLE_LOG_SECONDS = 30;
 
@@ -78,8 +80,9 @@ export class SglangFront implements EngineFront {
   private promptHist = new Histogram(TOKEN_BUCKETS);
   private generationHist = new Histogram(TOKEN_BUCKETS);
   private nextId = 1;
-  /** Engine time of each streamed request's previous chunk. */
+  /** Engine time of each request's previous output to the tokenizer manager, and its tokens so far. */
   private readonly lastChunkAt = new WeakMap<EngineRequest, number>();
+  private readonly seenTokens = new WeakMap<EngineRequest, number>();
 
   constructor(private readonly ctx: FrontContext) {
     this.held = new HeldRequests(ctx.model);
@@ -312,16 +315,22 @@ export class SglangFront implements EngineFront {
       e2e_latency: this.ctx.model.simNow() - arrived,
     });
     this.held.hold(res, path, { promptTokens, maxTokens, stopAfter }, {
-      onTokens: stream
-        ? (h, from, to) => {
-            this.observeStreamed(h.sub.request, arrived, from, to);
-            if (oai) return void res.write(streamChunk(oai, meta, from, to, null));
-            res.write(`data: ${JSON.stringify({ text: tokensText(0, to), meta_info: metaInfo({ promptTokens, generated: to, finishReason: null }), index: 0 })}\n\n`);
-          }
-        : undefined,
+      onTokens: (h, from, to) => {
+        // The scheduler sends a streamed request's output every token, a non-streamed one's every
+        // DEFAULT_FORCE_STREAM_INTERVAL (50) tokens; the tokenizer manager observes what arrives.
+        const flushed = stream ? to : Math.floor(to / FORCE_STREAM_INTERVAL) * FORCE_STREAM_INTERVAL;
+        const seen = this.seenTokens.get(h.sub.request) ?? 0;
+        if (flushed > seen) {
+          this.observeChunk(h.sub.request, arrived, seen, flushed);
+          this.seenTokens.set(h.sub.request, flushed);
+        }
+        if (!stream) return;
+        if (oai) return void res.write(streamChunk(oai, meta, from, to, null));
+        res.write(`data: ${JSON.stringify({ text: tokensText(0, to), meta_info: metaInfo({ promptTokens, generated: to, finishReason: null }), index: 0 })}\n\n`);
+      },
       onFinish: (h, r) => {
-        if (stream) this.observeStreamed(r, arrived, h.sent, r.generated);
-        this.observeFinished(r, arrived, stream);
+        this.observeChunk(r, arrived, this.seenTokens.get(r) ?? 0, r.generated);
+        this.observeFinished(r, arrived);
         if (oai) {
           if (!stream) return sendJson(res, 200, completionBody(oai, meta, r));
           res.write(streamChunk(oai, meta, h.sent, r.generated, r.finishReason ?? "length"));
@@ -337,11 +346,11 @@ export class SglangFront implements EngineFront {
 
   /** TokenizerManager: counters and histograms of a finished request (aborted ones are not counted). */
   /**
-   * The tokenizer manager's collect_metrics for a streamed request: TTFT at its first chunk, then
-   * inter-token latency per chunk as the chunks arrive (a non-streamed request gets its output, and
-   * these observations, only when it finishes). So ITL's _count moves during a streamed generation.
+   * The tokenizer manager's collect_metrics for one output from the scheduler: TTFT at the first,
+   * then inter-token latency for the new tokens. So ITL's _count moves during a long generation
+   * (every token when streamed, every 50 otherwise), while the finished-request counters do not.
    */
-  private observeStreamed(r: EngineRequest, arrived: number, from: number, to: number): void {
+  private observeChunk(r: EngineRequest, arrived: number, from: number, to: number): void {
     const now = this.ctx.model.simNow();
     const last = this.lastChunkAt.get(r) ?? r.firstTokenAt ?? now;
     if (from === 0 && to > 0) this.ttft.observe((r.firstTokenAt ?? now) - arrived);
@@ -351,18 +360,15 @@ export class SglangFront implements EngineFront {
     else this.lastChunkAt.set(r, now);
   }
 
-  private observeFinished(r: EngineRequest, arrived: number, streamed: boolean): void {
+  private observeFinished(r: EngineRequest, arrived: number): void {
     this.lastChunkAt.delete(r);
+    this.seenTokens.delete(r);
     if (r.finishReason === "abort") return;
     this.finished.prompt += r.promptTokens;
     this.finished.generation += r.generated;
     this.finished.requests++;
     const end = r.finishedAt ?? this.ctx.model.simNow();
     this.e2e.observe(end - arrived);
-    if (r.firstTokenAt !== null && !streamed) {
-      this.ttft.observe(r.firstTokenAt - arrived);
-      if (r.generated > 1) this.itl.observe((end - r.firstTokenAt) / (r.generated - 1), r.generated - 1);
-    }
     if (r.scheduledAt !== null) this.queueTime.observe(Math.max(0, r.scheduledAt - r.arrivedAt));
     this.promptHist.observe(r.promptTokens);
     this.generationHist.observe(r.generated);
