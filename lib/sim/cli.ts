@@ -31,7 +31,7 @@ const USAGE = `usage: sim [--port N]... [--ports A-B] [--count N] [--host H] [--
   [--max-num-seqs N] [--weights-load-seconds S] [--time-scale X] [--multi-api-server] [--api-key K]
   [--mode ${SIM_MODES.join("|")}] [--proxy PORT] [--load] [--demo] [--stay-if-orphaned]
   [--engine ${ENGINE_KINDS.join("|")}] [--sleep-idle-seconds S] [--metrics-cached-while-asleep]
-  [--progress-counters] [--keep-alive-seconds S]`;
+  [--to-metrics] [--progress-counters] [--keep-alive-seconds S]`;
 
 function num(flag: string, value: string | undefined): number {
   const n = Number(value);
@@ -100,6 +100,9 @@ export function parseCliArgs(argv: string[]): CliArgs {
         break;
       case "--metrics-cached-while-asleep":
         out.sim.engineOptions = { ...out.sim.engineOptions, metricsWakeFromSleep: false };
+        break;
+      case "--to-metrics":
+        out.sim.engineOptions = { ...out.sim.engineOptions, toMetrics: true };
         break;
       case "--progress-counters":
         out.sim.engineOptions = { ...out.sim.engineOptions, progressCounters: true };

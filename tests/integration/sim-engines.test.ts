@@ -153,6 +153,18 @@ describe("llama.cpp", () => {
     expect(s.state().engineState!.wokenBy).toEqual([expect.objectContaining({ path: "/completion" })]);
   });
 
+  it("toMetrics: the later to_metrics() exposition (cached and speculative counters, n_busy_slots_per_decode a gauge), and /metrics no longer wakes it", async () => {
+    const s = await sim({ engine: "llamacpp", engineOptions: { toMetrics: true } });
+    const p = (await scrape(s)).parsed;
+    expect(p.types.get("llamacpp:n_busy_slots_per_decode")).toBe("gauge");
+    expect(p.types.get("llamacpp:prompt_tokens_cached_total")).toBe("counter");
+    expect(p.types.get("llamacpp:spec_decode_num_drafts_total")).toBe("counter");
+    expect(p.help.get("llamacpp:n_decode_total")).toBe("Total number of llama_decode() calls, excluding speculative decoding and multimodal decoding");
+    await s.setMode("sleep");
+    expect((await scrape(s)).parsed.types.has("llamacpp:n_decode_total")).toBe(true);
+    expect(s.state().engineState).toMatchObject({ sleeping: true, wokenBy: [] });
+  });
+
   it("restart: the port answers 503 Loading model (but /v1/models) while the model loads, then a new process: new header, counters from zero", async () => {
     const s = await sim({ engine: "llamacpp", weightsLoadSeconds: 1 });
     await call(`${s.url}/completion`, { body: { prompt: "hi", n_predict: 3 } });

@@ -34,8 +34,8 @@ describe("incident load schedule", () => {
 
 describe("sim CLI arguments", () => {
   it("parses --engine and the engine knobs, and names the engines when one is unknown", () => {
-    const a = parseCliArgs(["--engine", "llamacpp", "--sleep-idle-seconds", "60", "--metrics-cached-while-asleep", "--progress-counters", "--keep-alive-seconds", "300"]);
-    expect(a.sim).toEqual({ engine: "llamacpp", engineOptions: { sleepIdleSeconds: 60, metricsWakeFromSleep: false, progressCounters: true, keepAliveSeconds: 300 } });
+    const a = parseCliArgs(["--engine", "llamacpp", "--sleep-idle-seconds", "60", "--metrics-cached-while-asleep", "--to-metrics", "--progress-counters", "--keep-alive-seconds", "300"]);
+    expect(a.sim).toEqual({ engine: "llamacpp", engineOptions: { sleepIdleSeconds: 60, metricsWakeFromSleep: false, toMetrics: true, progressCounters: true, keepAliveSeconds: 300 } });
     expect(() => parseCliArgs(["--engine", "vllm2"])).toThrow('--engine must be one of vllm, llamacpp, sglang, tgi, ollama, got "vllm2"');
     expect(() => parseCliArgs(["--mode", "sleep"])).not.toThrow();
   });

@@ -65,6 +65,13 @@ export function cppDouble(d: number): string {
   return fixed.includes(".") ? fixed.replace(/0+$/, "").replace(/\.$/, "") : fixed;
 }
 
+/** HELP, TYPE, value per family, as llama-server writes them (add_items / all_metrics_def). */
+function renderItems(items: Array<[name: string, help: string, type: "counter" | "gauge", value: number]>): string {
+  let out = "";
+  for (const [name, help, type, value] of items) out += `# HELP llamacpp:${name} ${help}\n# TYPE llamacpp:${name} ${type}\nllamacpp:${name} ${cppDouble(value)}\n`;
+  return out;
+}
+
 interface Totals {
   promptTokens: number;
   promptSeconds: number;
@@ -122,7 +129,8 @@ export class LlamaCppFront implements EngineFront {
   }
 
   private get metricsWake(): boolean {
-    return this.ctx.opts.metricsWakeFromSleep ?? true;
+    // to_metrics() came after #27376, which answers /metrics from a cache while asleep.
+    return this.ctx.opts.metricsWakeFromSleep ?? !this.ctx.opts.toMetrics;
   }
 
   kindOf(path: string): FrontRequestKind {
@@ -309,22 +317,43 @@ export class LlamaCppFront implements EngineFront {
     const promptRate = asleep ? 0 : rate(t.promptTokens - b.promptTokens, t.promptSeconds - b.promptSeconds);
     const predictedRate = asleep ? 0 : rate(t.predicted - b.predicted, t.predictedSeconds - b.predictedSeconds);
     if (!asleep) this.bucket = t; // metrics_reset_bucket: the gauges average over the window between two reads
-    const items: Array<[string, string, "counter" | "gauge", number]> = [
+    const processing = asleep ? 0 : core.running;
+    const deferred = asleep ? 0 : core.waiting;
+    const busyPerDecode = t.busySlots / Math.max(1, t.decodes);
+    if (this.ctx.opts.toMetrics) {
+      // server_task_result_metrics::to_metrics() (server-task.cpp, later 2026): new help texts, the
+      // cached-prompt and speculative counters, n_busy_slots_per_decode typed as a gauge.
+      return renderItems([
+        ["prompt_tokens_total", "Number of prompt tokens processed, excluding cached tokens", "counter", t.promptTokens],
+        ["prompt_tokens_cached_total", "Number of prompt tokens reused from the cache", "counter", 0],
+        ["prompt_seconds_total", "Total time spent processing prompts", "counter", t.promptSeconds],
+        ["tokens_predicted_total", "Number of generation tokens processed", "counter", t.predicted],
+        ["tokens_predicted_seconds_total", "Total time spent generating tokens", "counter", t.predictedSeconds],
+        ["n_decode_total", "Total number of llama_decode() calls, excluding speculative decoding and multimodal decoding", "counter", t.decodes],
+        ["n_tokens_max", "Largest observed sequence length (prompt + generation)", "counter", this.nTokensMax],
+        ["spec_decode_num_draft_tokens_total", "Speculative: Total draft tokens generated", "counter", 0],
+        ["spec_decode_num_accepted_tokens_total", "Speculative: Total draft tokens accepted by the target model", "counter", 0],
+        ["spec_decode_num_drafts_total", "Speculative: Total speculative decoding verification steps", "counter", 0],
+        ["prompt_tokens_seconds", "Average prompt throughput in tokens/s", "gauge", promptRate],
+        ["predicted_tokens_seconds", "Average generation throughput in tokens/s", "gauge", predictedRate],
+        ["requests_processing", "Number of requests processing", "gauge", processing],
+        ["requests_deferred", "Number of requests deferred", "gauge", deferred],
+        ["n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call", "gauge", busyPerDecode],
+      ]);
+    }
+    return renderItems([
       ["prompt_tokens_total", "Number of prompt tokens processed.", "counter", t.promptTokens],
       ["prompt_seconds_total", "Prompt process time", "counter", t.promptSeconds],
       ["tokens_predicted_total", "Number of generation tokens processed.", "counter", t.predicted],
       ["tokens_predicted_seconds_total", "Predict process time", "counter", t.predictedSeconds],
       ["n_decode_total", "Total number of llama_decode() calls", "counter", t.decodes],
       ["n_tokens_max", "Largest observed n_tokens.", "counter", this.nTokensMax],
-      ["n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call", "counter", t.busySlots / Math.max(1, t.decodes)],
+      ["n_busy_slots_per_decode", "Average number of busy slots per llama_decode() call", "counter", busyPerDecode],
       ["prompt_tokens_seconds", "Average prompt throughput in tokens/s.", "gauge", promptRate],
       ["predicted_tokens_seconds", "Average generation throughput in tokens/s.", "gauge", predictedRate],
-      ["requests_processing", "Number of requests processing.", "gauge", asleep ? 0 : core.running],
-      ["requests_deferred", "Number of requests deferred.", "gauge", asleep ? 0 : core.waiting],
-    ];
-    let out = "";
-    for (const [name, help, type, value] of items) out += `# HELP llamacpp:${name} ${help}\n# TYPE llamacpp:${name} ${type}\nllamacpp:${name} ${cppDouble(value)}\n`;
-    return out;
+      ["requests_processing", "Number of requests processing.", "gauge", processing],
+      ["requests_deferred", "Number of requests deferred.", "gauge", deferred],
+    ]);
   }
 
   /** The longest sequence among the requests answered over HTTP (background load is not seen here). */

@@ -39,6 +39,13 @@ export interface FrontOptions {
    * later builds, which answer /metrics from a cache while asleep.
    */
   metricsWakeFromSleep?: boolean;
+  /**
+   * llama.cpp: the exposition of server_task_result_metrics::to_metrics() (later 2026 builds: new
+   * help texts, prompt_tokens_cached_total, spec_decode_*, n_busy_slots_per_decode as a gauge);
+   * implies metricsWakeFromSleep false unless that is set. Default false: the all_metrics_def
+   * exposition of the builds between #18228 and #27376.
+   */
+  toMetrics?: boolean;
   /** Wall seconds a wake-up (model reload) keeps the waking request waiting (default 2). */
   wakeSeconds?: number;
   /**
