@@ -119,8 +119,10 @@ export interface Simulator {
   readonly model: VllmSimModel;
   phase(): SimPhase;
   mode(): LiveMode;
-  /** Live modes apply at once; "restart"/"crash" as the methods below with default options. */
-  /** Front modes (sleep, loading, blocked) apply as the engine does them; see lib/sim/engines/types.ts. */
+  /**
+   * Live modes apply at once; "restart"/"crash" as the methods below with default options; the
+   * engine fronts' modes (sleep, loading, blocked) as that engine does them (lib/sim/engines/types.ts).
+   */
   setMode(mode: SimMode, opts?: { waiting?: number; forSeconds?: number; weightsLoadSeconds?: number }): Promise<void>;
   /** Resolves once the socket is closed (refusing); listens again by itself after the weights load. */
   restart(opts?: { weightsLoadSeconds?: number }): Promise<void>;
