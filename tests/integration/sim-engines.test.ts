@@ -79,6 +79,14 @@ describe("llama.cpp", () => {
     expect(value(busy, "llamacpp:tokens_predicted_total")).toBe(0); // counted when a request ends
     expect(value(busy, "llamacpp:prompt_tokens_total")).toBe(400); // counted when a prompt is done
     expect(decodes).toBeGreaterThan(0);
+
+    // Past the 4 slots, tasks are deferred until a slot frees.
+    s.load({ requests: 3, promptTokens: 200, maxTokens: 1_000_000 });
+    const full = (await scrape(s)).parsed;
+    expect(value(full, "llamacpp:requests_processing")).toBe(4);
+    expect(value(full, "llamacpp:requests_deferred")).toBe(1);
+    const slots = JSON.parse((await call(`${s.url}/slots`)).body) as Array<{ is_processing: boolean }>;
+    expect(slots.map((x) => x.is_processing)).toEqual([true, true, true, true]);
   });
 
   it("hang: requests_processing stays 2 and n_decode_total is flat; blocked: /metrics never answers while /health and /props do", async () => {
