@@ -266,6 +266,14 @@ describe("SGLang", () => {
     }
   });
 
+  it("the finish counters do move once requests end, background load included (flat during a long generation means nothing finished)", async () => {
+    const s = await sim({ engine: "sglang", engineOptions: { warmupSeconds: 0 } });
+    s.load({ requests: 2, promptTokens: 100, maxTokens: 20 });
+    await waitFor("both to finish", async () => (await metric(s, "sglang:num_requests_total")) === 2);
+    expect(await metric(s, "sglang:generation_tokens_total")).toBe(40);
+    expect(await metric(s, "sglang:prompt_tokens_total")).toBe(200);
+  });
+
   it("hang: the gauges keep their last values (gen_throughput stays > 0), the counters are flat, /health answers 503 after its timeout", async () => {
     const s = await sim({ engine: "sglang", engineOptions: { progressCounters: true, warmupSeconds: 0, healthCheckTimeoutSeconds: 1.5 } });
     s.load({ requests: 2, promptTokens: 100, maxTokens: 1_000_000 });
@@ -355,6 +363,13 @@ describe("TGI", () => {
     expect((await call(`${s.url}/health`, { timeoutMs: 300 })).error).toBe("TIMEOUT");
     await s.setMode("normal");
     expect((await call(`${s.url}/health`)).status).toBe(200);
+  });
+
+  it("tgi_request_success moves once requests end, background load included", async () => {
+    const s = await sim({ engine: "tgi" });
+    s.load({ requests: 2, promptTokens: 100, maxTokens: 20 });
+    await waitFor("both to finish", async () => (await metric(s, "tgi_request_success")) === 2);
+    expect(await metric(s, "tgi_request_count")).toBe(2);
   });
 
   it("restart: refused while the shards load, then the families of the old process are gone", async () => {

@@ -224,6 +224,22 @@ export class Parked {
   }
 }
 
+/**
+ * What the core finished in this process, over HTTP or not: the engines' "counted when a request
+ * ends" counters come from here, so a background load finishes requests like clients do.
+ */
+export function finishedInCore(model: VllmSimModel): { requests: number; promptTokens: number; generationTokens: number; received: number } {
+  const out = { requests: 0, promptTokens: 0, generationTokens: 0, received: 0 };
+  for (const e of model.engines) {
+    const s = e.stats;
+    out.requests += s.finishedTotal - s.finished.abort;
+    out.promptTokens += s.requestPromptTokens.sum;
+    out.generationTokens += s.requestGenerationTokens.sum;
+    out.received += s.finishedTotal + e.numRunning + e.numWaiting;
+  }
+  return out;
+}
+
 /** Text of output tokens [from, to): the same deterministic words as the vLLM simulator. */
 export { tokensText } from "../openai";
 

@@ -24,7 +24,7 @@ import type { EngineRequest } from "../engine";
 import { Histogram } from "../histogram";
 import type { LiveMode } from "../model";
 import { BadRequest, STREAM_DONE, completionBody, parseCompletionAsk, streamChunk } from "../openai";
-import { EngineHttpError, HeldRequests, serveRoute, Parked, delay, estimateTokens, positiveIntField, readJsonObject, sendJson, tokensText } from "./held";
+import { EngineHttpError, HeldRequests, serveRoute, Parked, finishedInCore, delay, estimateTokens, positiveIntField, readJsonObject, sendJson, tokensText } from "./held";
 import type { EngineFront, FrontContext, FrontMode, FrontRequestKind, FrontState } from "./types";
 
 export const SGLANG_VERSION = "0.5.10.post1";
@@ -71,8 +71,7 @@ export class SglangFront implements EngineFront {
   private warmupUntil = 0;
   private readonly endpointsSeen = new Set<string>();
   private realtime = { prefill: 0, decode: 0 };
-  // Finished-request counters and histograms of the tokenizer manager (one per process).
-  private finished = { prompt: 0, generation: 0, requests: 0 };
+  // The tokenizer manager's histograms (one set per process; its counters come from the core).
   private ttft = new Histogram(TTFT_BUCKETS);
   private itl = new Histogram(ITL_BUCKETS);
   private e2e = new Histogram(E2E_BUCKETS);
@@ -80,6 +79,8 @@ export class SglangFront implements EngineFront {
   private promptHist = new Histogram(TOKEN_BUCKETS);
   private generationHist = new Histogram(TOKEN_BUCKETS);
   private nextId = 1;
+  /** Health-check generations that finished in the core (not counted, as in SGLang). */
+  private healthProbes = { requests: 0, promptTokens: 0, generationTokens: 0 };
   /** Engine time of each request's previous output to the tokenizer manager, and its tokens so far. */
   private readonly lastChunkAt = new WeakMap<EngineRequest, number>();
   private readonly seenTokens = new WeakMap<EngineRequest, number>();
@@ -106,8 +107,8 @@ export class SglangFront implements EngineFront {
     this.parked.drop();
     this.warmupUntil = this.now + (this.ctx.opts.warmupSeconds ?? 1) * 1000;
     this.endpointsSeen.clear();
+    this.healthProbes = { requests: 0, promptTokens: 0, generationTokens: 0 };
     this.realtime = { prefill: 0, decode: 0 };
-    this.finished = { prompt: 0, generation: 0, requests: 0 };
     this.ttft = new Histogram(TTFT_BUCKETS);
     this.itl = new Histogram(ITL_BUCKETS);
     this.e2e = new Histogram(E2E_BUCKETS);
@@ -263,7 +264,17 @@ export class SglangFront implements EngineFront {
     const passes = () => this.core().decodePasses + this.core().prefillPasses;
     const before = passes();
     let finished = false;
-    const probe = this.held.hold(res, "/health_generate", { promptTokens: 1, maxTokens: 1 }, { onFinish: () => (finished = true) });
+    const probe = this.held.hold(res, "/health_generate", { promptTokens: 1, maxTokens: 1 }, {
+      onFinish: (_h, r) => {
+        finished = true;
+        // GenerateReqInput(log_metrics=False): the health check is kept out of the counters.
+        if (r.finishReason !== "abort") {
+          this.healthProbes.requests++;
+          this.healthProbes.promptTokens += r.promptTokens;
+          this.healthProbes.generationTokens += r.generated;
+        }
+      },
+    });
     const deadline = this.now + (this.ctx.opts.healthCheckTimeoutSeconds ?? 20) * 1000;
     while (!res.destroyed) {
       await delay(1000);
@@ -344,7 +355,7 @@ export class SglangFront implements EngineFront {
     });
   }
 
-  /** TokenizerManager: counters and histograms of a finished request (aborted ones are not counted). */
+  /** TokenizerManager: the histograms of a finished request (aborted ones are not counted). */
   /**
    * The tokenizer manager's collect_metrics for one output from the scheduler: TTFT at the first,
    * then inter-token latency for the new tokens. So ITL's _count moves during a long generation
@@ -364,9 +375,6 @@ export class SglangFront implements EngineFront {
     this.lastChunkAt.delete(r);
     this.seenTokens.delete(r);
     if (r.finishReason === "abort") return;
-    this.finished.prompt += r.promptTokens;
-    this.finished.generation += r.generated;
-    this.finished.requests++;
     const end = r.finishedAt ?? this.ctx.model.simNow();
     this.e2e.observe(end - arrived);
     if (r.scheduledAt !== null) this.queueTime.observe(Math.max(0, r.scheduledAt - r.arrivedAt));
@@ -417,10 +425,14 @@ export class SglangFront implements EngineFront {
     gauge("gen_throughput", "The generation throughput (token/s).", l.genThroughput);
     gauge("utilization", "The utilization.", l.running / Math.max(1, cfg.maxNumSeqs));
     gauge("is_cuda_graph", "Whether CUDA graph execution is active.", l.running > 0 ? 1 : 0);
-    counter("prompt_tokens_total", "Number of prefill tokens processed.", this.finished.prompt);
-    counter("generation_tokens_total", "Number of generation tokens processed.", this.finished.generation);
+    // observe_one_finished_request: counted when a request ends, whoever sent it.
+    const core = finishedInCore(this.ctx.model);
+    const hp = this.healthProbes;
+    const done = { requests: core.requests - hp.requests, promptTokens: core.promptTokens - hp.promptTokens, generationTokens: core.generationTokens - hp.generationTokens };
+    counter("prompt_tokens_total", "Number of prefill tokens processed.", done.promptTokens);
+    counter("generation_tokens_total", "Number of generation tokens processed.", done.generationTokens);
     counter("cached_tokens_total", "Number of cached prompt tokens.", 0);
-    counter("num_requests_total", "Number of requests processed.", this.finished.requests);
+    counter("num_requests_total", "Number of requests processed.", done.requests);
     gauge("num_retracted_reqs", "The number of currently retracted requests.", 0);
     gauge("spec_accept_length", "Average speculative decoding acceptance length.", 0);
     gauge("spec_accept_rate", "Average speculative decoding acceptance rate.", 0);

@@ -20,7 +20,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { Histogram } from "../histogram";
 import type { LiveMode } from "../model";
 import { BadRequest, STREAM_DONE, completionBody, parseCompletionAsk, streamChunk } from "../openai";
-import { EngineHttpError, HeldRequests, serveRoute, Parked, estimateTokens, positiveIntField, readJsonObject, sendJson, tokensText } from "./held";
+import { EngineHttpError, HeldRequests, serveRoute, Parked, finishedInCore, estimateTokens, positiveIntField, readJsonObject, sendJson, tokensText } from "./held";
 import type { EngineFront, FrontContext, FrontMode, FrontRequestKind, FrontState } from "./types";
 
 export const TGI_VERSION = "3.3.6";
@@ -54,9 +54,9 @@ export class TgiFront implements EngineFront {
   private readonly held: HeldRequests;
   private readonly parked = new Parked();
   // Per process (metrics-rs registers a series on first use).
-  private requestCount = 0;
-  private requestSuccess = 0;
+  /** Requests rejected before they reached the queue (tgi_request_count counts them too). */
   private validationFailures = 0;
+  private nextId = 1;
   private touched = new Set<string>();
   private inputLength!: Histogram;
   private maxNewTokens!: Histogram;
@@ -84,8 +84,6 @@ export class TgiFront implements EngineFront {
 
   newProcess(): void {
     this.parked.drop();
-    this.requestCount = 0;
-    this.requestSuccess = 0;
     this.validationFailures = 0;
     this.touched = new Set();
     const d = durationBuckets();
@@ -172,7 +170,6 @@ export class TgiFront implements EngineFront {
   }
 
   private async generate(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
-    this.requestCount++;
     const body = await readJsonObject(req, (m) => {
       this.validationFailures++;
       return validation(m);
@@ -216,7 +213,6 @@ export class TgiFront implements EngineFront {
         : undefined,
       onFinish: (h, r) => {
         const end = r.finishedAt ?? this.ctx.model.simNow();
-        this.requestSuccess++;
         this.requestDuration.observe(end - arrived);
         if (r.scheduledAt !== null) {
           this.queueDuration.observe(Math.max(0, r.scheduledAt - arrived));
@@ -225,7 +221,7 @@ export class TgiFront implements EngineFront {
         this.generatedTokens.observe(r.generated);
         const finish = r.finishReason === "stop" ? "eos_token" : "length";
         if (oai) {
-          if (!stream) return sendJson(res, 200, completionBody(oai, { ...meta, id: `chatcmpl-${this.requestCount}` }, r));
+          if (!stream) return sendJson(res, 200, completionBody(oai, { ...meta, id: `chatcmpl-${this.nextId++}` }, r));
           res.write(streamChunk(oai, meta, h.sent, r.generated, r.finishReason ?? "length"));
           res.end(STREAM_DONE);
           return;
@@ -266,9 +262,12 @@ export class TgiFront implements EngineFront {
       lines.push(`${name}_sum ${rust(h.sum)}`, `${name}_count ${h.count}`);
       family(name, "histogram", help, lines);
     };
-    if (this.requestSuccess > 0) family("tgi_request_success", "counter", "Number of successful requests", [`tgi_request_success ${this.requestSuccess}`]);
+    // server.rs: tgi_request_count at each request's entry, tgi_request_success when one ends.
+    const core = finishedInCore(this.ctx.model);
+    const requestCount = core.received + this.validationFailures;
+    if (core.requests > 0) family("tgi_request_success", "counter", "Number of successful requests", [`tgi_request_success ${core.requests}`]);
     if (prefillPasses > 1) family("tgi_batch_concat", "counter", null, [`tgi_batch_concat{reason="chunking"} ${prefillPasses - 1}`]);
-    if (this.requestCount > 0) family("tgi_request_count", "counter", "Total number of requests", [`tgi_request_count ${this.requestCount}`]);
+    if (requestCount > 0) family("tgi_request_count", "counter", "Total number of requests", [`tgi_request_count ${requestCount}`]);
     if (this.validationFailures > 0) family("tgi_request_failure", "counter", null, [`tgi_request_failure{err="validation"} ${this.validationFailures}`]);
     if (this.touched.has("batch")) {
       family("tgi_batch_inference_success", "counter", "Number of successful inference calls per method (prefill or decode)", [
@@ -290,13 +289,13 @@ export class TgiFront implements EngineFront {
       histogram("tgi_request_input_length", "Input token length per request", this.inputLength);
       histogram("tgi_request_max_new_tokens", "Maximum new tokens per request", this.maxNewTokens);
     }
-    if (this.requestSuccess > 0) histogram("tgi_request_inference_duration", "Request inference duration", this.inferenceDuration);
+    if (this.inferenceDuration.count > 0) histogram("tgi_request_inference_duration", "Request inference duration", this.inferenceDuration);
     if (tokenSteps > 0) {
       const q = ["0", "0.5", "0.9", "0.95", "0.99", "0.999", "1"].map((x) => `tgi_request_skipped_tokens{quantile="${x}"} 0`);
       q.push("tgi_request_skipped_tokens_sum 0", `tgi_request_skipped_tokens_count ${tokenSteps}`);
       family("tgi_request_skipped_tokens", "summary", "Speculated tokens per request", q);
     }
-    if (this.requestSuccess > 0) {
+    if (this.requestDuration.count > 0) {
       histogram("tgi_request_duration", "End-to-end request duration", this.requestDuration);
       histogram("tgi_request_queue_duration", "Request queue duration", this.queueDuration);
       histogram("tgi_request_generated_tokens", "Generated tokens per request", this.generatedTokens);
