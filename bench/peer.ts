@@ -229,7 +229,7 @@ export async function runPeerBench(opts: { quick?: boolean; log?: (m: string) =>
     for (const keepAliveSeconds of [...new Set(plan.map((p) => p.keepAliveSeconds))]) {
       const items = plan.filter((p) => p.keepAliveSeconds === keepAliveSeconds);
       const most = Math.max(...items.map((p) => p.backends));
-      const { child: sim, urls } = await startSimulatorFleet(most, 120_000, ["--keep-alive-seconds", String(keepAliveSeconds)]);
+      const { child: sim, urls } = await startSimulatorFleet(most, 120_000, ["--http-keep-alive-seconds", String(keepAliveSeconds)]);
       try {
         for (const item of items) {
           log(`peer: ${item.backends} backends every ${item.intervalSeconds} s, server keep-alive ${keepAliveSeconds} s: watcher and Prometheus side by side`);

@@ -69,7 +69,7 @@ export async function runScaleBench(opts: { quick?: boolean; log?: (m: string) =
   const stopFleets = () => Promise.all(fleets.map((f) => f.child.stop()));
   try {
     for (let left = most; left > 0; left -= SIMULATORS_PER_PROCESS) {
-      const f = await startSimulatorFleet(Math.min(left, SIMULATORS_PER_PROCESS), 180_000, ["--keep-alive-seconds", String(SCALE_KEEP_ALIVE_SECONDS)]);
+      const f = await startSimulatorFleet(Math.min(left, SIMULATORS_PER_PROCESS), 180_000, ["--http-keep-alive-seconds", String(SCALE_KEEP_ALIVE_SECONDS)]);
       fleets.push(f);
       urls.push(...f.urls);
     }
@@ -98,7 +98,7 @@ export async function runScaleBench(opts: { quick?: boolean; log?: (m: string) =
       }
     }
     return {
-      simulatorProcess: `${fleets.length} child process${fleets.length > 1 ? "es" : ""} serving ${most} simulated backends on 127.0.0.1 (lib/sim/cli.ts --count ${Math.min(most, SIMULATORS_PER_PROCESS)} --keep-alive-seconds ${SCALE_KEEP_ALIVE_SECONDS} each)`,
+      simulatorProcess: `${fleets.length} child process${fleets.length > 1 ? "es" : ""} serving ${most} simulated backends on 127.0.0.1 (lib/sim/cli.ts --count ${Math.min(most, SIMULATORS_PER_PROCESS)} --http-keep-alive-seconds ${SCALE_KEEP_ALIVE_SECONDS} each)`,
       keepAliveSeconds: SCALE_KEEP_ALIVE_SECONDS,
       runs,
     };

@@ -19,6 +19,7 @@
  *   null means "cannot tell", as it already does for a family the server does not expose.
  */
 import { detach, parsePrometheus, type ParseResult, type Sample } from "./prometheus";
+import { extractVllmLatency, LATENCY_FAMILIES, type VllmLatency } from "./vllm-latency";
 
 /** What vLLM's own /metrics says, summed over every label set (one series per data-parallel engine). */
 export interface VllmMetrics {
@@ -230,9 +231,12 @@ export interface VllmParse {
   warnings: string[];
   sampleCount: number;
   errorCount: number;
+  /** The latency histograms and counters of the same body (nothing here decides a state). */
+  latency?: VllmLatency;
 }
 
-const VLLM_FAMILIES: ReadonlySet<string> = new Set(VLLM_SERIES);
+/** What parseVllmMetrics parses: the series judged by, and the latency families shown beside them. */
+const VLLM_FAMILIES: ReadonlySet<string> = new Set<string>([...VLLM_SERIES, ...LATENCY_FAMILIES]);
 
 const quote = (s: string) => `'${s.length > 40 ? `${s.slice(0, 40)}...` : s}'`;
 
@@ -285,5 +289,6 @@ function parseBody(text: string): VllmParse {
       error: `no vLLM metrics (found ${sampleCount} series, none named vllm:*)`,
     };
   }
-  return { ...base, metrics: extraction.metrics, warnings, ...(extraction.error ? { error: extraction.error } : {}) };
+  const latency = extraction.metrics ? { latency: extractVllmLatency(parsed) } : {};
+  return { ...base, metrics: extraction.metrics, warnings, ...latency, ...(extraction.error ? { error: extraction.error } : {}) };
 }

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
+import { extractVllmLatency } from "@/lib/metrics/vllm-latency";
 import { extractVllm, extractVllmDetailed, parseVllmMetrics, type VllmMetrics } from "@/lib/metrics/vllm";
 
 const FIXTURES = path.join(__dirname, "../fixtures/real-metrics");
@@ -58,7 +59,8 @@ describe("parseVllmMetrics on real scrapes", () => {
     },
   ])("$file", ({ file, samples, metrics }) => {
     const r = parseVllmMetrics(fixture(file));
-    expect(r).toEqual({ metrics, warnings: [], sampleCount: samples, errorCount: 0 });
+    expect(r).toMatchObject({ metrics, warnings: [], sampleCount: samples, errorCount: 0 });
+    expect(r.metrics).toEqual(metrics);
     expect(extractVllm(parsePrometheus(fixture(file)))).toEqual(metrics);
   });
 
@@ -308,6 +310,7 @@ describe("parseVllmMetrics parses only the series it reads (VLLM_SERIES)", () =>
     const filtered = parseVllmMetrics(text);
     expect(filtered.metrics).toEqual(fromFull.metrics);
     expect(filtered.warnings).toEqual(fromFull.warnings);
+    if (fromFull.metrics) expect(filtered.latency).toEqual(extractVllmLatency(full));
     expect(filtered.sampleCount).toBe(full.samples.length);
     if (fromFull.error) expect(filtered.error).toBe(fromFull.error);
   });
