@@ -4,11 +4,11 @@
  * samples and minute rollups deletes anything.
  */
 import type { HistoryPoint } from "../lib/api/types";
-import { and, asc, desc, eq, gte, isNull, lte } from "drizzle-orm";
+import { and, asc, count, desc, eq, gte, isNotNull, isNull, lte } from "drizzle-orm";
 import type { Reading, Verdict } from "../lib/check/types";
 import type { BackendState } from "../lib/check/states";
 import type { Db } from "./client";
-import { restartEvents, samples, transitions, type RestartEventRow, type TransitionRow } from "./schema";
+import { restartEvents, samples, transitions, type RestartEventRow, type RestartOutcome, type TransitionRow } from "./schema";
 
 export type NewSample = typeof samples.$inferInsert;
 export type NewTransition = typeof transitions.$inferInsert;
@@ -123,6 +123,17 @@ export function lastRestartOf(db: Db, backendId: string): RestartEventRow | unde
     .orderBy(desc(restartEvents.requestedAt), desc(restartEvents.id))
     .limit(1)
     .get();
+}
+
+/** How many restarts of each backend ended each way (the Prometheus export seeds its counter once from this). */
+export function restartOutcomeCounts(db: Db): Array<{ backendId: string; outcome: RestartOutcome; count: number }> {
+  return db
+    .select({ backendId: restartEvents.backendId, outcome: restartEvents.outcome, count: count() })
+    .from(restartEvents)
+    .where(isNotNull(restartEvents.outcome))
+    .groupBy(restartEvents.backendId, restartEvents.outcome)
+    .all()
+    .map((r) => ({ backendId: r.backendId, outcome: r.outcome as RestartOutcome, count: r.count }));
 }
 
 /**

@@ -54,6 +54,8 @@ export interface RestartDeps {
   current(backendId: string): CurrentView | null;
   /** Told once the event is inserted, so the watcher shows `restarting` without waiting for a poll. */
   onPending?(backendId: string, pending: PendingRestart & { eventId: number }): void;
+  /** Told when this verb resolved the event itself (the action failed), after the write committed. */
+  onResolved?(backendId: string, outcome: "failed"): void;
   execute?: (action: RestartAction, ctx: WebhookContext) => Promise<ActionResult>;
   now?: () => number;
 }
@@ -181,6 +183,7 @@ async function runAndRecord(row: RestartEventRow, action: RestartAction, deps: R
   } catch (e) {
     result = { ok: false, exitCode: null, output: "", error: `restart action crashed: ${(e as Error).message}`, finishedAt: now() };
   }
+  let failedHere = false;
   try {
     const sqlite = deps.db.sqlite;
     sqlite.transaction(() => {
@@ -191,7 +194,7 @@ async function runAndRecord(row: RestartEventRow, action: RestartAction, deps: R
         .run(result.exitCode, result.output, result.error, result.finishedAt, row.id);
       if (!result.ok) {
         // Conditional on still pending: the watcher may have resolved it meanwhile (it came back anyway).
-        resolveRestart(deps.db.db, row.id, {
+        failedHere = resolveRestart(deps.db.db, row.id, {
           outcome: "failed",
           resolvedAt: result.finishedAt,
           resolution: `the restart action failed: ${result.error ?? "unknown error"}; not retried`,
@@ -200,5 +203,7 @@ async function runAndRecord(row: RestartEventRow, action: RestartAction, deps: R
     })();
   } catch (e) {
     console.error(`[restart] could not record the result of restart #${row.id} of ${row.backendId}: ${(e as Error).message}`);
+    failedHere = false; // rolled back: not resolved
   }
+  if (failedHere) deps.onResolved?.(row.backendId, "failed");
 }

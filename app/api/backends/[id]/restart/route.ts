@@ -36,6 +36,7 @@ export async function POST(req: Request, ctx: { params: Promise<{ id: string }> 
         commandEnv: restartCommandEnv(process.env, rt.config.secretEnvNames),
         current: (b) => rt.watcher.current(b),
         onPending: (b, p) => rt.watcher.notifyRestartRequested(b, p),
+        onResolved: (b, outcome) => rt.watcher.notifyRestartResolved(b, outcome),
       },
     );
     done.catch((e) => console.error(`stepwatch: restart #${event.id} of ${id}: ${(e as Error).message}`));
