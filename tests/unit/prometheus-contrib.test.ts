@@ -8,7 +8,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { BACKEND_STATES } from "@/lib/check/states";
+import { BACKEND_STATES, STATE_INFO, type Health } from "@/lib/check/states";
 import { StepwatchMetrics } from "@/lib/export/metrics";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
 import { assertPromtool, promtool } from "../support/promtool";
@@ -18,6 +18,8 @@ const RULES = path.join(CONTRIB, "prometheus/stepwatch-rules.yml");
 const RULES_TEST = path.join(CONTRIB, "prometheus/stepwatch-rules.test.yml");
 const EXAMPLE = path.join(CONTRIB, "prometheus/prometheus.example.yml");
 const DASHBOARD = path.join(CONTRIB, "grafana/stepwatch-dashboard.json");
+/** The dashboard colours a state by its health in STATE_INFO, as the UI's badges do. */
+const HEALTH_COLOUR: Record<Health, string> = { yes: "green", watch: "yellow", no: "red", unknown: "gray" };
 
 /** Family names the export has (every metric registered, values or not). */
 async function exportedFamilies(): Promise<Set<string>> {
@@ -89,7 +91,12 @@ describe("contrib/prometheus", () => {
 
 describe("contrib/grafana", () => {
   const dash = JSON.parse(fs.readFileSync(DASHBOARD, "utf8")) as {
-    panels: Array<{ type: string; title: string; targets?: Array<{ expr: string }>; fieldConfig?: { overrides: Array<{ matcher: { id: string; options: string } }> } }>;
+    panels: Array<{
+      type: string;
+      title: string;
+      targets?: Array<{ expr: string }>;
+      fieldConfig?: { overrides: Array<{ matcher: { id: string; options: string }; properties: Array<{ id: string; value: unknown }> }> };
+    }>;
     annotations: { list: Array<{ name: string; expr?: string; tagKeys?: string }> };
   };
 
@@ -102,13 +109,16 @@ describe("contrib/grafana", () => {
     expect(used).toContain("stepwatch_backend_state");
   });
 
-  it("has the fleet state timeline, colouring every state of lib/check/states.ts exactly once", () => {
+  it("has the fleet state timeline, colouring every state of lib/check/states.ts by its health, exactly once", () => {
     const timeline = dash.panels.find((p) => p.type === "state-timeline");
     expect(timeline?.targets?.[0].expr).toContain("stepwatch_backend_state");
-    const regexes = timeline!.fieldConfig!.overrides.filter((o) => o.matcher.id === "byRegexp").map((o) => new RegExp(o.matcher.options));
+    const colours = timeline!.fieldConfig!.overrides
+      .filter((o) => o.matcher.id === "byRegexp")
+      .map((o) => ({ re: new RegExp(o.matcher.options), colour: (o.properties[0].value as { fixedColor: string }).fixedColor }));
     for (const state of BACKEND_STATES) {
       // The row's display name is "{{backend}} {{state}}".
-      expect(regexes.filter((r) => r.test(`gb10-a ${state}`)).length, `state "${state}" needs exactly one colour in ${DASHBOARD}`).toBe(1);
+      const hits = colours.filter((c) => c.re.test(`gb10-a ${state}`)).map((c) => c.colour);
+      expect(hits, `state "${state}" needs one colour (${HEALTH_COLOUR[STATE_INFO[state].health]}) in ${DASHBOARD}`).toEqual([HEALTH_COLOUR[STATE_INFO[state].health]]);
     }
   });
 
