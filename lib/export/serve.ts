@@ -17,6 +17,25 @@ export function bearerMatches(header: string | null, token: string): boolean {
   return timingSafeEqual(given, want) && m !== null;
 }
 
+/**
+ * A rendered exposition is reused for this long. One render at 1000 backends costs tens of ms of
+ * CPU on the event loop the watcher polls from (bench/metrics-scrape.ts); two HA Prometheus
+ * servers, or anyone hammering this public URL, then cost one render per second at most. Far
+ * below the watcher's own interval, so the answer is as fresh as what the watcher knows.
+ */
+export const METRICS_MAX_AGE_MS = 1000;
+let cached: { at: number; body: Promise<string> } | null = null;
+
+function rendered(render: () => Promise<string>, now: number): Promise<string> {
+  if (cached && now - cached.at >= 0 && now - cached.at < METRICS_MAX_AGE_MS) return cached.body;
+  const body = render();
+  cached = { at: now, body };
+  body.catch(() => {
+    if (cached?.body === body) cached = null; // a failure is not cached
+  });
+  return body;
+}
+
 export async function metricsResponse(req: Request): Promise<Response> {
   try {
     const rt = await getRuntime();
@@ -27,7 +46,7 @@ export async function metricsResponse(req: Request): Promise<Response> {
         headers: { "www-authenticate": 'Bearer realm="stepwatch metrics"', "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" },
       });
     }
-    const body = await rt.metrics.render();
+    const body = await rendered(() => rt.metrics.render(), Date.now());
     return new Response(body, { headers: { "content-type": rt.metrics.contentType, "cache-control": "no-store" } });
   } catch (e) {
     return errorResponse(e);
