@@ -17,6 +17,7 @@ import { assertBuilt, freePort, getJson, spawnApp, waitFor, type RunningApp } fr
 
 const CONTRIB = path.resolve(__dirname, "../../contrib/prometheus");
 const TOKEN = "scrape-token-5b1d9e7c42a8";
+const HUNG_KEY = "sk-hung-secret-3e9a1f";
 
 let dir: string;
 let app: RunningApp | null = null;
@@ -94,12 +95,12 @@ beforeAll(async () => {
       probeTimeoutSeconds: 3,
       backends: [
         { id: "busy", url: sims.busy.url },
-        { id: "hung", url: sims.hung.url },
+        { id: "hung", url: sims.hung.url, apiKey: "env:SW_TEST_HUNG_KEY" },
       ],
       metrics: { bearerToken: "env:SW_TEST_METRICS_TOKEN" },
     }),
   );
-  const a = await spawnApp({ STEPWATCH_CONFIG: configPath, STEPWATCH_DB: path.join(dir, "db", "sw.db"), SW_TEST_METRICS_TOKEN: TOKEN });
+  const a = await spawnApp({ STEPWATCH_CONFIG: configPath, STEPWATCH_DB: path.join(dir, "db", "sw.db"), SW_TEST_METRICS_TOKEN: TOKEN, SW_TEST_HUNG_KEY: HUNG_KEY });
   app = a;
   await waitFor("the app answering /api/fleet", async () => {
     if (a.proc.exitCode !== null) throw new Error(`the app exited:\n${a.output()}`);
@@ -149,6 +150,8 @@ describe("a real Prometheus scraping stepwatch", () => {
     // although Next loads them as separate module instances: the one registry lives on globalThis.
     const reads = parsePrometheus(text).samples.find((s) => s.name === "stepwatch_read_duration_seconds_count" && s.labels.kind === "backend");
     expect(reads?.value).toBeGreaterThan(0);
+    // Ids and numbers only: no API key, no URL, no scrape token.
+    for (const secret of [HUNG_KEY, TOKEN, sims.hung.url, `:${sims.hung.port}`]) expect(text).not.toContain(secret);
     const lint = await promtool(["check", "metrics"], text);
     expect({ code: lint.code, out: lint.stdout + lint.stderr }).toEqual({ code: 0, out: "" });
   });
