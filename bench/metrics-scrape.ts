@@ -19,7 +19,7 @@ import type { ProxyReading, Reading, Verdict } from "../lib/check/types";
 import { parseConfig } from "../lib/config";
 import { StepwatchMetrics } from "../lib/export/metrics";
 import { startWatcher } from "../lib/watcher";
-import { fleetSnapshot } from "../lib/watcher/snapshot";
+import { fleetSnapshot } from "../lib/api/snapshot";
 import { summarize, type Summary } from "./stats";
 
 export interface MetricsScrapeResult {

@@ -9,7 +9,7 @@ import { ConfigError, loadConfig, parseConfig, resolveConfigPath, type Config } 
 import { restartOutcomeCounts } from "../db/queries";
 import { getStepwatchMetrics, type StepwatchMetrics } from "./export/metrics";
 import { startWatcher, type Watcher } from "./watcher";
-import { fleetSnapshot } from "./watcher/snapshot";
+import { fleetSnapshot } from "./api/snapshot";
 
 export interface Runtime {
   config: Config;
@@ -48,7 +48,7 @@ async function startRuntime(): Promise<Runtime> {
     console.log(`stepwatch: config ${configPath}: ${config.backends.length} backend(s), ${config.proxies.length} proxy(ies)`);
   } else {
     // Loaded only when needed: the demo fleet is simulators and load generators.
-    const { startDemoFleet } = await import("./demo");
+    const { startDemoFleet } = await import("./sim/demo");
     const demo = await startDemoFleet();
     stopDemo = () => demo.stop();
     try {

@@ -19,7 +19,7 @@ import { requestRestart } from "@/lib/restart/request";
 import { startLeastConnProxy, type LeastConnProxy } from "@/lib/sim/proxy";
 import { startSimulator, type Simulator } from "@/lib/sim/server";
 import { startWatcher, type Watcher } from "@/lib/watcher";
-import { fleetSnapshot } from "@/lib/watcher/snapshot";
+import { fleetSnapshot } from "@/lib/api/snapshot";
 import { assertPromtool, promtool } from "../support/promtool";
 import { waitFor } from "./sim-support";
 
