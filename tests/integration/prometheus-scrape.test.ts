@@ -14,6 +14,7 @@ import { parsePrometheus } from "@/lib/metrics/prometheus";
 import { startSimulator, type Simulator } from "@/lib/sim/server";
 import { assertPromtool, PROMETHEUS, promtool } from "../support/promtool";
 import { assertBuilt, freePort, getJson, spawnApp, waitFor, type RunningApp } from "./app-support";
+import { askRestart, signIn } from "./faults-support";
 
 const CONTRIB = path.resolve(__dirname, "../../contrib/prometheus");
 const TOKEN = "scrape-token-5b1d9e7c42a8";
@@ -94,13 +95,14 @@ beforeAll(async () => {
       stuckAfterSeconds: 3,
       probeTimeoutSeconds: 3,
       backends: [
-        { id: "busy", url: sims.busy.url },
+        { id: "busy", url: sims.busy.url, restart: { command: ["/bin/false"] } },
         { id: "hung", url: sims.hung.url, apiKey: "env:SW_TEST_HUNG_KEY" },
       ],
+      operators: [{ name: "olga", password: "env:SW_TEST_PW" }],
       metrics: { bearerToken: "env:SW_TEST_METRICS_TOKEN" },
     }),
   );
-  const a = await spawnApp({ STEPWATCH_CONFIG: configPath, STEPWATCH_DB: path.join(dir, "db", "sw.db"), SW_TEST_METRICS_TOKEN: TOKEN, SW_TEST_HUNG_KEY: HUNG_KEY });
+  const a = await spawnApp({ STEPWATCH_CONFIG: configPath, STEPWATCH_DB: path.join(dir, "db", "sw.db"), SW_TEST_METRICS_TOKEN: TOKEN, SW_TEST_HUNG_KEY: HUNG_KEY, SW_TEST_PW: "prom-pw-1" });
   app = a;
   await waitFor("the app answering /api/fleet", async () => {
     if (a.proc.exitCode !== null) throw new Error(`the app exited:\n${a.output()}`);
@@ -187,5 +189,26 @@ describe("a real Prometheus scraping stepwatch", () => {
     );
     expect(alert[0].metric).toMatchObject({ backend: "hung", severity: "critical" });
     expect(["pending", "firing"]).toContain(alert[0].metric.alertstate);
+  });
+
+  it("a failed restart through the real route is counted and StepwatchRestartFailed fires", async () => {
+    const cookie = await signIn(app!, "olga", "prom-pw-1");
+    const r = await askRestart(app!, cookie, "busy", { confirm: "busy" });
+    expect(r.status).toBe(202);
+    // The route handler and the watcher are separate module instances: one counter on globalThis.
+    await waitFor("stepwatch_restarts_total{backend=\"busy\",outcome=\"failed\"} 1 on /metrics", async () => {
+      const res = await fetch(`${app!.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: AbortSignal.timeout(10_000) });
+      return (await res.text()).includes('stepwatch_restarts_total{backend="busy",outcome="failed"} 1');
+    }, 30_000, 250);
+    const alert = await waitFor(
+      "StepwatchRestartFailed firing",
+      async () => {
+        const a = await query('ALERTS{alertname="StepwatchRestartFailed", alertstate="firing"}');
+        return a.length > 0 ? a : null;
+      },
+      30_000,
+      500,
+    );
+    expect(alert.map((a) => a.metric)).toEqual([expect.objectContaining({ backend: "busy", outcome: "failed", severity: "warning" })]);
   });
 });
