@@ -10,6 +10,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openDb } from "@/db/client";
+import { restartEvents } from "@/db/schema";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
 import { startSimulator, type Simulator } from "@/lib/sim/server";
 import { assertPromtool, PROMETHEUS, promtool } from "../support/promtool";
@@ -102,7 +104,15 @@ beforeAll(async () => {
       metrics: { bearerToken: "env:SW_TEST_METRICS_TOKEN" },
     }),
   );
-  const a = await spawnApp({ STEPWATCH_CONFIG: configPath, STEPWATCH_DB: path.join(dir, "db", "sw.db"), SW_TEST_METRICS_TOKEN: TOKEN, SW_TEST_HUNG_KEY: HUNG_KEY, SW_TEST_PW: "prom-pw-1" });
+  // A restart of "hung" that recovered before this stepwatch started: the counter is seeded from it.
+  const dbPath = path.join(dir, "db", "sw.db");
+  const seed = openDb(dbPath);
+  seed.db
+    .insert(restartEvents)
+    .values({ backendId: "hung", requestedAt: Date.now() - 86_400_000, requestedBy: "olga", stateAtRequest: "stuck", healthyAtRequest: false, evidence: { reasons: [], readings: [] }, action: "command: /bin/false", outcome: "recovered", resolvedAt: Date.now() - 86_000_000 })
+    .run();
+  seed.close();
+  const a = await spawnApp({ STEPWATCH_CONFIG: configPath, STEPWATCH_DB: dbPath, SW_TEST_METRICS_TOKEN: TOKEN, SW_TEST_HUNG_KEY: HUNG_KEY, SW_TEST_PW: "prom-pw-1" });
   app = a;
   await waitFor("the app answering /api/fleet", async () => {
     if (a.proc.exitCode !== null) throw new Error(`the app exited:\n${a.output()}`);
@@ -152,6 +162,9 @@ describe("a real Prometheus scraping stepwatch", () => {
     // although Next loads them as separate module instances: the one registry lives on globalThis.
     const reads = parsePrometheus(text).samples.find((s) => s.name === "stepwatch_read_duration_seconds_count" && s.labels.kind === "backend");
     expect(reads?.value).toBeGreaterThan(0);
+    // Seeded once at start from the database, every outcome of every backend present.
+    expect(text).toContain('stepwatch_restarts_total{backend="hung",outcome="recovered"} 1');
+    expect(text).toContain('stepwatch_restarts_total{backend="hung",outcome="failed"} 0');
     // Ids and numbers only: no API key, no URL, no scrape token.
     for (const secret of [HUNG_KEY, TOKEN, sims.hung.url, `:${sims.hung.port}`]) expect(text).not.toContain(secret);
     const lint = await promtool(["check", "metrics"], text);
