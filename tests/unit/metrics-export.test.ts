@@ -7,7 +7,6 @@ import { describe, expect, it } from "vitest";
 import { RESTART_OUTCOMES } from "@/db/schema";
 import type { FleetBackend, FleetResponse } from "@/lib/api/types";
 import { BACKEND_STATES, type BackendState } from "@/lib/check/states";
-import { parseConfig } from "@/lib/config";
 import { StepwatchMetrics, getStepwatchMetrics } from "@/lib/export/metrics";
 import { bearerMatches } from "@/lib/export/serve";
 import { parsePrometheus, type Sample } from "@/lib/metrics/prometheus";
@@ -209,14 +208,5 @@ describe("the /metrics bearer token", () => {
     expect(bearerMatches(`Basic ${token}`, token)).toBe(false);
     expect(bearerMatches(token, token)).toBe(false);
     expect(bearerMatches("Bearer ", token)).toBe(false);
-  });
-
-  it("is configured as env:NAME only, and is optional", () => {
-    expect(parseConfig({}, "t", { env: {} }).metrics).toEqual({ bearerToken: null });
-    expect(parseConfig({ metrics: { bearerToken: "env:SCRAPE" } }, "t", { env: { SCRAPE: token } }).metrics).toEqual({ bearerToken: token });
-    expect(() => parseConfig({ metrics: { bearerToken: token } }, "t", { env: {} })).toThrow(/metrics\.bearerToken: must be "env:NAME"/);
-    expect(() => parseConfig({ metrics: { bearerToken: "env:SCRAPE" } }, "t", { env: {} })).toThrow(/metrics\.bearerToken: environment variable SCRAPE is not set/);
-    expect(() => parseConfig({ metrics: { bearerToken: "env:SCRAPE" } }, "t", { env: { SCRAPE: "short" } })).toThrow(/metrics\.bearerToken: the token must be at least 16/);
-    expect(() => parseConfig({ metrics: { token: "x" } }, "t", { env: {} })).toThrow(/metrics\.token: unknown field/);
   });
 });
