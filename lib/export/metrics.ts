@@ -37,10 +37,17 @@ const LAG_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
 // A read is bounded by its deadline (10 s at most, lib/watcher readTimeoutMs).
 const READ_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-/** The engine of a backend: the snapshot's `engine` field once it has one, else vLLM. */
+/** Until an engine is known for a backend that may run any (the snapshot says null). */
+export const UNKNOWN_ENGINE = "unknown";
+
+/**
+ * The `engine` label: the snapshot's `engine` field once backends have one (null, not detected
+ * yet: "unknown"), and "vllm" while the snapshot has no such field (every backend is vLLM then).
+ */
 export function engineOf(b: FleetBackend): string {
+  if (!("engine" in b)) return DEFAULT_ENGINE;
   const e = (b as FleetBackend & { engine?: unknown }).engine;
-  return typeof e === "string" && e !== "" ? e : DEFAULT_ENGINE;
+  return typeof e === "string" && e !== "" ? e : UNKNOWN_ENGINE;
 }
 
 function seconds(ms: number | null): number | null {

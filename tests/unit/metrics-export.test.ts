@@ -116,13 +116,15 @@ describe("the Prometheus export", () => {
     expect(value(text, "stepwatch_backend_state", { backend: "a", state: "stalled" })).toBe(1);
   });
 
-  it("labels the engine from the snapshot once a backend has one", async () => {
+  it("labels the engine from the snapshot once backends have one (unknown until detected), else vllm", async () => {
     const m = new StepwatchMetrics({ defaultMetrics: false });
-    const withEngine = { ...backend("l", "idle"), engine: "llama.cpp" } as FleetBackend;
-    m.attach(() => ({ fleet: fleet([withEngine, backend("v", "idle")]), pollIntervalSeconds: 5 }));
+    const withEngine = { ...backend("l", "idle"), engine: "llamacpp" } as FleetBackend;
+    const notYet = { ...backend("n", "unknown"), engine: null } as FleetBackend;
+    m.attach(() => ({ fleet: fleet([withEngine, backend("v", "idle"), notYet]), pollIntervalSeconds: 5 }));
     const text = await m.render();
+    expect(samples(text, "stepwatch_backend_state").find((s) => s.labels.backend === "n")!.labels.engine).toBe("unknown");
     expect(value(text, "stepwatch_backend_state", { backend: "l", state: "idle" })).toBe(1);
-    expect(samples(text, "stepwatch_backend_state").find((s) => s.labels.backend === "l")!.labels.engine).toBe("llama.cpp");
+    expect(samples(text, "stepwatch_backend_state").find((s) => s.labels.backend === "l")!.labels.engine).toBe("llamacpp");
     expect(samples(text, "stepwatch_backend_state").find((s) => s.labels.backend === "v")!.labels.engine).toBe("vllm");
   });
 
