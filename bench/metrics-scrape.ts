@@ -108,7 +108,7 @@ export async function runMetricsScrapeBench(opts: { quick: boolean }): Promise<M
       await new Promise((r) => setTimeout(r, 50));
     }
     await watcher.stop();
-    const snapshot = () => fleetSnapshot(watcher, { demo: false, now: Date.now(), restartCooldownSeconds: config.restartCooldownSeconds });
+    const snapshot = () => fleetSnapshot(watcher, { demo: false, now: Date.now(), restartCooldownSeconds: config.restartCooldownSeconds, pollIntervalSeconds: config.pollIntervalSeconds });
     metrics.attach(() => ({ fleet: snapshot(), pollIntervalSeconds: config.pollIntervalSeconds }));
 
     const scrapes = opts.quick ? 30 : 200;

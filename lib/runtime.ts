@@ -81,7 +81,7 @@ async function startRuntime(): Promise<Runtime> {
   const watcher = startWatcher({ config, db: db.db, telemetry: metrics.telemetry });
   const demo = stopDemo !== null;
   metrics.attach(() => ({
-    fleet: fleetSnapshot(watcher, { demo, now: Date.now(), restartCooldownSeconds: config.restartCooldownSeconds }),
+    fleet: fleetSnapshot(watcher, { demo, now: Date.now(), restartCooldownSeconds: config.restartCooldownSeconds, pollIntervalSeconds: config.pollIntervalSeconds }),
     pollIntervalSeconds: config.pollIntervalSeconds,
   }));
   console.log(`stepwatch: database ${dbPath}; polling every ${config.pollIntervalSeconds} s`);

@@ -73,7 +73,7 @@ beforeAll(async () => {
   metrics = new StepwatchMetrics();
   metrics.seedRestarts(config.backends.map((b) => b.id), restartOutcomeCounts(h.db));
   watcher = startWatcher({ config, db: h.db, telemetry: metrics.telemetry, log: () => {} });
-  metrics.attach(() => ({ fleet: fleetSnapshot(watcher, { demo: false, now: Date.now(), restartCooldownSeconds: 0 }), pollIntervalSeconds: 1 }));
+  metrics.attach(() => ({ fleet: fleetSnapshot(watcher, { demo: false, now: Date.now(), restartCooldownSeconds: 0, pollIntervalSeconds: 1 }), pollIntervalSeconds: 1 }));
 });
 
 afterAll(async () => {

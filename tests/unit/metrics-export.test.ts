@@ -44,6 +44,7 @@ function fleet(backends: FleetBackend[]): FleetResponse {
   return {
     generatedAt: NOW,
     demo: false,
+    pollIntervalSeconds: 5,
     storageError: null,
     backends,
     proxies: [
