@@ -7,6 +7,7 @@ import type { DashboardResult } from "./dashboard";
 import type { IncidentResult } from "./incident";
 import type { LoadResult } from "./load";
 import type { PeerResult, PeerRun } from "./peer";
+import { metricsScrapeSection, type MetricsScrapeResult } from "./metrics-scrape";
 import type { ScaleResult } from "./scale";
 import type { ScaleRun } from "./scale-worker";
 import type { StorageResult } from "./storage";
@@ -14,7 +15,7 @@ import type { StorageResult } from "./storage";
 type Maybe<T> = T | { error: string } | undefined;
 
 /** The measured sections of results.json, in report order. */
-export const SECTION_KEYS = ["incident", "cost", "peer", "scale", "storage", "dashboard", "load"] as const;
+export const SECTION_KEYS = ["incident", "cost", "peer", "scale", "storage", "dashboard", "load", "metrics"] as const;
 export type SectionKey = (typeof SECTION_KEYS)[number];
 
 /** Which run (and code) a section's numbers came from: a partial re-run keeps older sections. */
@@ -50,6 +51,7 @@ export interface BenchResults {
   dashboard?: Maybe<DashboardResult>;
   load?: Maybe<LoadResult>;
   peer?: Maybe<PeerResult>;
+  metrics?: Maybe<MetricsScrapeResult>;
   sections?: Partial<Record<SectionKey, SectionRun>>;
   /**
    * The analysis of each goal (Goal.id -> text), written by hand after a run: why a goal was met or
@@ -538,6 +540,7 @@ ${g
     st ? storageSection(st) : `## 3b. SQLite per backend per day\n\n${why(r.storage)}\n`,
     dash ? dashboardSection(dash) : `## 4. Dashboard\n\n${why(r.dashboard)}\n`,
     ok(r.load) ? loadSection(ok(r.load)!) : `## 5. Load: 200 dashboards while the watcher works\n\n${why(r.load)}\n`,
+    ok(r.metrics) ? metricsScrapeSection(ok(r.metrics)!) : `## 6. One /metrics scrape at 1000 backends\n\n${why(r.metrics)}\n`,
   ];
   return parts.join("\n");
 }

@@ -3,6 +3,7 @@
  * (fewer and shorter runs, under two minutes plus a `next build` when .next is missing or stale).
  * Writes bench/results.json and bench/RESULTS.md. Numbers are reported, never asserted.
  * Options: --quick, --only incident,cost,peer,scale,storage,dashboard,load (storage needs incident;
+ * Options: --quick, --only incident,cost,scale,storage,dashboard,load,metrics (storage needs incident;
  * dashboard needs storage), --render (rewrite RESULTS.md from results.json, measuring nothing).
  * With --only, the sections not measured are kept from the stored results.json, and each section
  * records the run and commit it came from (results.sections), so a partial re-run never passes
@@ -17,11 +18,12 @@ import { runDashboardBench } from "./dashboard";
 import { runIncidentBench } from "./incident";
 import { runLoadBench } from "./load";
 import { runPeerBench } from "./peer";
+import { runMetricsScrapeBench } from "./metrics-scrape";
 import { renderReport, SECTION_KEYS, type BenchResults, type SectionKey, type SectionRun } from "./report";
 import { runScaleBench } from "./scale";
 import { runStorageBench } from "./storage";
 
-const SECTIONS = ["incident", "cost", "peer", "scale", "storage", "dashboard", "load"] as const;
+const SECTIONS = ["incident", "cost", "peer", "scale", "storage", "dashboard", "load", "metrics"] as const;
 type Section = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; only: Set<Section>; partial: boolean } {
@@ -115,6 +117,7 @@ async function main(): Promise<void> {
       results.dashboard = await section("dashboard", () => runDashboardBench({ historyDbPath, workDir: work, quick, log }));
     }
     if (only.has("load")) results.load = await section("load (200 clients)", () => runLoadBench({ quick, workDir: work, log }));
+    if (only.has("metrics")) results.metrics = await section("one /metrics scrape at 1000 backends", () => runMetricsScrapeBench({ quick }));
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }

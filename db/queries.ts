@@ -4,12 +4,12 @@
  * samples and minute rollups deletes anything.
  */
 import type Database from "better-sqlite3";
-import { and, asc, desc, eq, getTableColumns, gte, isNull, lt, lte, SQL, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, getTableColumns, gte, isNotNull, isNull, lt, lte, SQL, sql } from "drizzle-orm";
 import { figuresOf, type Figures, type Reading, type Verdict } from "../lib/check/types";
 import type { BackendState } from "../lib/check/states";
 import { LATENCY_FIELDS, type LatencySample } from "../lib/metrics/vllm-latency";
 import type { Db } from "./client";
-import { restartEvents, samples, transitions, type RestartEventRow, type TransitionRow } from "./schema";
+import { restartEvents, samples, transitions, type RestartEventRow, type RestartOutcome, type TransitionRow } from "./schema";
 
 export type NewSample = typeof samples.$inferInsert;
 export type NewTransition = typeof transitions.$inferInsert;
@@ -197,6 +197,17 @@ export function lastRestartOf(db: Db, backendId: string): RestartEventRow | unde
   return statementsOf(db).lastRestart.get({ backendId });
 }
 
+/** How many restarts of each backend ended each way (the Prometheus export seeds its counter once from this). */
+export function restartOutcomeCounts(db: Db): Array<{ backendId: string; outcome: RestartOutcome; count: number }> {
+  return db
+    .select({ backendId: restartEvents.backendId, outcome: restartEvents.outcome, count: count() })
+    .from(restartEvents)
+    .where(isNotNull(restartEvents.outcome))
+    .groupBy(restartEvents.backendId, restartEvents.outcome)
+    .all()
+    .map((r) => ({ backendId: r.backendId, outcome: r.outcome as RestartOutcome, count: r.count }));
+}
+
 /** A restart event by id. */
 export function restartEventById(db: Db, id: number): RestartEventRow | undefined {
   return db.select().from(restartEvents).where(eq(restartEvents.id, id)).get();
@@ -286,21 +297,21 @@ export function insertRestartUnlessBlocked(
 
 /**
  * What the restart action did (exit code, output, error), in one transaction with, when `failed`
- * gives a resolution, closing the event as failed.
+ * gives a resolution, closing the event as failed. True when this call closed it (still pending).
  */
 export function recordActionResult(
   db: Db,
   id: number,
   result: { exitCode: number | null; output: string; error: string | null; finishedAt: number },
   failed: { resolution: string } | null,
-): void {
-  db.$client.transaction(() => {
+): boolean {
+  return db.$client.transaction(() => {
     db.update(restartEvents)
       .set({ commandExitCode: result.exitCode, commandOutput: result.output, commandError: result.error, commandFinishedAt: result.finishedAt })
       .where(eq(restartEvents.id, id))
       .run();
     // Conditional on still pending: the watcher may have resolved it meanwhile (it came back anyway).
-    if (failed) resolveRestart(db, id, { outcome: "failed", resolvedAt: result.finishedAt, resolution: failed.resolution });
+    return failed ? resolveRestart(db, id, { outcome: "failed", resolvedAt: result.finishedAt, resolution: failed.resolution }) : false;
   })();
 }
 

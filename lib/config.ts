@@ -61,6 +61,8 @@ export interface Config {
   backends: BackendConfig[];
   proxies: ProxyConfig[];
   operators: OperatorConfig[];
+  /** GET /metrics: public (null) or requiring `Authorization: Bearer <bearerToken>`. */
+  metrics: { bearerToken: string | null };
   /**
    * Every variable an "env:NAME" secret was read from, sorted. Restart commands run without them
    * (lib/restart/execute.ts restartCommandEnv): a command's output is shown to every reader.
@@ -177,6 +179,12 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
   });
   const proxy = z.strictObject({ id, url: httpUrl, apiKey: secret.optional() });
   const operator = z.strictObject({ name: z.string().min(1), password });
+  // Only "env:NAME": a scrape token in a config file that is often world-readable is no secret.
+  const bearerToken = z
+    .string()
+    .refine((s) => s.startsWith("env:"), { message: 'must be "env:NAME" (the variable holds the token)' })
+    .pipe(secret)
+    .refine((s) => s.length >= 16, { message: "the token must be at least 16 characters" });
 
   return z
     .strictObject({
@@ -195,6 +203,10 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       backends: z.array(backend).default([]),
       proxies: z.array(proxy).default([]),
       operators: z.array(operator).default([]),
+      metrics: z
+        .strictObject({ bearerToken: bearerToken.optional() })
+        .default({})
+        .transform((m) => ({ bearerToken: m.bearerToken ?? null })),
     })
     .superRefine((c, ctx) => {
       // Backends and proxies share one id space: transitions and logs name them by id alone.

@@ -6,12 +6,17 @@
  */
 import { openDb, resolveDbPath, type DbHandle } from "../db/client";
 import { ConfigError, loadConfig, parseConfig, resolveConfigPath, type Config } from "./config";
+import { restartOutcomeCounts } from "../db/queries";
+import { getStepwatchMetrics, type StepwatchMetrics } from "./export/metrics";
 import { startWatcher, type Watcher } from "./watcher";
+import { fleetSnapshot } from "./api/snapshot";
 
 export interface Runtime {
   config: Config;
   db: DbHandle;
   watcher: Watcher;
+  /** The Prometheus export (GET /metrics): the process's one registry, fed by this watcher. */
+  metrics: StepwatchMetrics;
   /** True when no config file was found and the embedded demo fleet is being watched. */
   demo: boolean;
   startedAt: number;
@@ -65,7 +70,20 @@ async function startRuntime(): Promise<Runtime> {
     await stopDemo?.();
     throw e;
   }
-  const watcher = startWatcher({ config, db: db.db });
+  const metrics = getStepwatchMetrics();
+  try {
+    // Once: from here on the counter counts restarts as this process resolves them.
+    metrics.seedRestarts(config.backends.map((b) => b.id), restartOutcomeCounts(db.db));
+  } catch (e) {
+    console.error(`stepwatch: cannot read restart counts for /metrics (counting from 0): ${(e as Error).message}`);
+    metrics.seedRestarts(config.backends.map((b) => b.id), []);
+  }
+  const watcher = startWatcher({ config, db: db.db, telemetry: metrics.telemetry });
+  const demo = stopDemo !== null;
+  metrics.attach(() => ({
+    fleet: fleetSnapshot(watcher, { demo, now: Date.now(), restartCooldownSeconds: config.restartCooldownSeconds, pollIntervalSeconds: config.pollIntervalSeconds }),
+    pollIntervalSeconds: config.pollIntervalSeconds,
+  }));
   console.log(`stepwatch: database ${dbPath}; polling every ${config.pollIntervalSeconds} s`);
 
   let stopping: Promise<void> | null = null;
@@ -73,7 +91,8 @@ async function startRuntime(): Promise<Runtime> {
     config,
     db,
     watcher,
-    demo: stopDemo !== null,
+    metrics,
+    demo,
     startedAt,
     stop: () =>
       (stopping ??= (async () => {

@@ -54,6 +54,8 @@ export interface RestartDeps {
   current(backendId: string): CurrentView | null;
   /** Told once the event is inserted, so the watcher shows `restarting` without waiting for a poll. */
   onPending?(backendId: string, pending: PendingRestart & { eventId: number }): void;
+  /** Told when this verb resolved the event itself (the action failed), after the write committed. */
+  onResolved?(backendId: string, outcome: "failed"): void;
   execute?: (action: RestartAction, ctx: WebhookContext) => Promise<ActionResult>;
   now?: () => number;
 }
@@ -67,6 +69,7 @@ export function restartDeps(rt: Pick<Runtime, "config" | "db" | "watcher">, env:
     commandEnv: restartCommandEnv(env, rt.config.secretEnvNames),
     current: (b) => rt.watcher.current(b),
     onPending: (b, p) => rt.watcher.notifyRestartRequested(b, p),
+    onResolved: (b, outcome) => rt.watcher.notifyRestartResolved(b, outcome),
   };
 }
 
@@ -190,11 +193,13 @@ async function runAndRecord(row: RestartEventRow, action: RestartAction, deps: R
   } catch (e) {
     result = { ok: false, exitCode: null, output: "", error: `restart action crashed: ${(e as Error).message}`, finishedAt: now() };
   }
+  let failedHere = false;
   try {
     // A failed action closes the event at once; nothing is retried without an operator.
     const failed = result.ok ? null : { resolution: `the restart action failed: ${result.error ?? "unknown error"}; not retried` };
-    recordActionResult(deps.db.db, row.id, result, failed);
+    failedHere = recordActionResult(deps.db.db, row.id, result, failed);
   } catch (e) {
     console.error(`[restart] could not record the result of restart #${row.id} of ${row.backendId}: ${(e as Error).message}`);
   }
+  if (failedHere) deps.onResolved?.(row.backendId, "failed");
 }

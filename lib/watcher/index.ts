@@ -14,6 +14,8 @@ import { thresholdsOf, type Config } from "../config";
 import { realClock, runEvery, type LoopClock } from "./loop";
 import { BackendMonitor, ProxyMonitor, type MonitorDeps } from "./monitors";
 import { WatchStore, STORE_LIMITS, type StoreLimits } from "./store";
+import { NO_TELEMETRY, type WatcherTelemetry } from "./telemetry";
+import type { RestartOutcome } from "../../db/schema";
 
 export interface WatcherOptions {
   config: Config;
@@ -29,6 +31,8 @@ export interface WatcherOptions {
   /** Injected for unit tests of the scheduling; production always judges with observe(). */
   observe?: MonitorDeps["observe"];
   readProxy?: MonitorDeps["readProxy"];
+  /** Where the watcher's own health goes (lib/runtime passes the Prometheus export's); none by default. */
+  telemetry?: WatcherTelemetry;
 }
 
 export interface Watcher {
@@ -40,6 +44,8 @@ export interface Watcher {
   current(backendId: string): { verdict: Verdict | null; reading: Reading | null } | null;
   /** Called by the restart verb once its event is stored: show `restarting` without waiting for a poll. */
   notifyRestartRequested(backendId: string, pending?: PendingRestart & { eventId: number }): void;
+  /** Called by the restart verb when it resolved an event itself (a failed action). */
+  notifyRestartResolved(backendId: string, outcome: RestartOutcome): void;
   /** Runs the retention job now (also runs every retentionIntervalMs). */
   runRetention(): RetentionResult | null;
   /** Aborts every loop, waits for in-flight reads to end, writes what is queued. */
@@ -60,7 +66,8 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   const { config } = opts;
   const clock = opts.clock ?? realClock;
   const log = opts.log ?? ((m: string) => console.log(m));
-  const store = new WatchStore(opts.db, opts.storeLimits ?? STORE_LIMITS, (m) => log(m));
+  const telemetry = opts.telemetry ?? NO_TELEMETRY;
+  const store = new WatchStore(opts.db, opts.storeLimits ?? STORE_LIMITS, (m) => log(m), () => telemetry.storageError());
   const controller = new AbortController();
   const signal = controller.signal;
   // One listener per poll loop (runEvery), by design: a fleet of 1000 is not a leak to warn about.
@@ -72,6 +79,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
     read: { timeoutMs: readTimeoutMs(config.pollIntervalSeconds), probeTimeoutMs: config.probeTimeoutSeconds * 1000, ...opts.read },
     observe: opts.observe ?? realObserve,
     readProxy: opts.readProxy ?? realReadProxy,
+    telemetry,
   };
 
   const backends = new Map(config.backends.map((b) => [b.id, new BackendMonitor(b, deps)]));
@@ -80,6 +88,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   for (const m of proxies.values()) m.seed();
 
   const intervalMs = config.pollIntervalSeconds * 1000;
+  const onLag = (ms: number) => telemetry.pollLag(ms);
   const onError = (what: string) => (e: unknown) => log(`stepwatch: ${what}: ${(e as Error)?.stack ?? String(e)}`);
   const runRetention = (): RetentionResult | null => {
     try {
@@ -96,7 +105,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   const offset = (i: number) => (targets > 1 ? Math.floor((i * intervalMs) / targets) : 0);
   const loops: Promise<void>[] = [
     ...[...backends.values()].map((m, i) =>
-      runEvery((s) => m.poll(s), { intervalMs, signal, clock, offsetMs: offset(i), onError: onError(`poll of backend ${m.config.id} failed`) }),
+      runEvery((s) => m.poll(s), { intervalMs, signal, clock, offsetMs: offset(i), onLag, onError: onError(`poll of backend ${m.config.id} failed`) }),
     ),
     ...[...proxies.values()].map((m, i) =>
       runEvery((s) => m.poll(s), {
@@ -104,6 +113,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
         signal,
         clock,
         offsetMs: offset(backends.size + i),
+        onLag,
         onError: onError(`poll of proxy ${m.config.id} failed`),
       }),
     ),
@@ -124,6 +134,10 @@ export function startWatcher(opts: WatcherOptions): Watcher {
       return { verdict: m.last?.verdict ?? null, reading: m.last?.reading ?? null };
     },
     notifyRestartRequested(id) {
+      backends.get(id)?.refreshRestart();
+    },
+    notifyRestartResolved(id, outcome) {
+      telemetry.restartResolved(id, outcome);
       backends.get(id)?.refreshRestart();
     },
     runRetention,

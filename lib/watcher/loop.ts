@@ -35,6 +35,8 @@ export interface LoopOptions {
   onError?: (e: unknown) => void;
   /** Delay before the first step: loops of many targets are spread over the interval. */
   offsetMs?: number;
+  /** Told how late each step after the first started after its slot (ms): the poll lag. */
+  onLag?: (ms: number) => void;
 }
 
 /**
@@ -65,6 +67,7 @@ export async function runEvery(step: (signal: AbortSignal) => Promise<void> | vo
       slot += opts.intervalMs;
       if (slot < now) slot += Math.ceil((now - slot) / opts.intervalMs) * opts.intervalMs;
       await clock.sleep(slot - now, signal);
+      if (opts.onLag && !signal.aborted) opts.onLag(Math.max(0, clock.now() - slot));
     }
   } finally {
     opts.signal.removeEventListener("abort", onAbort);

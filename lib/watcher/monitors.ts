@@ -15,6 +15,7 @@ import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
 import { latencyOf } from "./latency";
 import { judgeProxy } from "../check/proxy";
 import type { WatchStore } from "./store";
+import type { WatcherTelemetry } from "./telemetry";
 
 /** Points kept for the fleet page's sparkline. */
 export const RECENT_POINTS = 60;
@@ -26,6 +27,7 @@ export interface MonitorDeps {
   now: () => number;
   observe: typeof observeFn;
   readProxy: typeof readProxyFn;
+  telemetry: WatcherTelemetry;
 }
 
 /** What a monitor remembers of the state it stored last. */
@@ -99,6 +101,7 @@ export class BackendMonitor {
     });
     // A read cut short by shutdown is not evidence about the backend.
     if (signal.aborted) return;
+    this.deps.telemetry.read("backend", reading.latencyMs, reading.outcome);
 
     if (pendingRow && pending) this.resolvePending(pendingRow, verdict, reading);
 
@@ -113,9 +116,12 @@ export class BackendMonitor {
   private resolvePending(row: RestartEventRow, verdict: Verdict, reading: Reading): void {
     const { store, thresholds, now } = this.deps;
     const t = now();
+    let won: boolean;
+    let outcome: "recovered" | "timed-out";
     if (verdict.recovered) {
       const downtimeSeconds = (reading.at - row.requestedAt) / 1000;
-      store.resolveRestart(row.id, {
+      outcome = "recovered";
+      won = store.resolveRestart(row.id, {
         outcome: "recovered",
         resolvedAt: t,
         recoveredAt: reading.at,
@@ -123,7 +129,8 @@ export class BackendMonitor {
         resolution: `a new process was seen serving ${downtimeSeconds.toFixed(1)} s after the restart was asked for (${verdict.state})`,
       });
     } else if (t - row.requestedAt > thresholds.recoveryTimeoutSeconds * 1000) {
-      store.resolveRestart(row.id, {
+      outcome = "timed-out";
+      won = store.resolveRestart(row.id, {
         outcome: "timed-out",
         resolvedAt: t,
         resolution: `no new process seen serving within recoveryTimeoutSeconds (${thresholds.recoveryTimeoutSeconds} s); last state ${verdict.state}`,
@@ -131,6 +138,8 @@ export class BackendMonitor {
     } else {
       return;
     }
+    // Counted only when this call closed it: the restart verb may have recorded a failure first.
+    if (won) this.deps.telemetry.restartResolved(this.config.id, outcome);
     this.refreshRestart();
   }
 
@@ -163,6 +172,7 @@ export class ProxyMonitor {
   async poll(signal: AbortSignal): Promise<void> {
     const reading = await this.deps.readProxy({ url: this.config.url, apiKey: this.config.apiKey }, { ...this.deps.read, signal });
     if (signal.aborted) return;
+    this.deps.telemetry.read("proxy", reading.latencyMs, reading.outcome);
     const j = judgeProxy(this.last, reading);
     this.last = reading;
     this.state = j.state;

@@ -37,6 +37,8 @@ export class WatchStore {
     readonly db: Db,
     private readonly limits: StoreLimits = STORE_LIMITS,
     private readonly log: (msg: string) => void = (m) => console.error(m),
+    /** Told of every failed read or write (the export's stepwatch_storage_errors_total). */
+    private readonly onFailure: () => void = () => {},
   ) {}
 
   /** The storage problem an operator should see, or null when the last write went through. */
@@ -86,6 +88,7 @@ export class WatchStore {
 
   /** Record a failure from another writer (the retention job) so the operator sees it. */
   fail(what: string, e: unknown): void {
+    this.onFailure();
     const msg = `${what}: ${(e as Error)?.message ?? String(e)}`;
     if (msg !== this.error) this.log(`stepwatch: ${msg} (polling goes on; writes are retried)`);
     this.error = msg;

@@ -175,7 +175,7 @@ describe("mutating routes: a signed-in operator AND the same origin", () => {
   });
 
   it("read routes take no writes", async () => {
-    for (const p of ["/api/fleet", "/api/restarts", "/api/backends/argv/history"]) {
+    for (const p of ["/api/fleet", "/api/restarts", "/api/backends/argv/history", "/metrics"]) {
       for (const method of ["POST", "PUT", "DELETE", "PATCH"]) {
         const r = await get(p, { method, cookie, origin: app.url, body: "{}" });
         expect(r.status, `${method} ${p}`).toBe(405);
@@ -338,7 +338,7 @@ describe("bad input: 4xx with a reason", () => {
 
 describe("security headers on every page and API route", () => {
   const PAGES = ["/", "/signin", "/restarts", "/backends/keyed", "/backends/argv", "/no-such-page"];
-  const APIS = ["/api/fleet", "/api/restarts", "/api/backends/argv/history", "/api/session", "/api/backends/nope/history"];
+  const APIS = ["/api/fleet", "/api/restarts", "/api/backends/argv/history", "/api/session", "/api/backends/nope/history", "/metrics"];
 
   it.each([...PAGES, ...APIS])("%s", async (p) => {
     const r = await get(p, { cookie });
@@ -366,7 +366,7 @@ describe("no secret anywhere a browser or a log reader can see", () => {
   it("API answers, pages, their scripts and the server log hold none of the config's secrets", async () => {
     // Make the app do everything once more: reads, history, restarts list, pages, a failed sign-in.
     await waitFor("the webhook restart recorded", async () => (await getJson<RestartEventDTO[]>(`${app.url}/api/restarts`))?.body.some((e) => e.backendId === "hook" && e.commandFinishedAt !== null), 15_000);
-    for (const p of ["/api/fleet", "/api/restarts", "/api/session", "/api/backends/keyed/history", "/api/backends/argv/history", "/api/backends/hook/history"]) {
+    for (const p of ["/api/fleet", "/api/restarts", "/api/session", "/api/backends/keyed/history", "/api/backends/argv/history", "/api/backends/hook/history", "/metrics"]) {
       await get(p, { cookie });
       await get(p);
     }

@@ -131,6 +131,16 @@ describe("parseConfig", () => {
     expect(p.some((line) => re.test(line)), p.join("\n")).toBe(true);
   });
 
+  const TOKEN = "scrape-token-0123456789";
+  it("metrics.bearerToken is optional, and only ever \"env:NAME\" of 16+ characters", () => {
+    expect(parseConfig({}, "t", { env: {} }).metrics).toEqual({ bearerToken: null });
+    expect(parseConfig({ metrics: { bearerToken: "env:SCRAPE" } }, "t", { env: { SCRAPE: TOKEN } }).metrics).toEqual({ bearerToken: TOKEN });
+    expect(() => parseConfig({ metrics: { bearerToken: TOKEN } }, "t", { env: {} })).toThrow(/metrics\.bearerToken: must be "env:NAME"/);
+    expect(() => parseConfig({ metrics: { bearerToken: "env:SCRAPE" } }, "t", { env: {} })).toThrow(/metrics\.bearerToken: environment variable SCRAPE is not set/);
+    expect(() => parseConfig({ metrics: { bearerToken: "env:SCRAPE" } }, "t", { env: { SCRAPE: "short" } })).toThrow(/metrics\.bearerToken: the token must be at least 16/);
+    expect(() => parseConfig({ metrics: { token: "x" } }, "t", { env: {} })).toThrow(/metrics\.token: unknown field/);
+  });
+
   it("reports several problems at once", () => {
     const j = valid();
     j.backends[1].url = "x";

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { getEventListeners } from "node:events";
-import { runEvery } from "@/lib/watcher/loop";
+import { runEvery, sleep } from "@/lib/watcher/loop";
 
 beforeEach(() => {
   vi.useFakeTimers({ now: 1_000_000 });
@@ -47,6 +47,18 @@ describe("runEvery", () => {
     ac.abort();
     await loop;
     expect(starts).toEqual([0, 1000, 2000, 3000, 4000]);
+  });
+
+  it("reports each step's lag behind its slot (not the first step's)", async () => {
+    const ac = new AbortController();
+    const lags: number[] = [];
+    // A clock whose sleeps overrun by 40 ms, as under a busy event loop.
+    const clock = { now: () => Date.now(), sleep: (ms: number, signal: AbortSignal) => sleep(ms + 40, signal) };
+    const loop = runEvery(() => {}, { intervalMs: 1000, signal: ac.signal, clock, onLag: (ms) => lags.push(ms) });
+    await vi.advanceTimersByTimeAsync(3100);
+    ac.abort();
+    await loop;
+    expect(lags).toEqual([40, 40, 40]);
   });
 
   it("an offset delays the first step and the slots follow from there", async () => {

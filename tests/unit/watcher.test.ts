@@ -194,6 +194,26 @@ describe("watcher", () => {
     expect(fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600, pollIntervalSeconds: 5 }).backends[0].pendingRestartId).toBeNull();
   });
 
+  it("tells its telemetry each restart it resolved, once, and each read", async () => {
+    h.db
+      .insert(restartEvents)
+      .values({ backendId: "fast", requestedAt: T0, requestedBy: "ana", stateAtRequest: "stuck", healthyAtRequest: false, evidence: { reasons: [], readings: [] }, action: "x" })
+      .run();
+    const resolved: string[] = [];
+    const reads: string[] = [];
+    const telemetry = {
+      pollLag() {},
+      read: (kind: string, _ms: number, outcome: string) => void reads.push(`${kind} ${outcome}`),
+      storageError() {},
+      restartResolved: (id: string, outcome: string) => void resolved.push(`${id} ${outcome}`),
+    };
+    start({ states: { fast: () => "restarting" }, telemetry, config: config({ backends: [{ id: "fast", url: "http://127.0.0.1:1" }] }) });
+    await vi.advanceTimersByTimeAsync(13_500);
+    expect(resolved).toEqual(["fast timed-out"]);
+    expect(reads).toContain("backend ok");
+    expect(reads).toContain("proxy ok");
+  });
+
   it("times a restart out after recoveryTimeoutSeconds", async () => {
     h.db
       .insert(restartEvents)

@@ -1,0 +1,27 @@
+/**
+ * What the watcher tells about its own health, for the Prometheus export (lib/export/metrics.ts).
+ * An interface here so the watcher does not import prom-client; the default does nothing, so tests
+ * and the bench that start a watcher count nothing anywhere.
+ */
+import type { RestartOutcome } from "../../db/schema";
+import type { FetchOutcome } from "../net/http";
+
+export type ReadKind = "backend" | "proxy";
+
+export interface WatcherTelemetry {
+  /** How late a poll started after its slot (ms). Not called for a loop's first poll. */
+  pollLag(ms: number): void;
+  /** One GET ended: its latency and how it ended. */
+  read(kind: ReadKind, latencyMs: number, outcome: FetchOutcome): void;
+  /** A database read or write failed (each failed attempt counts). */
+  storageError(): void;
+  /** A restart event was resolved by this process (the watcher, or the restart verb's failure). */
+  restartResolved(backendId: string, outcome: RestartOutcome): void;
+}
+
+export const NO_TELEMETRY: WatcherTelemetry = {
+  pollLag() {},
+  read() {},
+  storageError() {},
+  restartResolved() {},
+};
