@@ -6,7 +6,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import type { Thresholds } from "./check/types";
+import { PROBE_CHOICES, type ProbeChoice, type Thresholds } from "./check/types";
+import { ENGINE_CHOICES, type EngineChoice } from "./engines/types";
 
 /** Every default of the config, and only here. */
 export const DEFAULTS = {
@@ -16,6 +17,9 @@ export const DEFAULTS = {
   idleProbeSeconds: 60,
   restartCooldownSeconds: 600,
   recoveryTimeoutSeconds: 900,
+  startupGraceSeconds: 600,
+  engine: "auto",
+  probe: "auto",
   retention: { rawHours: 48, rollupDays: 90 },
   restartCommandTimeoutSeconds: 120,
   webhookMethod: "POST",
@@ -36,6 +40,10 @@ export interface BackendConfig {
   url: string;
   apiKey?: string;
   model?: string;
+  /** Which engine it runs ("auto": detected from its answers, again after every restart). */
+  engine?: EngineChoice;
+  /** Which request the idle probe sends ("auto" by engine, learning from 404/405; "none": metrics alone). */
+  probe?: ProbeChoice;
   restart?: RestartAction;
 }
 
@@ -59,6 +67,7 @@ export interface Config {
   idleProbeSeconds: number;
   restartCooldownSeconds: number;
   recoveryTimeoutSeconds: number;
+  startupGraceSeconds: number;
   retention: { rawHours: number; rollupDays: number };
   backends: BackendConfig[];
   proxies: ProxyConfig[];
@@ -175,6 +184,8 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
     url: httpUrl,
     apiKey: secret.optional(),
     model: z.string().min(1).optional(),
+    engine: z.enum(ENGINE_CHOICES).default(DEFAULTS.engine),
+    probe: z.enum(PROBE_CHOICES).default(DEFAULTS.probe),
     restart: restart.optional(),
   });
   const proxy = z.strictObject({ id, url: httpUrl, apiKey: secret.optional() });
@@ -188,6 +199,7 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       idleProbeSeconds: seconds.default(DEFAULTS.idleProbeSeconds),
       restartCooldownSeconds: z.number().nonnegative().default(DEFAULTS.restartCooldownSeconds),
       recoveryTimeoutSeconds: seconds.default(DEFAULTS.recoveryTimeoutSeconds),
+      startupGraceSeconds: z.number().nonnegative().default(DEFAULTS.startupGraceSeconds),
       retention: z
         .strictObject({
           rawHours: seconds.default(DEFAULTS.retention.rawHours),
@@ -286,10 +298,11 @@ export function resolveConfigPath(
 }
 
 /** The classifier's thresholds, from the config. */
-export function thresholdsOf(c: Pick<Config, "stuckAfterSeconds" | "idleProbeSeconds" | "recoveryTimeoutSeconds">): Thresholds {
+export function thresholdsOf(c: Pick<Config, "stuckAfterSeconds" | "idleProbeSeconds" | "recoveryTimeoutSeconds" | "startupGraceSeconds">): Thresholds {
   return {
     stuckAfterSeconds: c.stuckAfterSeconds,
     idleProbeSeconds: c.idleProbeSeconds,
     recoveryTimeoutSeconds: c.recoveryTimeoutSeconds,
+    startupGraceSeconds: c.startupGraceSeconds,
   };
 }

@@ -1,0 +1,40 @@
+/**
+ * What every engine adapter states. The classifier is engine-blind except for what is here: the
+ * shortest window that may be called stuck and how (whether) an idle server may be probed. Which
+ * figures are progress and which are evidence of a hang travel in each reading (`evidence`).
+ */
+import type { Index } from "./series";
+import type { EngineKind, EngineParse } from "./types";
+
+/** How an idle server of this engine is asked for one token. */
+export type ProbeStyle = "openai" | "tgi-generate" | "never";
+
+export interface EngineRules {
+  /**
+   * No "stuck" before this many seconds without progress, whatever stuckAfterSeconds says: an
+   * engine whose gauges refresh only every so often (SGLang) needs a longer window.
+   */
+  minStuckWindowSeconds: number;
+  probe: ProbeStyle;
+  /** The command-line flag the engine needs for stepwatch to read it, for messages and the README. */
+  metricsFlag: string | null;
+}
+
+export interface ExtractContext {
+  /** Response headers of GET /metrics (llama.cpp's Process-Start-Time-Unix). */
+  headers?: Record<string, string | string[] | undefined>;
+}
+
+export interface EngineAdapter {
+  kind: EngineKind;
+  /** The family prefix that identifies the engine's exposition (null: it has none). */
+  prefix: string | null;
+  rules: EngineRules;
+  extract(index: Index, ctx: ExtractContext): EngineParse;
+}
+
+export function headerValue(headers: ExtractContext["headers"], name: string): string | null {
+  const v = headers?.[name.toLowerCase()];
+  if (Array.isArray(v)) return v[0] ?? null;
+  return typeof v === "string" && v.trim() !== "" ? v.trim() : null;
+}
