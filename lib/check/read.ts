@@ -81,6 +81,7 @@ export async function readBackend(target: BackendTarget, opts: ReadOptions = {})
 
   let bytes = 0;
   let engine: EngineKind | undefined = choice === "auto" ? undefined : choice;
+  let propsModel: string | null = null;
   if (hint === "llamacpp" || (choice === "auto" && hint === undefined)) {
     // /props is exempt from waking a sleeping llama-server; /metrics is not (PR ggml-org/llama.cpp#18228).
     const props = await get(target, "/props", common, "application/json", 1024 * 1024);
@@ -88,6 +89,7 @@ export async function readBackend(target: BackendTarget, opts: ReadOptions = {})
     const p = props.outcome === "ok" ? parseLlamacppProps(props.body) : null;
     if (p) {
       engine = "llamacpp";
+      propsModel = p.model;
       if (p.sleeping) {
         return {
           at,
@@ -130,6 +132,8 @@ export async function readBackend(target: BackendTarget, opts: ReadOptions = {})
       if (kind) {
         const parsed = ADAPTERS[kind].extract(exp.index, { headers: res.headers });
         if (parsed.metrics) {
+          // llama-server names its model in /props, not in /metrics.
+          if (parsed.metrics.models.length === 0 && propsModel) parsed.metrics.models = [propsModel];
           reading.metrics = parsed.metrics;
           reading.engine = kind;
           if (parsed.metrics.asleep) reading.asleep = true;
