@@ -6,18 +6,15 @@
 import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { PROBE_CHOICES, type ProbeChoice, type Thresholds } from "./check/types";
+import { DEFAULT_THRESHOLDS, PROBE_CHOICES, type ProbeChoice, type Thresholds } from "./check/types";
 import { ENGINE_CHOICES, type EngineChoice } from "./engines/types";
 
-/** Every default of the config, and only here. */
+/** Every default of the config, and only here (the classifier's thresholds come from DEFAULT_THRESHOLDS). */
 export const DEFAULTS = {
   pollIntervalSeconds: 5,
-  stuckAfterSeconds: 120,
+  ...DEFAULT_THRESHOLDS,
   probeTimeoutSeconds: 10,
-  idleProbeSeconds: 60,
   restartCooldownSeconds: 600,
-  recoveryTimeoutSeconds: 900,
-  startupGraceSeconds: 600,
   engine: "auto",
   probe: "auto",
   retention: { rawHours: 48, rollupDays: 90 },

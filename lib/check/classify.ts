@@ -2,10 +2,10 @@
  * The classifier: readings in, a verdict out. Pure: no I/O, no clock of its own (`now` is passed
  * in), no mutable counters. Every debounce ("two waits", "two refused reads", "probe failed twice",
  * "refused for startupGraceSeconds") is computed from the readings handed in, so a restart of
- * stepwatch that reloads its history decides exactly as before. The rules are product.md's state
- * table plus the real-server cases of docs/engines.md; each one that fires leaves a reason a person
- * can read. It is engine-blind except for what an adapter states (lib/engines/adapter.ts rules,
- * and each reading's `evidence`).
+ * stepwatch that reloads its history decides exactly as before. The rules are the state table of
+ * docs/states.md plus the real-server cases of docs/engines.md; each one that fires leaves a reason
+ * a person can read. It is engine-blind except for what an adapter states (lib/engines/adapter.ts
+ * rules, and each reading's `evidence`).
  */
 import { rulesOf } from "../engines/registry";
 import { ENGINE_LABELS, PROGRESS_COUNTERS, type EngineMetrics, type EngineSlice, type EvidenceFigure } from "../engines/types";

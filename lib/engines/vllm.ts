@@ -130,12 +130,18 @@ function extractFromIndex(index: Index): VllmExtraction {
   if (ids.length >= 2) {
     const engines: Record<string, EngineSlice> = {};
     const ignore: string[] = []; // per-engine warnings repeat the whole body's
+    let broken: string | null = null;
     for (const id of ids) {
       const e = slice(index, ignore, (l) => l.engine === id);
-      if ("error" in e) return { metrics: null, warnings, error: `engine ${id}: ${e.error}` };
+      if ("error" in e) {
+        broken = `engine ${id}: ${e.error}`;
+        break;
+      }
       engines[id] = e;
     }
-    metrics.engines = engines;
+    // An engine without its own load gauges cannot be judged on its own: judge the sums, and say so.
+    if (broken) warnings.push(`per-engine figures not used (${broken}); the server is judged on the sums`);
+    else metrics.engines = engines;
   }
   return { metrics, warnings };
 }

@@ -18,6 +18,9 @@ import { DEFAULT_ENGINE_CONFIG, Engine, type EngineConfig, type EngineRequest, t
  */
 export const LIVE_MODES = ["normal", "hang", "waiting-hang", "hang-engine", "wedged", "churn", "deferred", "slow-metrics", "no-metrics"] as const;
 export type LiveMode = (typeof LIVE_MODES)[number];
+/** The live modes, and the two that close the socket (the server's restart and crash). */
+export type SimMode = LiveMode | "restart" | "crash";
+export const SIM_MODES: readonly SimMode[] = [...LIVE_MODES, "restart", "crash"];
 
 export interface SimModelOptions {
   modelName: string;

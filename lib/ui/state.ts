@@ -9,7 +9,7 @@ export type Tone = "ok" | "warn" | "bad" | "info" | "muted";
 export const STATE_TONE: Record<BackendState, Tone> = {
   idle: "ok",
   busy: "ok",
-  sleeping: "info",
+  sleeping: "ok",
   stalled: "warn",
   stuck: "bad",
   starting: "info",
