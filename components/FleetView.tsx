@@ -4,6 +4,7 @@ import Link from "next/link";
 import { useMemo, useState } from "react";
 import useSWR from "swr";
 import type { FleetBackend, FleetResponse } from "@/lib/api/types";
+import { ENGINE_LABELS } from "@/lib/engines/types";
 import { toSparkline } from "@/lib/ui/chart";
 import { getJson } from "@/lib/ui/fetcher";
 import { formatAgo, formatCount, formatDateTime, formatPercent, formatRate } from "@/lib/ui/format";
@@ -46,9 +47,15 @@ function BackendCard({ b, now, onRestart }: { b: FleetBackend; now: number; onRe
             {b.id}
           </Link>
           <div className="card-sub" title={b.url}>
+            {b.engine ? <span data-testid={`engine-${b.id}`}>{ENGINE_LABELS[b.engine]} · </span> : null}
             {b.model ? `${b.model} · ` : ""}
             {b.url}
           </div>
+          {b.engine === "ollama" && b.models.length > 0 ? (
+            <div className="card-sub" data-testid={`models-${b.id}`}>
+              loaded: {b.models.join(", ")}
+            </div>
+          ) : null}
         </div>
         <div style={{ textAlign: "right" }}>
           <StateBadge state={b.state} testId={`state-${b.id}`} />
@@ -84,6 +91,12 @@ function BackendCard({ b, now, onRestart }: { b: FleetBackend; now: number; onRe
         </div>
       </dl>
       <Sparkline b={b} />
+      {b.configProblem ? (
+        <div className="recommend config" data-testid={`config-problem-${b.id}`}>
+          <strong>Configuration problem</strong>
+          {b.configProblem}
+        </div>
+      ) : null}
       {b.restartRecommended ? (
         <div className="recommend" data-testid={`recommend-${b.id}`}>
           <strong>Restart recommended</strong>
