@@ -335,6 +335,19 @@ function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
       };
     }
   }
+  // llama.cpp serves /metrics from its engine loop: timeouts there while /health answers are a
+  // blocked loop (a device call that never returns), judged like "no progress" across two waits.
+  if (rulesOf(cur.engine).metricsOnEngineLoop && cur.outcome === "timeout" && cur.health?.outcome === "ok") {
+    let k = all.length - 1;
+    while (k >= 0 && all[k].outcome === "timeout" && all[k].health?.outcome === "ok" && !all[k].metrics) k--;
+    const blocked = all.slice(k + 1);
+    const span = (cur.at - blocked[0].at) / 1000;
+    const fact = `${ENGINE_LABELS[cur.engine!]} answers /health but not /metrics (a task on its engine loop) on ${blocked.length} read${blocked.length === 1 ? "" : "s"} over ${fmtSeconds(span)}: the loop is blocked`;
+    if (blocked.length >= 3 && span >= t.stuckAfterSeconds) {
+      return { state: "stuck", reasons: [fact, `no answer from the engine loop across ${blocked.length - 1} waits and at least ${t.stuckAfterSeconds} s`] };
+    }
+    return { state: "stalled", reasons: [fact, `stuck after 2 waits and ${t.stuckAfterSeconds} s`] };
+  }
   const what = describeFailure(cur);
   if (streak.length >= 1 && isConnectionFailure(cur)) {
     return { state: "unknown", reasons: [`${what}; one failed read is not "down"`] };

@@ -18,6 +18,12 @@ export interface EngineRules {
   probe: ProbeStyle;
   /** The command-line flag the engine needs for stepwatch to read it, for messages and the README. */
   metricsFlag: string | null;
+  /**
+   * /metrics is served by the engine loop itself (llama.cpp queues it as a task), not by a separate
+   * API server: a /metrics that keeps timing out while /health answers then means the loop is
+   * blocked, not that an API server is slow.
+   */
+  metricsOnEngineLoop?: boolean;
 }
 
 export interface ExtractContext {

@@ -21,7 +21,8 @@ export const LLAMACPP_START_HEADER = "process-start-time-unix";
 export const llamacppAdapter: EngineAdapter = {
   kind: "llamacpp",
   prefix: LLAMACPP_PREFIX,
-  rules: { minStuckWindowSeconds: 0, probe: "openai", metricsFlag: "--metrics" },
+  // /metrics is a task on the same loop as decoding (server-context.cpp): a blocked loop never answers it.
+  rules: { minStuckWindowSeconds: 0, probe: "openai", metricsFlag: "--metrics", metricsOnEngineLoop: true },
   extract(index, ctx) {
     const warnings: string[] = [];
     const running = required(index, "llamacpp:requests_processing");

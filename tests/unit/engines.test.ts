@@ -230,6 +230,17 @@ const rows: Row[] = [
     state: "no-metrics",
     reason: /start llama-server with --metrics/,
   },
+  {
+    name: "llama.cpp: /metrics (a task on the engine loop) timing out while /health answers, across two waits: stuck (a blocked loop)",
+    reads: [0, 67, 134].map((atS) => ({ at: atS * 1000, latencyMs: 10_000, outcome: "timeout" as const, engine: "llamacpp" as const, metrics: null, error: "no complete answer within 10000 ms", health: { outcome: "ok" as const, status: 200 } })),
+    state: "stuck",
+    reason: /llama\.cpp answers \/health but not \/metrics .* the loop is blocked/,
+  },
+  {
+    name: "llama.cpp: one /metrics timeout with /health up: stalled, not yet stuck",
+    reads: [llama(0, { ...one, decode: 10 }), { at: 5000, latencyMs: 10_000, outcome: "timeout", engine: "llamacpp", metrics: null, health: { outcome: "ok", status: 200 } }],
+    state: "stalled",
+  },
   // SGLang
   {
     name: "SGLang 0.5.10: gen_throughput positive and changing, request counters flat: busy",
