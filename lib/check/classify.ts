@@ -324,14 +324,16 @@ function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
   }
   // A /metrics that times out while /health answers is a slow API server (a huge tokenization, a
   // blocked event loop), not a dead one. Only timeouts with /health failing too count towards down.
-  const dead = streak.filter((r) => r.outcome === "timeout" && healthFailed(r));
-  if (dead.length >= 2 && dead.length === streak.filter((r) => r.outcome === "timeout").length) {
-    const span = (cur.at - streak[0].at) / 1000;
-    if (span >= t.stuckAfterSeconds && healthFailed(cur)) {
+  let d = streak.length;
+  while (d > 0 && (isConnectionFailure(streak[d - 1]) || (streak[d - 1].outcome === "timeout" && healthFailed(streak[d - 1])))) d--;
+  const dead = streak.slice(d);
+  if (dead.length >= 2 && dead.some((r) => r.outcome === "timeout")) {
+    const span = (cur.at - dead[0].at) / 1000;
+    if (span >= t.stuckAfterSeconds) {
       return {
         state: "down",
         restartRecommended: true,
-        reasons: [`no answer from /metrics and /health on ${streak.length} reads in a row for ${fmtSeconds(span)} (over ${t.stuckAfterSeconds} s)`],
+        reasons: [`no answer from /metrics and /health on ${dead.length} reads in a row for ${fmtSeconds(span)} (over ${t.stuckAfterSeconds} s)`],
       };
     }
   }
