@@ -178,10 +178,11 @@ export class Engine {
     for (const r of this.running) used += this.blocksOf(r.prefilled + r.generated);
     const base = Math.min(1, used / this.config.kvCacheBlocks);
     if (this.churnSince === null) return base;
-    // Churn: every other cycle the preempted request holds one prefill chunk of blocks again.
+    // Churn: each cycle the preempted request is re-admitted with part of a prefill chunk of blocks
+    // (a different part each cycle: the golden-ratio step never repeats a value), then freed again.
     const cycle = Math.floor((this.t - this.churnSince) / Engine.CHURN_PERIOD);
     const chunk = this.blocksOf(this.config.chunkSize) / this.config.kvCacheBlocks;
-    return Math.min(1, base + (cycle % 2 === 0 ? chunk : 0));
+    return Math.min(1, base + chunk * ((cycle * 0.6180339887) % 1));
   }
 
   /** Cumulative preemptions: the counted ones plus one per churn cycle. */
