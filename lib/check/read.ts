@@ -11,7 +11,7 @@
  * - The probe itself, which the caller sends only after `shouldProbe` said so.
  */
 import type { Dispatcher } from "undici";
-import { ADAPTERS, detectEngine } from "../engines/registry";
+import { ADAPTERS, detectEngine, rulesOf } from "../engines/registry";
 import { readExposition } from "../engines/exposition";
 import { isLlamacppLoading, LLAMACPP_NO_METRICS, parseLlamacppProps } from "../engines/llamacpp";
 import { parseOllamaPs, parseOllamaVersion } from "../engines/ollama";
@@ -115,8 +115,9 @@ export async function readBackend(target: BackendTarget, opts: ReadOptions = {})
 
   if (res.outcome === "refused" || res.outcome === "reset" || res.outcome === "timeout") {
     // "down" needs /health to fail too; it is cheap and takes no request slot. A /metrics that times
-    // out while /health answers is a slow API server, not a dead one.
-    const health = await get(target, "/health", common, "*/*", 64 * 1024);
+    // out while /health answers is a slow API server, not a dead one. (SGLang's and TGI's /health
+    // may run a generation: for them a static route is asked, see rules.livenessPath.)
+    const health = await get(target, rulesOf(engine ?? hint).livenessPath, common, "*/*", 64 * 1024);
     reading.health = { outcome: health.outcome, status: health.status };
     reading.bytes = (reading.bytes ?? 0) + health.bytes;
     reading.error = res.error;

@@ -24,6 +24,12 @@ export interface EngineRules {
    * blocked, not that an API server is slow.
    */
   metricsOnEngineLoop?: boolean;
+  /**
+   * What stepwatch asks to tell "slow" from "dead" when /metrics fails: a route that takes no
+   * request slot. vLLM's and llama.cpp's /health are free; SGLang's runs a one-token generation and
+   * TGI's a prefill on the shards when unhealthy, so for those a static route is asked instead.
+   */
+  livenessPath: string;
 }
 
 export interface ExtractContext {

@@ -22,7 +22,7 @@ export const llamacppAdapter: EngineAdapter = {
   kind: "llamacpp",
   prefix: LLAMACPP_PREFIX,
   // /metrics is a task on the same loop as decoding (server-context.cpp): a blocked loop never answers it.
-  rules: { minStuckWindowSeconds: 0, probe: "openai", metricsFlag: "--metrics", metricsOnEngineLoop: true },
+  rules: { minStuckWindowSeconds: 0, livenessPath: "/health", probe: "openai", metricsFlag: "--metrics", metricsOnEngineLoop: true },
   extract(index, ctx) {
     const warnings: string[] = [];
     const running = required(index, "llamacpp:requests_processing");

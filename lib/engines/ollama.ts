@@ -10,7 +10,7 @@ import type { EngineAdapter } from "./adapter";
 export const ollamaAdapter: EngineAdapter = {
   kind: "ollama",
   prefix: null,
-  rules: { minStuckWindowSeconds: 0, probe: "never", metricsFlag: null },
+  rules: { minStuckWindowSeconds: 0, livenessPath: "/api/version", probe: "never", metricsFlag: null },
   extract() {
     return { metrics: null, warnings: [], error: "Ollama exposes no load metrics" };
   },

@@ -45,7 +45,7 @@ function opt(f: Figure, name: string, warnings: string[]): number | null {
 export const sglangAdapter: EngineAdapter = {
   kind: "sglang",
   prefix: SGLANG_PREFIX,
-  rules: { minStuckWindowSeconds: 150, probe: "openai", metricsFlag: "--enable-metrics" },
+  rules: { minStuckWindowSeconds: 150, livenessPath: "/v1/models", probe: "openai", metricsFlag: "--enable-metrics" },
   extract(index) {
     const warnings: string[] = [];
     const load: Record<"running" | "waiting", number> = { running: 0, waiting: 0 };

@@ -17,7 +17,7 @@ export const TGI_PREFIX = "tgi_";
 export const tgiAdapter: EngineAdapter = {
   kind: "tgi",
   prefix: TGI_PREFIX,
-  rules: { minStuckWindowSeconds: 0, probe: "tgi-generate", metricsFlag: null },
+  rules: { minStuckWindowSeconds: 0, livenessPath: "/info", probe: "tgi-generate", metricsFlag: null },
   extract(index) {
     const warnings: string[] = [];
     const running = required(index, "tgi_batch_current_size");

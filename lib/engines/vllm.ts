@@ -189,7 +189,7 @@ export function parseVllmMetrics(text: string): VllmParse {
 export const vllmAdapter: EngineAdapter = {
   kind: "vllm",
   prefix: VLLM_PREFIX,
-  rules: { minStuckWindowSeconds: 0, probe: "openai", metricsFlag: null },
+  rules: { minStuckWindowSeconds: 0, livenessPath: "/health", probe: "openai", metricsFlag: null },
   extract(index) {
     if (!hasPrefix(index, VLLM_PREFIX)) return { metrics: null, warnings: [], error: "no vLLM series" };
     return extractFromIndex(index);

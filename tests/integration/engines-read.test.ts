@@ -127,6 +127,24 @@ describe("TGI", () => {
   });
 });
 
+describe("liveness without a slot", () => {
+  it("SGLang's and TGI's /health can run a generation: when /metrics times out they are asked a static route instead", async () => {
+    for (const [engine, path] of [
+      ["sglang", "/v1/models"],
+      ["tgi", "/info"],
+      ["vllm", "/health"],
+    ] as const) {
+      const s = await serve((req, res) => {
+        if (req.url === "/metrics") return; // never answers
+        json(res, 200, req.url === "/info" ? { model_id: "m", version: "3.3.6" } : { object: "list", data: [{ id: "m" }] });
+      });
+      const r = await readBackend({ url: s.url, engine }, { timeoutMs: 300 });
+      expect(r).toMatchObject({ outcome: "timeout", health: { outcome: "ok", status: 200 } });
+      expect(s.hits).toEqual(["GET /metrics", `GET ${path}`]);
+    }
+  });
+});
+
 describe("Ollama", () => {
   it("no /metrics: recognised by /api/version, models from /api/ps, never probed", async () => {
     const s = await serve((req, res) => {
