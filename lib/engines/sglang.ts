@@ -13,12 +13,19 @@
  * - Always multiprocess: no process_start_time_seconds; a restart shows as counters going down.
  * - One series per rank: tensor-parallel ranks of one data-parallel group report the same batch
  *   (the largest is taken), data-parallel groups are added.
+ * - Because the scheduler's gauges are written only when it logs, a server that just took work still
+ *   says 0 running until its first decode log. `http_requests_active{endpoint}` (kept by the HTTP
+ *   server, at once) is live: generation requests in flight beyond what the gauges show count as
+ *   waiting, so such a server is never taken for idle (and never probed).
  */
 import type { EngineAdapter } from "./adapter";
 import { isValid, type Check, type Index } from "./series";
 import type { EngineMetrics, EvidenceFigure } from "./types";
 
 export const SGLANG_PREFIX = "sglang:";
+
+/** SGLang's routes that run a generation or an embedding (each in flight is a request of the engine's). */
+const GENERATION_ENDPOINTS = /^\/(generate|encode|classify|v1\/(chat\/)?completions|v1\/embeddings|v1\/responses|v1\/rerank)$/;
 
 type Figure = { kind: "absent" } | { kind: "invalid"; why: string } | { kind: "ok"; value: number };
 
@@ -58,6 +65,12 @@ export const sglangAdapter: EngineAdapter = {
       if (f.kind === "invalid") return { metrics: null, warnings, error: `unusable ${name}: ${f.why}; cannot tell a busy server from an idle one` };
       load[field] = f.value;
     }
+    // Requests the HTTP server holds right now, on the generation endpoints (not /metrics, /health...).
+    let active = 0;
+    for (const a of index.get("sglang:http_requests_active") ?? []) {
+      if (isValid("count", a.value) && GENERATION_ENDPOINTS.test(a.labels.endpoint ?? "")) active += a.value;
+    }
+    if (active > load.running + load.waiting) load.waiting = active - load.running;
     const counter = (name: string, pick?: (l: Record<string, string>) => boolean) => opt(perGroup(index, name, "count", "sum", pick), name, warnings);
     const passes = counter("sglang:cuda_graph_passes_total");
     const realtimePrompt = counter("sglang:realtime_tokens_total", (l) => l.mode === "prefill_compute");

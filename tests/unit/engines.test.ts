@@ -105,6 +105,13 @@ describe("adapters on real expositions", () => {
     expect(extract("sglang", body).metrics).toMatchObject({ running: 5, waiting: 1 });
   });
 
+  it("SGLang: requests the HTTP server holds beyond its stale gauges count as waiting (never idle, never probed)", () => {
+    const body = SGLANG.replace('sglang:http_requests_active{endpoint="/generate",method="POST"} 0', 'sglang:http_requests_active{endpoint="/generate",method="POST"} 2\nsglang:http_requests_active{endpoint="/metrics",method="GET"} 1');
+    expect(extract("sglang", body).metrics).toMatchObject({ running: 0, waiting: 2 });
+    const r: Reading = { at: 0, latencyMs: 2, outcome: "ok", engine: "sglang", metrics: extract("sglang", body).metrics };
+    expect(shouldProbe({ history: [], reading: r, thresholds: T, now: 0 })).toBe(false);
+  });
+
   it("TGI (real scrape): batch_current_size, queue_size, progress = batch_inference_count (no _total suffix)", () => {
     const p = extract("tgi", TGI);
     expect(p.metrics).toMatchObject({ running: 0, waiting: 0, steps: 1525, finishedRequests: 109, processStartTime: null, evidence: ["steps"] });
