@@ -20,11 +20,17 @@ export const tgiAdapter: EngineAdapter = {
   rules: { minStuckWindowSeconds: 0, livenessPath: "/info", probe: "tgi-generate", metricsFlag: null },
   extract(index) {
     const warnings: string[] = [];
-    const running = required(index, "tgi_batch_current_size");
-    if ("error" in running) return { metrics: null, warnings, error: `TGI ${running.error}` };
-    const waiting = required(index, "tgi_queue_size");
-    if ("error" in waiting) return { metrics: null, warnings, error: `TGI ${waiting.error}` };
     const count = (name: string) => optional(index, name, "count", "sum", warnings) ?? optional(index, `${name}_total`, "count", "sum", warnings);
+    // metrics-exporter-prometheus shows a gauge only once it was set: tgi_queue_size on the first
+    // request queued (queue.rs), tgi_batch_current_size on the first batch (backend.rs). A server
+    // that never counted a request (tgi_request_count, server.rs, on every request) has had no load:
+    // its absent gauges are 0. Once a request was counted, an absent gauge is no reading.
+    const fresh = !count("tgi_request_count");
+    const gauge = (name: string) => (fresh && !index.has(name) ? { value: 0 } : required(index, name));
+    const running = gauge("tgi_batch_current_size");
+    if ("error" in running) return { metrics: null, warnings, error: `TGI ${running.error}` };
+    const waiting = gauge("tgi_queue_size");
+    if ("error" in waiting) return { metrics: null, warnings, error: `TGI ${waiting.error}` };
     const started = count("tgi_batch_inference_count");
     const succeeded = count("tgi_batch_inference_success");
     const metrics: EngineMetrics = {

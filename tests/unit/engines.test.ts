@@ -117,6 +117,12 @@ describe("adapters on real expositions", () => {
     expect(p.metrics).toMatchObject({ running: 0, waiting: 0, steps: 1525, finishedRequests: 109, processStartTime: null, evidence: ["steps"] });
   });
 
+  it("TGI before its first request shows no load gauges (set on first use): 0 running, 0 waiting; after one, absent is no reading", () => {
+    const fresh = "# TYPE tgi_request_count counter\n# HELP tgi_queue_size Current queue size\nprocess_cpu_seconds_total 1\ntgi_batch_inference_count{method=\"decode\"} 0\n";
+    expect(extract("tgi", fresh).metrics).toMatchObject({ running: 0, waiting: 0 });
+    expect(extract("tgi", `${fresh}tgi_request_count 3\n`).metrics).toBeNull();
+  });
+
   it("a body without the load gauges is no reading, never a 0", () => {
     expect(extract("llamacpp", "llamacpp:n_decode_total 5").metrics).toBeNull();
     expect(extract("sglang", 'sglang:gen_throughput{tp_rank="0"} 5').error).toMatch(/without sglang:num_running_reqs/);
