@@ -15,6 +15,7 @@ import { ADAPTERS, detectEngine, rulesOf } from "../engines/registry";
 import { readExposition } from "../engines/exposition";
 import { isLlamacppLoading, LLAMACPP_NO_METRICS, parseLlamacppProps } from "../engines/llamacpp";
 import { parseOllamaPs, parseOllamaVersion } from "../engines/ollama";
+import { parseTgiInfo } from "../engines/tgi";
 import { ENGINE_LABELS, type EngineChoice, type EngineKind } from "../engines/types";
 import { httpRequest, type HttpResult } from "../net/http";
 import type { ProbeChoice, ProbeKind, ProbeResult, ProxyReading, Reading } from "./types";
@@ -148,6 +149,20 @@ export async function readBackend(target: BackendTarget, opts: ReadOptions = {})
       } else {
         reading.error = `no known engine's metrics (found ${exp.sampleCount} series, none named vllm:*, llamacpp:*, sglang:* or tgi_*)`;
       }
+    } else if (exp.sampleCount === 0 && exp.errorCount === 0 && res.body.trim() === "" && (choice === "tgi" || choice === "auto")) {
+      // TGI shows a metric only once it was recorded: before its first request /metrics is empty.
+      // Its /info (static, no slot) says whether this is TGI.
+      const info = choice === "tgi" ? null : await get(target, "/info", common, "application/json", 256 * 1024);
+      if (info) reading.bytes = (reading.bytes ?? 0) + info.bytes;
+      if (choice === "tgi" || (info?.outcome === "ok" && parseTgiInfo(info.body))) {
+        const parsed = ADAPTERS.tgi.extract(new Map(), { headers: res.headers });
+        if (parsed.metrics) {
+          const model = info?.outcome === "ok" ? parseTgiInfo(info.body)?.model : null;
+          if (model) parsed.metrics.models = [model];
+          return { ...reading, engine: "tgi", metrics: parsed.metrics };
+        }
+      }
+      reading.error = exp.error;
     } else {
       reading.error = exp.error;
     }

@@ -145,6 +145,21 @@ describe("liveness without a slot", () => {
   });
 });
 
+describe("TGI before its first request", () => {
+  it("an empty /metrics (nothing recorded yet) and /info saying TGI: 0 running, 0 waiting, probed, idle", async () => {
+    const s = await serve((req, res) => {
+      if (req.url === "/metrics") return void res.end("");
+      if (req.url === "/info") return json(res, 200, { model_id: "bigscience/bloom-560m", version: "3.3.6", router: "text-generation-router" });
+      if (req.url === "/generate") return json(res, 200, { generated_text: " pong" });
+      notFound(res);
+    });
+    const { reading, verdict } = await observe({ url: s.url }, [], { thresholds: T, read: { timeoutMs: 2000 } });
+    expect(reading).toMatchObject({ engine: "tgi", metrics: { running: 0, waiting: 0, models: ["bigscience/bloom-560m"] } });
+    expect(verdict.state).toBe("idle");
+    expect(s.hits).toEqual(["GET /props", "GET /metrics", "GET /info", "POST /generate"]);
+  });
+});
+
 describe("Ollama", () => {
   it("no /metrics: recognised by /api/version, models from /api/ps, never probed", async () => {
     const s = await serve((req, res) => {
