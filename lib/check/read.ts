@@ -77,8 +77,15 @@ export async function readBackend(target: BackendTarget, opts: ReadOptions = {})
   };
   const at = now();
   const choice = target.engine ?? "auto";
-  const hint: EngineKind | undefined = choice === "auto" ? opts.engineHint : choice;
-  if (hint === "ollama") return readOllama(target, common, at);
+  let hint: EngineKind | undefined = choice === "auto" ? opts.engineHint : choice;
+  if (hint === "ollama") {
+    const r = await readOllama(target, common, at);
+    // Detected Ollama before, but something else answers now (restarted into another engine):
+    // detect again from the answers.
+    const elsewhere = choice === "auto" && r.models?.outcome !== "ok" && (r.outcome === "http-error" || r.outcome === "error");
+    if (!elsewhere) return r;
+    hint = undefined;
+  }
 
   let bytes = 0;
   let engine: EngineKind | undefined = choice === "auto" ? undefined : choice;

@@ -183,6 +183,13 @@ describe("Ollama", () => {
     expect(s.hits.some((h) => h.startsWith("POST"))).toBe(false);
   });
 
+  it("seen as Ollama before, but vLLM answers now (restarted into another engine): detected again", async () => {
+    const metrics = readFileSync(new URL("../fixtures/real-metrics/vllm-0.29.0-inferstack.prom", import.meta.url), "utf8");
+    const s = await serve((req, res) => (req.url === "/metrics" ? void res.end(metrics) : notFound(res)));
+    const r = await readBackend({ url: s.url }, { timeoutMs: 2000, engineHint: "ollama" });
+    expect(r).toMatchObject({ engine: "vllm", metrics: { steps: 137 } });
+  });
+
   it("configured as ollama and refusing twice: down", async () => {
     const s = await serve(() => undefined);
     const url = s.url;
