@@ -171,17 +171,8 @@ function judgeSlice(segment: Reading[], id: string | null, t: Thresholds, minWin
   if (pm && progressed(pm, m)) {
     return { state: "busy", reasons: [`${load(m)}; ${describeProgress(pm, m, (cur.at - prev!.at) / 1000)}`], waits: 0, line: load(m) };
   }
-  // Walk back over the reads that all had work and showed no progress across them. The whole
-  // window is compared, not neighbours only: a scrape that hid a family (null) must not turn
-  // "steps 10 -> (hidden) -> 20" into two flat waits.
   const slices = segment.map((r) => sliceOf(r, id));
-  let base = segment.length - 1;
-  while (base > 0) {
-    const earlier = slices[base - 1];
-    if (!earlier || !hasWork(earlier)) break;
-    if (progressIn(slices.slice(base - 1) as EngineSlice[])) break;
-    base--;
-  }
+  const base = flatBase(slices);
   const waits = segment.length - 1 - base;
   const flatFor = (cur.at - segment[base].at) / 1000;
   if (waits === 0) {
@@ -206,7 +197,43 @@ function judgeSlice(segment: Reading[], id: string | null, t: Thresholds, minWin
   if (waits >= 2 && flatFor >= need) {
     return { state: "stuck", reasons: [evidenceLine, ...queuedOnly, `no progress across ${waits} waits and at least ${need} s${longer}`], waits, line };
   }
-  return { state: "stalled", reasons: [evidenceLine, ...queuedOnly, `stuck after 2 waits and ${need} s without progress${longer}`], waits, line };
+  return { state: "stalled", reasons: [evidenceLine, ...queuedOnly, `would be called stuck after 2 waits and ${need} s without progress${longer}`], waits, line };
+}
+
+/**
+ * Walk back over the reads that all had work and showed no progress across them; the index the
+ * flat run is measured from. The whole window is compared, not neighbours only: a scrape that hid a
+ * family (null) must not turn "steps 10 -> (hidden) -> 20" into two flat waits.
+ */
+function flatBase(slices: Array<EngineSlice | null>): number {
+  let base = slices.length - 1;
+  while (base > 0) {
+    const earlier = slices[base - 1];
+    if (!earlier || !hasWork(earlier)) break;
+    if (progressIn(slices.slice(base - 1) as EngineSlice[])) break;
+    base--;
+  }
+  return base;
+}
+
+/**
+ * The reading a hang in progress is measured from (the first of the reads with work and no
+ * progress since, on the whole server or on any one engine: the earliest), or null when the newest
+ * read shows no such run. The watcher keeps it when it trims its history, so "0 new steps in N s"
+ * keeps growing with the hang past the window.
+ */
+export function flatRunStart(all: Reading[]): Reading | null {
+  const segment = currentProcess(all);
+  const m = segment.at(-1)?.metrics;
+  if (!m || (m.running === 0 && m.waiting === 0)) return null;
+  let earliest = segment.length - 1;
+  for (const id of [null, ...Object.keys(m.engines ?? {})]) {
+    const slices = segment.map((r) => sliceOf(r, id));
+    const last = slices[slices.length - 1];
+    if (!last || !hasWork(last)) continue;
+    earliest = Math.min(earliest, flatBase(slices));
+  }
+  return earliest < segment.length - 1 ? segment[earliest] : null;
 }
 
 /**
@@ -348,7 +375,7 @@ function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
     if (blocked.length >= 3 && span >= t.stuckAfterSeconds) {
       return { state: "stuck", reasons: [fact, `no answer from the engine loop across ${blocked.length - 1} waits and at least ${t.stuckAfterSeconds} s`] };
     }
-    return { state: "stalled", reasons: [fact, `stuck after 2 waits and ${t.stuckAfterSeconds} s`] };
+    return { state: "stalled", reasons: [fact, `would be called stuck after 2 waits and ${t.stuckAfterSeconds} s`] };
   }
   const what = describeFailure(cur);
   if (streak.length >= 1 && isConnectionFailure(cur)) {

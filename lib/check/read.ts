@@ -17,6 +17,7 @@ import { isLlamacppLoading, LLAMACPP_NO_METRICS, parseLlamacppProps } from "../e
 import { parseOllamaPs, parseOllamaVersion } from "../engines/ollama";
 import { parseTgiInfo } from "../engines/tgi";
 import { ENGINE_LABELS, type EngineChoice, type EngineKind } from "../engines/types";
+import { extractVllmLatency } from "../metrics/vllm-latency";
 import { httpRequest, type HttpResult } from "../net/http";
 import type { ProbeChoice, ProbeKind, ProbeResult, ProxyReading, Reading } from "./types";
 
@@ -146,6 +147,8 @@ export async function readBackend(target: BackendTarget, opts: ReadOptions = {})
           reading.metrics = parsed.metrics;
           reading.engine = kind;
           if (parsed.metrics.asleep) reading.asleep = true;
+          // vLLM's latency histograms, finish reasons and preemptions (the dashboard's figures).
+          if (kind === "vllm") reading.latency = extractVllmLatency(exp.index);
           return reading;
         }
         reading.engine = kind;

@@ -4,6 +4,7 @@
  * from these readings, so the window must cover stuckAfterSeconds several times over, the last idle
  * probe and the startup grace; the count cap bounds memory for fast polls.
  */
+import { flatRunStart } from "../check/classify";
 import type { Reading, Thresholds } from "../check/types";
 
 export const MAX_HISTORY_READINGS = 200;
@@ -15,9 +16,11 @@ export function historyWindowMs(t: WindowThresholds): number {
 }
 
 /**
- * The readings still inside the window ending at `now`, at most MAX_HISTORY_READINGS (the newest).
- * The first reading of a run of unanswered reads at the end is kept even past the cap, so "down for
- * 12 min" is still known when polls are fast.
+ * The readings still inside the window ending at `now`, at most MAX_HISTORY_READINGS (the newest),
+ * plus two readings kept past the window or the cap: during a hang, the read the hang is measured
+ * from (classify's flatRunStart), without which the evidence "0 new steps in N s" would stop
+ * growing at the window's length while the hang goes on; and the first of a run of unanswered
+ * reads at the end, so "down for 12 min" is still known when polls are fast.
  */
 export function trimHistory(readings: Reading[], now: number, t: WindowThresholds): Reading[] {
   const since = now - historyWindowMs(t);
@@ -25,8 +28,11 @@ export function trimHistory(readings: Reading[], now: number, t: WindowThreshold
   if (start < 0) start = readings.length;
   const capped = Math.max(start, readings.length - MAX_HISTORY_READINGS);
   if (capped === 0) return readings;
+  const kept = readings.slice(capped);
+  const anchor = flatRunStart(readings);
+  if (anchor && anchor.at < (kept[0]?.at ?? Infinity)) return [anchor, ...kept];
   let streak = readings.length;
   while (streak > 0 && !readings[streak - 1].metrics && !readings[streak - 1].noMetrics) streak--;
-  if (streak < capped && streak >= start && streak < readings.length) return [readings[streak], ...readings.slice(capped)];
-  return readings.slice(capped);
+  if (streak < capped && streak >= start && streak < readings.length) return [readings[streak], ...kept];
+  return kept;
 }

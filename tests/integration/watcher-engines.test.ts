@@ -41,7 +41,7 @@ async function setup(backends: Array<{ id: string; sim: Simulator; extra?: Recor
     { env: {} },
   );
   watcher = startWatcher({ config, db: h.db, log: () => {}, flushIntervalMs: 100 });
-  const snap = () => fleetSnapshot(watcher!, { demo: false, now: Date.now(), restartCooldownSeconds: 600 });
+  const snap = () => fleetSnapshot(watcher!, { demo: false, now: Date.now(), restartCooldownSeconds: 600, pollIntervalSeconds: 0.2 });
   const backend = (id: string) => snap().backends.find((b) => b.id === id)!;
   return { backend };
 }
