@@ -11,6 +11,7 @@ import { getJson } from "@/lib/ui/fetcher";
 import {
   attentionTitle,
   distinct,
+  engineLabel,
   engineOf,
   filterFleet,
   fleetQueryString,
@@ -62,7 +63,7 @@ function Sparkline({ b, points }: { b: FleetBackend; points: SparkPoint[] }) {
 function BackendCard({ b, points, now, onRestart }: { b: FleetBackend; points: SparkPoint[]; now: number; onRestart: () => void }) {
   const pending = b.pendingRestartId !== null;
   const { fmt } = useTimeZone();
-  const engine = engineOf(b);
+  const engine = engineLabel(b);
   return (
     <article className={`card${b.restartRecommended ? " attention" : ""}`} data-testid={`backend-card-${b.id}`} data-state={b.state}>
       <div className="card-head">
@@ -71,10 +72,15 @@ function BackendCard({ b, points, now, onRestart }: { b: FleetBackend; points: S
             {b.id}
           </Link>
           <div className="card-sub" title={b.url}>
-            {engine ? `${engine} · ` : ""}
+            {engine ? <span data-testid={`engine-${b.id}`}>{engine} · </span> : null}
             {b.model ? `${b.model} · ` : ""}
             {b.url}
           </div>
+          {b.engine === "ollama" && b.models.length > 0 ? (
+            <div className="card-sub" data-testid={`models-${b.id}`}>
+              loaded: {b.models.join(", ")}
+            </div>
+          ) : null}
         </div>
         <div style={{ textAlign: "right" }}>
           <StateBadge state={b.state} testId={`state-${b.id}`} />
@@ -110,6 +116,12 @@ function BackendCard({ b, points, now, onRestart }: { b: FleetBackend; points: S
         </div>
       </dl>
       <Sparkline b={b} points={points} />
+      {b.configProblem ? (
+        <div className="recommend config" data-testid={`config-problem-${b.id}`}>
+          <strong>Configuration problem</strong>
+          {b.configProblem}
+        </div>
+      ) : null}
       {b.restartRecommended ? (
         <div className="recommend" data-testid={`recommend-${b.id}`}>
           <strong>Restart recommended</strong>

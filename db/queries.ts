@@ -349,14 +349,15 @@ export function resolveRestart(
 /** Higher is worse: a minute that saw "down" once is shown down in the rollup. A Record, so a new state must be ranked. */
 const SEVERITY_RANK: Record<BackendState, number> = {
   idle: 1,
-  busy: 2,
-  unknown: 3,
-  "no-metrics": 4,
-  starting: 5,
-  restarting: 6,
-  stalled: 7,
-  stuck: 8,
-  down: 9,
+  sleeping: 2,
+  busy: 3,
+  unknown: 4,
+  "no-metrics": 5,
+  starting: 6,
+  restarting: 7,
+  stalled: 8,
+  stuck: 9,
+  down: 10,
 };
 const RANKED = Object.entries(SEVERITY_RANK) as Array<[BackendState, number]>;
 const rankOf = (col: string) => `CASE ${col} ${RANKED.map(([s, r]) => `WHEN '${s}' THEN ${r}`).join(" ")} ELSE 0 END`;

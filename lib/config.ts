@@ -6,7 +6,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { DEFAULT_THRESHOLDS, type Thresholds } from "./check/types";
+import { DEFAULT_THRESHOLDS, PROBE_CHOICES, type ProbeChoice, type Thresholds } from "./check/types";
+import { ENGINE_CHOICES, type EngineChoice } from "./engines/types";
 
 /** Every default of the config, and only here (the classifier's thresholds come from DEFAULT_THRESHOLDS). */
 export const DEFAULTS = {
@@ -14,6 +15,8 @@ export const DEFAULTS = {
   ...DEFAULT_THRESHOLDS,
   probeTimeoutSeconds: 10,
   restartCooldownSeconds: 600,
+  engine: "auto",
+  probe: "auto",
   retention: { rawHours: 48, rollupDays: 90 },
   restartCommandTimeoutSeconds: 120,
   webhookMethod: "POST",
@@ -34,6 +37,10 @@ export interface BackendConfig {
   url: string;
   apiKey?: string;
   model?: string;
+  /** Which engine it runs ("auto": detected from its answers, again after every restart). */
+  engine?: EngineChoice;
+  /** Which request the idle probe sends ("auto" by engine, learning from 404/405; "none": metrics alone). */
+  probe?: ProbeChoice;
   restart?: RestartAction;
 }
 
@@ -57,6 +64,7 @@ export interface Config {
   idleProbeSeconds: number;
   restartCooldownSeconds: number;
   recoveryTimeoutSeconds: number;
+  startupGraceSeconds: number;
   retention: { rawHours: number; rollupDays: number };
   backends: BackendConfig[];
   proxies: ProxyConfig[];
@@ -175,6 +183,8 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
     url: httpUrl,
     apiKey: secret.optional(),
     model: z.string().min(1).optional(),
+    engine: z.enum(ENGINE_CHOICES).default(DEFAULTS.engine),
+    probe: z.enum(PROBE_CHOICES).default(DEFAULTS.probe),
     restart: restart.optional(),
   });
   const proxy = z.strictObject({ id, url: httpUrl, apiKey: secret.optional() });
@@ -194,6 +204,7 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       idleProbeSeconds: seconds.default(DEFAULTS.idleProbeSeconds),
       restartCooldownSeconds: z.number().nonnegative().default(DEFAULTS.restartCooldownSeconds),
       recoveryTimeoutSeconds: seconds.default(DEFAULTS.recoveryTimeoutSeconds),
+      startupGraceSeconds: z.number().nonnegative().default(DEFAULTS.startupGraceSeconds),
       retention: z
         .strictObject({
           rawHours: seconds.default(DEFAULTS.retention.rawHours),
@@ -296,10 +307,11 @@ export function resolveConfigPath(
 }
 
 /** The classifier's thresholds, from the config. */
-export function thresholdsOf(c: Pick<Config, "stuckAfterSeconds" | "idleProbeSeconds" | "recoveryTimeoutSeconds">): Thresholds {
+export function thresholdsOf(c: Pick<Config, "stuckAfterSeconds" | "idleProbeSeconds" | "recoveryTimeoutSeconds" | "startupGraceSeconds">): Thresholds {
   return {
     stuckAfterSeconds: c.stuckAfterSeconds,
     idleProbeSeconds: c.idleProbeSeconds,
     recoveryTimeoutSeconds: c.recoveryTimeoutSeconds,
+    startupGraceSeconds: c.startupGraceSeconds,
   };
 }

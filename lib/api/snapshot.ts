@@ -10,6 +10,7 @@ import type { RestartEventRow, TransitionRow } from "../../db/schema";
 import type { FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, SparkPoint, TransitionDTO } from "./types";
 import { STATE_INFO, restartRecommended } from "../check/states";
 import { figuresOf } from "../check/types";
+import { lastEngine } from "../check/read";
 import { publicUrl } from "../net/public-url";
 import { cooldownUntil as cooldownEnd } from "../restart/cooldown";
 import type { BackendMonitor, ProxyMonitor } from "../watcher/monitors";
@@ -26,10 +27,15 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
   const state = verdict?.state ?? "unknown";
   const last = m.lastRestart;
   const cooldownUntil = last ? cooldownEnd(last.requestedAt, restartCooldownSeconds) : null;
+  const models = metrics?.models.length ? metrics.models : (reading?.models?.ids ?? []);
+  const configured = m.config.engine && m.config.engine !== "auto" ? m.config.engine : null;
   return {
     id: m.config.id,
     url: publicUrl(m.config.url),
-    model: m.config.model ?? metrics?.models[0] ?? null,
+    model: m.config.model ?? models[0] ?? null,
+    engine: configured ?? lastEngine(m.history) ?? null,
+    models: models.slice(0, 20),
+    configProblem: verdict?.configProblem ?? null,
     state,
     healthy: verdict?.healthy ?? false,
     since: verdict ? m.since : null,

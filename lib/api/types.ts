@@ -4,12 +4,19 @@
  */
 import type { BackendState, ProxyState } from "../check/states";
 import type { Figures } from "../check/types";
+import type { EngineKind } from "../engines/types";
 import type { LatencySample } from "../metrics/vllm-latency";
 
 export interface FleetBackend extends Figures {
   id: string;
   url: string;
   model: string | null;
+  /** The engine it runs: configured, or detected from its answers (null until one answered). */
+  engine: EngineKind | null;
+  /** The models it serves or has loaded (Ollama: /api/ps). */
+  models: string[];
+  /** A configuration problem that keeps stepwatch from judging it (the probe needs the API key: 401). */
+  configProblem: string | null;
   state: BackendState;
   healthy: boolean;
   /** When the current state began (ms since epoch), null before the first verdict. */

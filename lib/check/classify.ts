@@ -1,13 +1,16 @@
 /**
  * The classifier: readings in, a verdict out. Pure: no I/O, no clock of its own (`now` is passed
- * in), no mutable counters. Every debounce ("two waits", "two refused reads", "probe failed twice")
- * is computed from the readings handed in, so a restart of stepwatch that reloads its history
- * decides exactly as before. The rules are the state table of docs/states.md; each one that fires leaves a
- * reason a person can read.
+ * in), no mutable counters. Every debounce ("two waits", "two refused reads", "probe failed twice",
+ * "refused for startupGraceSeconds") is computed from the readings handed in, so a restart of
+ * stepwatch that reloads its history decides exactly as before. The rules are the state table of
+ * docs/states.md plus the real-server cases of docs/engines.md; each one that fires leaves a reason
+ * a person can read. It is engine-blind except for what an adapter states (lib/engines/adapter.ts
+ * rules, and each reading's `evidence`).
  */
+import { rulesOf } from "../engines/registry";
+import { ENGINE_LABELS, PROGRESS_COUNTERS, type EngineMetrics, type EngineSlice, type EvidenceFigure } from "../engines/types";
 import { STATE_INFO, restartRecommended, type BackendState } from "./states";
-import type { VllmMetrics } from "../metrics/vllm";
-import type { PendingRestart, Rates, Reading, Thresholds, Verdict } from "./types";
+import { DEFAULT_THRESHOLDS, type PendingRestart, type ProbeChoice, type Rates, type Reading, type Thresholds, type Verdict } from "./types";
 
 export interface ClassifyInput {
   /** Earlier readings of this backend, oldest first, not including `reading`. */
@@ -16,14 +19,16 @@ export interface ClassifyInput {
   thresholds: Thresholds;
   now: number;
   pendingRestart?: PendingRestart | null;
+  /** The backend's `probe` setting (default "auto"); "none": idle is judged from metrics alone. */
+  probe?: ProbeChoice;
 }
 
-type Judgement = { state: BackendState; reasons: string[] };
+type Judgement = { state: BackendState; reasons: string[]; restartRecommended?: boolean; configProblem?: string };
 
 export function classify(input: ClassifyInput): Verdict {
   const all = [...input.history, input.reading];
   const rates = ratesOf(all);
-  const core = judge(all, input.thresholds);
+  const core = judge(all, input.thresholds, input.probe ?? "auto");
   const pending = input.pendingRestart;
   if (!pending) return verdict(core, rates, all);
 
@@ -45,12 +50,16 @@ export function classify(input: ClassifyInput): Verdict {
 /**
  * Whether this read should be followed by the tiny probe. Only ever with nothing running and
  * nothing waiting: a probe sent to a server with work would queue behind the very load it is
- * judging (the incident). Otherwise only when the idle state needs (re)confirming.
+ * judging (the incident). Never to a sleeping server (a completion pends until it wakes), never
+ * where the engine or the config says probes are off. Otherwise only when the idle state needs
+ * (re)confirming.
  */
 export function shouldProbe(input: ClassifyInput): boolean {
   const cur = input.reading;
   const m = cur.metrics;
   if (!m || m.running > 0 || m.waiting > 0) return false;
+  if (isAsleep(cur)) return false;
+  if ((input.probe ?? "auto") === "none" || rulesOf(cur.engine).probe === "never") return false;
   const all = [...input.history, cur];
   if (input.pendingRestart && !newProcessSince(all, input.pendingRestart)) return false;
 
@@ -61,13 +70,26 @@ export function shouldProbe(input: ClassifyInput): boolean {
   const failedInARow = trailingFailedProbes(probes);
   const age = input.now - last.probe.at;
   // One failure is re-checked at once ("two consecutive reads"); after that, a stuck idle engine
-  // is asked again only every idleProbeSeconds, not hammered on every poll.
+  // is asked again only every idleProbeSeconds, not hammered on every poll. A probe that cannot
+  // succeed (401/403, no such endpoint) is not a failure: asked again every idleProbeSeconds.
   if (failedInARow === 1) return true;
   return age >= input.thresholds.idleProbeSeconds * 1000;
 }
 
-function judge(all: Reading[], t: Thresholds): Judgement {
+/** Sleeping: any engine with vLLM's awake = 0, or llama.cpp's /props is_sleeping. */
+export function isAsleep(r: Reading): boolean {
+  if (r.asleep) return true;
+  const m = r.metrics;
+  if (!m) return false;
+  if (m.asleep) return true;
+  return Object.values(m.engines ?? {}).some((e) => e.asleep === true);
+}
+
+function judge(all: Reading[], t: Thresholds, probe: ProbeChoice): Judgement {
   const cur = all[all.length - 1];
+  // vLLM sleep mode (checked on 0.29: engine_sleep_state) and llama.cpp --sleep-idle-seconds: put to
+  // sleep on purpose; /health answers and the gauges read 0, but a completion pends until it wakes.
+  if (isAsleep(cur)) return judgeAsleep(cur);
   if (!cur.metrics) return judgeFailedRead(all, t);
 
   const segment = currentProcess(all);
@@ -78,51 +100,117 @@ function judge(all: Reading[], t: Thresholds): Judgement {
     previousProcess && segment.length === 1 ? [describeRestart(previousProcess.metrics!, cur.metrics)] : [];
   const m = cur.metrics;
 
-  if (m.running === 0 && m.waiting === 0) return judgeNoWork(segment, unproven, restartNote, t);
+  if (m.running === 0 && m.waiting === 0) return judgeNoWork(segment, unproven, restartNote, t, probe, cur);
 
   const prev = segment.at(-2);
-  if (prev && progressed(prev.metrics!, m)) {
-    return { state: "busy", reasons: [...restartNote, `${load(m)}; ${describeProgress(prev, cur)}`] };
+  if (m.running === 0 && capacityWaiting(m) === 0) {
+    // vLLM 0.29 num_requests_waiting_by_reason: every waiting request is deferred (a grammar compile,
+    // KV from a remote prefill, a streaming client's next chunk). No progress is expected from the
+    // engine; it is not idle either (a probe would queue), so: busy, never stuck, never probed.
+    return {
+      state: "busy",
+      reasons: [...restartNote, `0 running, ${fmt(m.waiting)} waiting, all deferred (waiting on a grammar, a KV transfer or a streaming client, not on the engine): no progress expected`],
+    };
   }
-  if (unproven) {
+  if (unproven && !(prev && progressed(prev.metrics!, m))) {
     return { state: "starting", reasons: [...restartNote, `${load(m)}; no progress yet from the new process`] };
   }
   if (!prev) return { state: "unknown", reasons: [`first read: ${load(m)}; progress needs a second read`] };
 
-  const base = flatBase(segment);
+  const minWindow = rulesOf(cur.engine).minStuckWindowSeconds;
+  const ids = Object.keys(m.engines ?? {});
+  if (ids.length < 2) {
+    const j = judgeSlice(segment, null, t, minWindow);
+    if (j.state === "none") return { state: "unknown", reasons: [...restartNote, `${load(m)}: no figure the engine can be judged by`] };
+    return { state: j.state, reasons: [...restartNote, ...j.reasons] };
+  }
+  return judgeEngines(segment, ids.sort(numericOrder), t, minWindow, restartNote);
+}
+
+function judgeAsleep(cur: Reading): Judgement {
+  const m = cur.metrics;
+  const level = m?.sleepLevel ? ` (sleep level ${m.sleepLevel}: ${m.sleepLevel === 1 ? "weights offloaded to CPU" : "weights discarded"})` : "";
+  const asleep = Object.entries(m?.engines ?? {}).filter(([, e]) => e.asleep);
+  const which = asleep.length > 0 ? `engine ${asleep.map(([id]) => id).join(", ")} of ${Object.keys(m!.engines!).length} asleep` : "asleep";
+  const name = cur.engine ? ENGINE_LABELS[cur.engine] : "the server";
+  return {
+    state: "sleeping",
+    reasons: [`${name} ${which}${level}: put to sleep on purpose, so it is never probed (a request would wait until it is woken) and never called stuck`],
+  };
+}
+
+/** Waiting that is the engine's to schedule: vLLM's capacity waiting, or all of it where the engine does not say. */
+function capacityWaiting(m: EngineSlice): number {
+  return m.waitingCapacity ?? m.waiting;
+}
+function hasWork(m: EngineSlice): boolean {
+  return m.running > 0 || capacityWaiting(m) > 0;
+}
+
+type SliceVerdict = { state: "busy" | "stalled" | "stuck" | "unknown" | "none"; reasons: string[]; waits: number; line: string };
+
+/** The figures of one engine core (`id`) or of the whole server (null) in a reading. */
+function sliceOf(r: Reading, id: string | null): EngineSlice | null {
+  const m = r.metrics;
+  if (!m) return null;
+  if (id === null) return m;
+  return m.engines?.[id] ?? null;
+}
+
+/**
+ * The work-in-flight judgement of one engine core (or of the whole server): progress since the
+ * last read is busy; no progress across two waits and the window is stuck.
+ */
+function judgeSlice(segment: Reading[], id: string | null, t: Thresholds, minWindow: number): SliceVerdict {
+  const cur = segment[segment.length - 1];
+  const m = sliceOf(cur, id);
+  const evidence = cur.metrics!.evidence;
+  if (!m || !hasWork(m)) return { state: "none", reasons: [], waits: 0, line: "" };
+  const prev = segment.at(-2);
+  const pm = prev ? sliceOf(prev, id) : null;
+  if (pm && progressed(pm, m)) {
+    return { state: "busy", reasons: [`${load(m)}; ${describeProgress(pm, m, (cur.at - prev!.at) / 1000)}`], waits: 0, line: load(m) };
+  }
+  const slices = segment.map((r) => sliceOf(r, id));
+  const base = flatBase(slices);
   const waits = segment.length - 1 - base;
   const flatFor = (cur.at - segment[base].at) / 1000;
   if (waits === 0) {
     // Work arrived after an idle read: the first wait that counts towards "stuck" starts now.
-    return { state: "stalled", reasons: [`${load(m)}: work arrived since the last read, no progress yet`] };
+    return { state: "stalled", reasons: [`${load(m)}: work arrived since the last read, no progress yet`], waits, line: load(m) };
   }
-  if (!flatIsEvidence(segment.slice(base))) {
+  const window = slices.slice(base) as EngineSlice[];
+  if (!flatIsEvidence(window, evidence)) {
     // "No progress" would be a guess, and a restart needs evidence: garbage metrics are never "stuck".
     return {
       state: "unknown",
-      reasons: [`${load(m)}; progress cannot be read: engine steps and tokens are not readable at both ends of the last ${fmtSeconds(flatFor)}`],
+      reasons: [`${load(m)}; progress cannot be read: ${describeEvidence(evidence)} not readable at both ends of the last ${fmtSeconds(flatFor)}`],
+      waits,
+      line: load(m),
     };
   }
-  const evidence = `${load(m)}, 0 new steps in ${fmtSeconds(flatFor)} across ${waits + 1} reads; ${describeFlat(m)}`;
+  const line = `${load(m)}, 0 new steps in ${fmtSeconds(flatFor)} across ${waits + 1} reads`;
+  const evidenceLine = `${line}; ${describeFlat(m, window)}`;
   const queuedOnly = m.running === 0 ? ["queued requests are not being scheduled (a known vLLM hang pattern, not idle)"] : [];
-  if (waits >= 2 && flatFor >= t.stuckAfterSeconds) {
-    return { state: "stuck", reasons: [evidence, ...queuedOnly, `no progress across ${waits} waits and at least ${t.stuckAfterSeconds} s`] };
+  const need = Math.max(t.stuckAfterSeconds, minWindow);
+  const longer = minWindow > t.stuckAfterSeconds ? ` (this engine refreshes its figures slowly: at least ${minWindow} s)` : "";
+  if (waits >= 2 && flatFor >= need) {
+    return { state: "stuck", reasons: [evidenceLine, ...queuedOnly, `no progress across ${waits} waits and at least ${need} s${longer}`], waits, line };
   }
-  const need = `would be called stuck after 2 waits and ${t.stuckAfterSeconds} s without progress`;
-  return { state: "stalled", reasons: [evidence, ...queuedOnly, need] };
+  return { state: "stalled", reasons: [evidenceLine, ...queuedOnly, `would be called stuck after 2 waits and ${need} s without progress${longer}`], waits, line };
 }
 
 /**
- * Walk back over the reads that all had work and showed no progress across them; the index in
- * `segment` the flat run is measured from. The whole window is compared, not neighbours only: a
- * scrape that hid a family (null) must not turn "steps 10 -> (hidden) -> 20" into two flat waits.
+ * Walk back over the reads that all had work and showed no progress across them; the index the
+ * flat run is measured from. The whole window is compared, not neighbours only: a scrape that hid a
+ * family (null) must not turn "steps 10 -> (hidden) -> 20" into two flat waits.
  */
-function flatBase(segment: Reading[]): number {
-  let base = segment.length - 1;
+function flatBase(slices: Array<EngineSlice | null>): number {
+  let base = slices.length - 1;
   while (base > 0) {
-    const earlier = segment[base - 1].metrics!;
-    if (!(earlier.running > 0 || earlier.waiting > 0)) break;
-    if (progressIn(segment.slice(base - 1))) break;
+    const earlier = slices[base - 1];
+    if (!earlier || !hasWork(earlier)) break;
+    if (progressIn(slices.slice(base - 1) as EngineSlice[])) break;
     base--;
   }
   return base;
@@ -130,28 +218,88 @@ function flatBase(segment: Reading[]): number {
 
 /**
  * The reading a hang in progress is measured from (the first of the reads with work and no
- * progress since), or null when the newest read shows no such run. The watcher keeps it when it
- * trims its history, so "0 new steps in N s" keeps growing with the hang past the window.
+ * progress since, on the whole server or on any one engine: the earliest), or null when the newest
+ * read shows no such run. The watcher keeps it when it trims its history, so "0 new steps in N s"
+ * keeps growing with the hang past the window.
  */
 export function flatRunStart(all: Reading[]): Reading | null {
   const segment = currentProcess(all);
   const m = segment.at(-1)?.metrics;
   if (!m || (m.running === 0 && m.waiting === 0)) return null;
-  const base = flatBase(segment);
-  return base < segment.length - 1 ? segment[base] : null;
+  let earliest = segment.length - 1;
+  for (const id of [null, ...Object.keys(m.engines ?? {})]) {
+    const slices = segment.map((r) => sliceOf(r, id));
+    const last = slices[slices.length - 1];
+    if (!last || !hasWork(last)) continue;
+    earliest = Math.min(earliest, flatBase(slices));
+  }
+  return earliest < segment.length - 1 ? segment[earliest] : null;
 }
 
-function judgeNoWork(segment: Reading[], unproven: boolean, restartNote: string[], t: Thresholds): Judgement {
-  const cur = segment[segment.length - 1];
+/**
+ * Data parallel (vLLM's `engine` label, checked on 0.29): each engine core is judged on its own,
+ * because one engine that holds requests and never steps hides behind the others' progress in the
+ * sums. Any engine stuck makes the server stuck, and the reason names it.
+ */
+function judgeEngines(segment: Reading[], ids: string[], t: Thresholds, minWindow: number, restartNote: string[]): Judgement {
+  const m = segment[segment.length - 1].metrics!;
+  const n = ids.length;
+  const judged = ids.map((id) => ({ id, v: judgeSlice(segment, id, t, minWindow) }));
+  const name = (id: string) => `engine ${id} of ${n}`;
+  const total = `${load(m)} over ${n} engines`;
+  const stuck = judged.filter((j) => j.v.state === "stuck");
+  if (stuck.length > 0) {
+    return {
+      state: "stuck",
+      reasons: [...restartNote, ...stuck.map((j) => `${name(j.id)}: ${j.v.line}`), ...stuck[0].v.reasons.slice(1), total],
+    };
+  }
+  // An engine flat for a wait or more is worth watching even while the others progress; one whose
+  // work only just arrived is not.
+  const watching = judged.filter((j) => (j.v.state === "stalled" && j.v.waits > 0) || j.v.state === "unknown");
+  const busy = judged.filter((j) => j.v.state === "busy");
+  if (watching.length > 0) {
+    const state = watching.some((j) => j.v.state === "stalled") ? "stalled" : "unknown";
+    return {
+      state,
+      reasons: [...restartNote, ...watching.map((j) => `${name(j.id)}: ${j.v.reasons.join("; ")}`), ...busy.map((j) => `${name(j.id)}: ${j.v.reasons[0]}`), total],
+    };
+  }
+  if (busy.length > 0) return { state: "busy", reasons: [...restartNote, `${total}; ${busy.map((j) => `${name(j.id)}: ${j.v.reasons[0]}`).join("; ")}`] };
+  const arrived = judged.filter((j) => j.v.state === "stalled");
+  if (arrived.length > 0) return { state: "stalled", reasons: [...restartNote, ...arrived.map((j) => `${name(j.id)}: ${j.v.reasons[0]}`)] };
+  // Work only in the sums (an engine set that changed between reads): judge the sums.
+  const whole = judgeSlice(segment, null, t, minWindow);
+  if (whole.state === "none") return { state: "unknown", reasons: [...restartNote, `${load(m)}: no figure the engine can be judged by`] };
+  return { state: whole.state, reasons: [...restartNote, ...whole.reasons] };
+}
+
+function judgeNoWork(segment: Reading[], unproven: boolean, restartNote: string[], t: Thresholds, probe: ProbeChoice, cur: Reading): Judgement {
+  if (probe === "none") {
+    return {
+      state: "idle",
+      reasons: [...restartNote, "0 running, 0 waiting; probe: none in the config, so idle is judged from the metrics alone"],
+    };
+  }
   const probed = segment.filter((r) => r.probe);
   const last = probed.at(-1)?.probe;
   if (!last) {
     if (unproven) return { state: "starting", reasons: [...restartNote, "nothing running or waiting; not yet probed"] };
     return { state: "unknown", reasons: ["nothing running or waiting; not yet probed"] };
   }
+  const fallback = last.fallbackFrom ? ` (${last.kind}: ${last.fallbackFrom} answered 404/405)` : "";
   if (last.ok) {
     const ago = cur.probe ? "" : ` ${fmtSeconds((cur.at - last.at) / 1000)} ago`;
-    return { state: "idle", reasons: [...restartNote, `0 running, 0 waiting; the probe answered${ago} in ${last.latencyMs} ms`] };
+    return { state: "idle", reasons: [...restartNote, `0 running, 0 waiting; the probe answered${ago} in ${last.latencyMs} ms${fallback}`] };
+  }
+  if (last.cannotSucceed === "auth") {
+    // /metrics needs no key, /v1/* does (vLLM --api-key): the engine is not at fault.
+    const problem = `the probe needs the API key: ${last.status ?? 401}`;
+    return { state: "unknown", configProblem: problem, reasons: [...restartNote, `0 running, 0 waiting; ${problem} (set apiKey for this backend); never called stuck for it`] };
+  }
+  if (last.cannotSucceed === "no-endpoint") {
+    const problem = `no probe endpoint answers (${last.error ?? `HTTP ${last.status}`}): set probe in the config ("none" judges idle from metrics alone)`;
+    return { state: "unknown", configProblem: problem, reasons: [...restartNote, `0 running, 0 waiting; ${problem}`] };
   }
   const failed = trailingFailedProbes(probed);
   const why = last.error ?? (last.status ? `HTTP ${last.status}` : "no answer");
@@ -173,57 +321,105 @@ const CONNECTION_FAILURES = new Set(["refused", "reset"]);
 
 function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
   const cur = all[all.length - 1];
-  if (cur.noMetrics) {
-    if (cur.models?.outcome === "ok") {
-      const n = cur.models.ids.length;
-      return {
-        state: "no-metrics",
-        reasons: [
-          `/metrics is not vLLM's (${cur.error ?? "no vLLM series"}); load cannot be judged, so it is never called stuck`,
-          `alive: /v1/models answers with ${n} model${n === 1 ? "" : "s"}`,
-        ],
-      };
-    }
-    return { state: "unknown", reasons: [`/metrics is not vLLM's and /v1/models failed (${cur.models?.outcome ?? "not asked"})`] };
+  if (cur.loading) {
+    return { state: "starting", reasons: [`${cur.error ?? "loading the model"}: it answers but is not ready yet (not down)`] };
   }
+  if (cur.noMetrics) return judgeNoMetrics(cur);
 
   // The unanswered reads at the end of the history.
   let i = all.length - 1;
-  while (i >= 0 && !all[i].metrics && !all[i].noMetrics && (isConnectionFailure(all[i]) || all[i].outcome === "timeout")) i--;
+  while (i >= 0 && !all[i].metrics && !all[i].noMetrics && !all[i].loading && !isAsleep(all[i]) && (isConnectionFailure(all[i]) || all[i].outcome === "timeout")) i--;
   const streak = all.slice(i + 1);
   let refusedInARow = 0;
   for (let k = streak.length - 1; k >= 0 && isConnectionFailure(streak[k]); k--) refusedInARow++;
 
   if (refusedInARow >= 2) {
+    // Down is a fact. A restart recommendation needs more: vLLM does not listen while it loads its
+    // weights (minutes), so a server restarted by systemd or after a crash refuses exactly like a
+    // dead one, and confirming a restart then starts the load over (checked on vLLM 0.29).
     const span = (cur.at - streak[streak.length - refusedInARow].at) / 1000;
-    return {
-      state: "down",
-      reasons: [`${cur.error ?? cur.outcome} on /metrics and /health on ${refusedInARow} consecutive reads over ${fmtSeconds(span)}`],
-    };
-  }
-  if (streak.length > 0 && streak.some((r) => r.outcome === "timeout")) {
-    const span = (cur.at - streak[0].at) / 1000;
-    if (streak.length >= 2 && span >= t.stuckAfterSeconds) {
-      return { state: "down", reasons: [`no answer from /metrics on ${streak.length} reads in a row for ${fmtSeconds(span)} (over ${t.stuckAfterSeconds} s)`] };
+    const grace = t.startupGraceSeconds ?? DEFAULT_THRESHOLDS.startupGraceSeconds ?? 600;
+    const fact = `${cur.error ?? cur.outcome} on /metrics and /health on ${refusedInARow} consecutive reads over ${fmtSeconds(span)}`;
+    if (span < grace) {
+      return {
+        state: "down",
+        restartRecommended: false,
+        reasons: [`down for ${fmtDuration(span)}; may be loading weights; restart recommended after ${fmtDuration(grace)}`, fact],
+      };
     }
+    return { state: "down", restartRecommended: true, reasons: [`down for ${fmtDuration(span)} (refused for longer than startupGraceSeconds, ${grace} s): restart recommended`, fact] };
+  }
+  // A /metrics that times out while /health answers is a slow API server (a huge tokenization, a
+  // blocked event loop), not a dead one. Only timeouts with /health failing too count towards down.
+  let d = streak.length;
+  while (d > 0 && (isConnectionFailure(streak[d - 1]) || (streak[d - 1].outcome === "timeout" && healthFailed(streak[d - 1])))) d--;
+  const dead = streak.slice(d);
+  if (dead.length >= 2 && dead.some((r) => r.outcome === "timeout")) {
+    const span = (cur.at - dead[0].at) / 1000;
+    if (span >= t.stuckAfterSeconds) {
+      return {
+        state: "down",
+        restartRecommended: true,
+        reasons: [`no answer from /metrics and /health on ${dead.length} reads in a row for ${fmtSeconds(span)} (over ${t.stuckAfterSeconds} s)`],
+      };
+    }
+  }
+  // llama.cpp serves /metrics from its engine loop: timeouts there while /health answers are a
+  // blocked loop (a device call that never returns), judged like "no progress" across two waits.
+  if (rulesOf(cur.engine).metricsOnEngineLoop && cur.outcome === "timeout" && cur.health?.outcome === "ok") {
+    let k = all.length - 1;
+    while (k >= 0 && all[k].outcome === "timeout" && all[k].health?.outcome === "ok" && !all[k].metrics) k--;
+    const blocked = all.slice(k + 1);
+    const span = (cur.at - blocked[0].at) / 1000;
+    const fact = `${ENGINE_LABELS[cur.engine!]} answers /health but not /metrics (a task on its engine loop) on ${blocked.length} read${blocked.length === 1 ? "" : "s"} over ${fmtSeconds(span)}: the loop is blocked`;
+    if (blocked.length >= 3 && span >= t.stuckAfterSeconds) {
+      return { state: "stuck", reasons: [fact, `no answer from the engine loop across ${blocked.length - 1} waits and at least ${t.stuckAfterSeconds} s`] };
+    }
+    return { state: "stalled", reasons: [fact, `would be called stuck after 2 waits and ${t.stuckAfterSeconds} s`] };
   }
   const what = describeFailure(cur);
   if (streak.length >= 1 && isConnectionFailure(cur)) {
     return { state: "unknown", reasons: [`${what}; one failed read is not "down"`] };
   }
   if (cur.outcome === "timeout") {
+    const slow = cur.health?.outcome === "ok" ? "/health answers 200: a slow API server, not a dead one" : "a slow answer from a loaded API server is not a dead one";
     return {
       state: "unknown",
-      reasons: [`${what} (${streak.length} read${streak.length === 1 ? "" : "s"} in a row); a slow answer from a loaded API server is not a dead one`],
+      reasons: [`${what} (${streak.length} read${streak.length === 1 ? "" : "s"} in a row); ${slow}`],
     };
   }
   return { state: "unknown", reasons: [`${what}; cannot judge from this read`] };
+}
+
+function judgeNoMetrics(cur: Reading): Judgement {
+  const alive = cur.models?.outcome === "ok";
+  const n = cur.models?.ids.length ?? 0;
+  const models = `${n} model${n === 1 ? "" : "s"}${n > 0 ? ` (${cur.models!.ids.slice(0, 5).join(", ")})` : ""}`;
+  if (cur.engine === "ollama") {
+    if (!alive) return { state: "unknown", reasons: [`Ollama: /api/version failed (${cur.error ?? cur.models?.outcome ?? "not asked"})`] };
+    return { state: "no-metrics", reasons: [`${cur.error ?? "Ollama"}: Ollama exposes no load metrics: liveness only, never probed, never called stuck`, `alive: /api/version answers; loaded: ${models}`] };
+  }
+  if (alive) {
+    return {
+      state: "no-metrics",
+      reasons: [
+        `/metrics is not readable as an engine's (${cur.error ?? "no known engine's series"}); load cannot be judged, so it is never called stuck`,
+        `alive: /v1/models answers with ${models}`,
+      ],
+    };
+  }
+  return { state: "unknown", reasons: [`${cur.error ?? "/metrics is not an engine's"} and /v1/models failed (${cur.models?.outcome ?? "not asked"})`] };
 }
 
 function isConnectionFailure(r: Reading): boolean {
   if (!CONNECTION_FAILURES.has(r.outcome)) return false;
   // /health is asked too: a refused /metrics with a live /health is not a dead server.
   return !r.health || r.health.outcome !== "ok";
+}
+
+/** /health was asked and did not answer 2xx (a reading without it says nothing). */
+function healthFailed(r: Reading): boolean {
+  return r.health !== undefined && r.health.outcome !== "ok";
 }
 
 function describeFailure(r: Reading): string {
@@ -242,58 +438,83 @@ export function currentProcess(all: Reading[]): Reading[] {
 }
 
 /**
- * Two readings come from one process when their start times agree; without a start time (vLLM
- * with several API server processes) a counter that went down is the only restart signal.
+ * Two readings come from one process when their start times agree (or llama.cpp's start token);
+ * without either (vLLM with several API servers, SGLang, TGI) a counter that went down, in the
+ * sums or in any one engine, is the only restart signal.
  */
-export function sameProcess(a: VllmMetrics, b: VllmMetrics): boolean {
+export function sameProcess(a: EngineMetrics, b: EngineMetrics): boolean {
   if (a.processStartTime !== null && b.processStartTime !== null) {
     return Math.abs(a.processStartTime - b.processStartTime) < 1e-3;
   }
-  return !countersWentDown(a, b);
+  if (a.processToken && b.processToken) return a.processToken === b.processToken;
+  if (countersWentDown(a, b)) return false;
+  for (const [id, e] of Object.entries(b.engines ?? {})) {
+    const before = a.engines?.[id];
+    if (before && countersWentDown(before, e)) return false;
+  }
+  return true;
 }
 
-function countersWentDown(a: VllmMetrics, b: VllmMetrics): boolean {
+function countersWentDown(a: EngineSlice, b: EngineSlice): boolean {
   return COUNTERS.some((k) => a[k] !== null && b[k] !== null && (b[k] as number) < (a[k] as number));
 }
 
-const COUNTERS = ["steps", "promptTokens", "generationTokens", "finishedRequests"] as const;
+const COUNTERS = PROGRESS_COUNTERS;
+
+/** A KV-cache change counts only when no request was preempted in between (preemption churn, vLLM #25538). */
+function kvMoved(a: EngineSlice, b: EngineSlice): boolean {
+  if (a.kvCacheUsage === null || b.kvCacheUsage === null || Math.abs(b.kvCacheUsage - a.kvCacheUsage) <= 1e-9) return false;
+  const churn = a.preemptions != null && b.preemptions != null && b.preemptions > a.preemptions;
+  return !churn;
+}
+
+/** A throughput gauge that is positive and changed (an unchanged one is the stale gauge of an engine that stopped logging). */
+function throughputMoved(a: EngineSlice, b: EngineSlice): boolean {
+  return a.throughput != null && b.throughput != null && b.throughput > 0 && Math.abs(b.throughput - a.throughput) > 1e-9;
+}
 
 /**
- * Progress is any sign of engine work: a step, prompt or generation tokens, a finished request, or
- * a KV-cache change (a long chunked prefill moves only the KV cache for tens of seconds).
+ * Progress is any sign of engine work: a step, prompt or generation tokens, a request that finished
+ * by itself (aborted and errored ones are left out by the adapter: clients giving up on a wedged
+ * engine must not make it look alive), a KV-cache change without preemptions (a long chunked
+ * prefill moves only the KV cache for tens of seconds), or a live throughput gauge.
  */
-export function progressed(a: VllmMetrics, b: VllmMetrics): boolean {
+export function progressed(a: EngineSlice, b: EngineSlice): boolean {
   if (COUNTERS.some((k) => a[k] !== null && b[k] !== null && (b[k] as number) > (a[k] as number))) return true;
-  return a.kvCacheUsage !== null && b.kvCacheUsage !== null && Math.abs(b.kvCacheUsage - a.kvCacheUsage) > 1e-9;
+  return kvMoved(a, b) || throughputMoved(a, b);
 }
 
 /**
  * Progress anywhere across `rs` (one process, oldest first): a counter whose readable values rise
- * from the first to the last reading that has it, or a KV-cache figure that changes. Readings
- * where a family was unusable (null) are skipped, not taken as "no change".
+ * from the first to the last reading that has it, or a KV-cache / throughput change between two
+ * readings. Readings where a family was unusable (null) are skipped, not taken as "no change".
  */
-function progressIn(rs: Reading[]): boolean {
+function progressIn(rs: EngineSlice[]): boolean {
   for (const k of COUNTERS) {
-    const vs = rs.map((r) => r.metrics![k]).filter((v): v is number => v !== null);
+    const vs = rs.map((r) => r[k]).filter((v): v is number => v !== null);
     if (vs.length >= 2 && vs[vs.length - 1] > vs[0]) return true;
   }
-  const kv = rs.map((r) => r.metrics!.kvCacheUsage).filter((v): v is number => v !== null);
-  return kv.some((v, i) => i > 0 && Math.abs(v - kv[i - 1]) > 1e-9);
+  for (let i = 1; i < rs.length; i++) if (kvMoved(rs[i - 1], rs[i]) || throughputMoved(rs[i - 1], rs[i])) return true;
+  return false;
 }
+
+const DEFAULT_EVIDENCE: EvidenceFigure[] = ["steps", "promptTokens", "generationTokens"];
 
 /**
  * Whether a window without progress is evidence of a hang: every figure readable anywhere in it is
- * readable at both of its ends (a family hidden at one end may have moved), and engine steps or
- * tokens are among them (finished requests and KV use can stay flat for minutes of healthy decoding).
+ * readable at both of its ends (a family hidden at one end may have moved), and one of the figures
+ * the adapter named as evidence is among them (finished requests and KV use can stay flat for
+ * minutes of healthy decoding; llama.cpp's token counters move only when a request ends).
  */
-function flatIsEvidence(window: Reading[]): boolean {
-  const first = window[0].metrics!;
-  const last = window[window.length - 1].metrics!;
-  for (const k of [...COUNTERS, "kvCacheUsage" as const]) {
-    const seen = window.some((r) => r.metrics![k] !== null);
-    if (seen && (first[k] === null || last[k] === null)) return false;
+function flatIsEvidence(window: EngineSlice[], evidence: EvidenceFigure[] = DEFAULT_EVIDENCE): boolean {
+  const first = window[0];
+  const last = window[window.length - 1];
+  const figure = (s: EngineSlice, k: EvidenceFigure | (typeof COUNTERS)[number] | "kvCacheUsage") => (s[k] ?? null) as number | null;
+  for (const k of [...COUNTERS, "kvCacheUsage" as const, ...evidence]) {
+    const seen = window.some((r) => figure(r, k) !== null);
+    if (seen && (figure(first, k) === null || figure(last, k) === null)) return false;
   }
-  return (["steps", "promptTokens", "generationTokens"] as const).some((k) => first[k] !== null && last[k] !== null);
+  return evidence.some((k) => figure(first, k) !== null && figure(last, k) !== null);
 }
 
 function servedInSegment(segment: Reading[]): boolean {
@@ -303,7 +524,7 @@ function servedInSegment(segment: Reading[]): boolean {
 
 /** Has a process other than the one seen when the restart was asked for shown up since? */
 function newProcessSince(all: Reading[], pending: PendingRestart): boolean {
-  let before: VllmMetrics | null = null;
+  let before: EngineMetrics | null = null;
   for (const r of all) {
     if (!r.metrics) continue;
     if (r.at < pending.requestedAt) {
@@ -320,9 +541,10 @@ function newProcessSince(all: Reading[], pending: PendingRestart): boolean {
   return false;
 }
 
+/** Failed probes in a row at the end, not counting those that could never have succeeded. */
 function trailingFailedProbes(probed: Reading[]): number {
   let n = 0;
-  for (let i = probed.length - 1; i >= 0 && probed[i].probe && !probed[i].probe!.ok; i--) n++;
+  for (let i = probed.length - 1; i >= 0 && probed[i].probe && !probed[i].probe!.ok && !probed[i].probe!.cannotSucceed; i--) n++;
   return n;
 }
 
@@ -355,42 +577,65 @@ function verdict(j: Judgement, rates: Rates, basis: Reading[]): Verdict {
     state: j.state,
     health,
     healthy: health === "yes",
-    restartRecommended: restartRecommended(j.state),
+    restartRecommended: j.restartRecommended ?? restartRecommended(j.state),
     reasons: j.reasons,
+    ...(j.configProblem ? { configProblem: j.configProblem } : {}),
     rates,
     basis: basis.slice(-3),
   };
 }
 
-function describeRestart(before: VllmMetrics, after: VllmMetrics): string {
+function describeRestart(before: EngineMetrics, after: EngineMetrics): string {
   if (before.processStartTime !== null && after.processStartTime !== null) {
     return `new process since the last read (start time ${isoSeconds(before.processStartTime)} -> ${isoSeconds(after.processStartTime)}); counters of two processes are not compared`;
+  }
+  if (before.processToken && after.processToken) {
+    return `new process since the last read (Process-Start-Time-Unix ${before.processToken} -> ${after.processToken}); counters of two processes are not compared`;
   }
   return "new process since the last read (a counter went down; no start time exposed); counters of two processes are not compared";
 }
 
-function describeProgress(a: Reading, b: Reading): string {
-  const x = a.metrics!;
-  const y = b.metrics!;
+function describeProgress(x: EngineSlice, y: EngineSlice, seconds: number): string {
   const parts: string[] = [];
   const d = (k: (typeof COUNTERS)[number]) => (x[k] !== null && y[k] !== null ? (y[k] as number) - (x[k] as number) : 0);
   if (d("steps") > 0) parts.push(`+${fmt(d("steps"))} steps`);
   if (d("generationTokens") > 0) parts.push(`+${fmt(d("generationTokens"))} generation tokens`);
   if (d("promptTokens") > 0) parts.push(`+${fmt(d("promptTokens"))} prompt tokens`);
   if (d("finishedRequests") > 0) parts.push(`+${fmt(d("finishedRequests"))} finished`);
+  if (parts.length === 0 && throughputMoved(x, y)) parts.push(`throughput ${fmt(x.throughput!)} -> ${fmt(y.throughput!)} tokens/s`);
   if (parts.length === 0 && x.kvCacheUsage !== null && y.kvCacheUsage !== null) {
     parts.push(`KV cache ${pct(x.kvCacheUsage)} -> ${pct(y.kvCacheUsage)} (prefill in progress)`);
   }
-  return `${parts.join(", ")} in ${fmtSeconds((b.at - a.at) / 1000)}`;
+  return `${parts.join(", ")} in ${fmtSeconds(seconds)}`;
 }
 
-function describeFlat(m: VllmMetrics): string {
+function describeFlat(m: EngineSlice, window: EngineSlice[]): string {
   const kv = m.kvCacheUsage === null ? "" : `, KV cache unchanged at ${pct(m.kvCacheUsage)}`;
-  return `no new tokens or finished requests${kv}`;
+  const first = window[0];
+  const churn =
+    first.preemptions != null && m.preemptions != null && m.preemptions > first.preemptions
+      ? `; ${fmt(m.preemptions - first.preemptions)} preemptions meanwhile (KV-cache churn is not progress)`
+      : "";
+  const moved = first.kvCacheUsage !== null && m.kvCacheUsage !== null && Math.abs(first.kvCacheUsage - m.kvCacheUsage) > 1e-9;
+  const kvText = churn && moved ? `, KV cache ${pct(first.kvCacheUsage!)} -> ${pct(m.kvCacheUsage!)}` : kv;
+  const stale = m.throughput != null && m.throughput > 0 ? `, throughput gauge stuck at ${fmt(m.throughput)} tokens/s` : "";
+  return `no new tokens or finished requests${kvText}${stale}${churn}`;
 }
 
-function load(m: VllmMetrics): string {
-  return `${fmt(m.running)} running, ${fmt(m.waiting)} waiting`;
+function describeEvidence(evidence: EvidenceFigure[] = DEFAULT_EVIDENCE): string {
+  const names: Record<EvidenceFigure, string> = { steps: "engine steps", promptTokens: "prompt tokens", generationTokens: "generation tokens", throughput: "the throughput gauge" };
+  return evidence.map((e) => names[e]).join(" and ") + (evidence.length === 1 ? " is" : " are");
+}
+
+function load(m: EngineSlice): string {
+  const deferred = m.waitingCapacity != null && m.waiting > m.waitingCapacity ? ` (${fmt(m.waiting - m.waitingCapacity)} deferred)` : "";
+  return `${fmt(m.running)} running, ${fmt(m.waiting)} waiting${deferred}`;
+}
+
+function numericOrder(a: string, b: string): number {
+  const x = Number(a);
+  const y = Number(b);
+  return Number.isFinite(x) && Number.isFinite(y) ? x - y : a.localeCompare(b);
 }
 
 function secondsBetween(from: number, to: number): string {
@@ -401,6 +646,12 @@ export function fmtSeconds(s: number): string {
   if (s < 10) return `${Math.round(s * 10) / 10} s`;
   if (s < 120) return `${Math.round(s)} s`;
   return `${Math.round(s)} s (${Math.round(s / 60)} min)`;
+}
+
+/** "45 s", "2 min", "10 min": for sentences an operator reads on a card. */
+function fmtDuration(s: number): string {
+  if (s < 120) return `${Math.round(s)} s`;
+  return `${Math.round(s / 60)} min`;
 }
 
 function fmt(n: number): string {

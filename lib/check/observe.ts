@@ -1,9 +1,9 @@
 /**
- * One observation of a backend: read /metrics, probe only when the classifier says so, judge.
- * This is the only way stepwatch judges a backend; the CLI and the watcher both call it.
+ * One observation of a backend: read its engine's answers, probe only when the classifier says
+ * so, judge. This is the only way stepwatch judges a backend; the CLI and the watcher both call it.
  */
 import { classify, shouldProbe } from "./classify";
-import { probeBackend, readBackend, type BackendTarget, type ReadOptions } from "./read";
+import { lastEngine, learnedProbe, probeBackend, readBackend, type BackendTarget, type ReadOptions } from "./read";
 import type { PendingRestart, Reading, Thresholds, Verdict } from "./types";
 
 export interface ObserveContext {
@@ -20,10 +20,15 @@ export async function observe(
 ): Promise<{ reading: Reading; verdict: Verdict }> {
   const now = ctx.now ?? Date.now;
   const read = { ...ctx.read, now };
-  const reading = await readBackend(target, read);
-  const input = { history, reading, thresholds: ctx.thresholds, now: now(), pendingRestart: ctx.pendingRestart };
+  const reading = await readBackend(target, { engineHint: lastEngine(history), ...read });
+  const input = { history, reading, thresholds: ctx.thresholds, now: now(), pendingRestart: ctx.pendingRestart, probe: target.probe };
   if (shouldProbe(input)) {
-    reading.probe = await probeBackend(target, { ...read, model: target.model ?? reading.metrics?.models[0] });
+    reading.probe = await probeBackend(target, {
+      ...read,
+      model: target.model ?? reading.metrics?.models[0],
+      engine: reading.engine,
+      learned: learnedProbe(history),
+    });
   }
   return { reading, verdict: classify({ ...input, now: now() }) };
 }

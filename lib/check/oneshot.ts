@@ -5,6 +5,7 @@
  */
 import { observe } from "./observe";
 import { judgeProxy } from "./proxy";
+import type { EngineKind } from "../engines/types";
 import { readProxy, type BackendTarget, type ReadOptions } from "./read";
 import type { BackendState, ProxyState } from "./states";
 import { DEFAULT_THRESHOLDS, figuresOf, type Figures, type Reading, type Verdict } from "./types";
@@ -21,6 +22,12 @@ export interface CheckResult extends Figures {
   url: string;
   state: BackendState | ProxyState;
   healthy: boolean;
+  /** The engine that answered (configured with --engine, or detected); null when none did. */
+  engine?: EngineKind | null;
+  /** Stuck, or down for longer than startupGraceSeconds (a down server may be loading weights). */
+  restartRecommended?: boolean;
+  /** A configuration problem that keeps the check from judging (the probe needs the API key: 401). */
+  configProblem?: string | null;
   processStartTime: number | null;
   probeSent: boolean;
   reads: number;
@@ -29,13 +36,14 @@ export interface CheckResult extends Figures {
 }
 
 /** States that a further read cannot change within one check. */
-const FINAL: ReadonlySet<BackendState> = new Set(["idle", "busy", "stuck", "down", "no-metrics"]);
+const FINAL: ReadonlySet<BackendState> = new Set(["idle", "busy", "sleeping", "stuck", "down", "no-metrics"]);
 const MAX_READS = 3;
 
 export const EXIT = { healthy: 0, stuck: 1, down: 2, cannotJudge: 3, usage: 64 } as const;
 
 export function exitCode(state: BackendState | ProxyState): number {
-  if (state === "idle" || state === "busy" || state === "up") return EXIT.healthy;
+  // Sleeping is healthy: put to sleep on purpose (vLLM sleep mode, llama.cpp --sleep-idle-seconds).
+  if (state === "idle" || state === "busy" || state === "sleeping" || state === "up") return EXIT.healthy;
   if (state === "stuck") return EXIT.stuck;
   if (state === "down") return EXIT.down;
   return EXIT.cannotJudge;
@@ -65,6 +73,9 @@ export async function checkBackend(target: BackendTarget, opts: CheckOptions): P
     url: target.url,
     state: verdict!.state,
     healthy: verdict!.healthy,
+    engine: [...history].reverse().find((r) => r.engine)?.engine ?? null,
+    restartRecommended: verdict!.restartRecommended,
+    configProblem: verdict!.configProblem ?? null,
     ...figuresOf(last, verdict!),
     processStartTime: m?.processStartTime ?? null,
     probeSent,

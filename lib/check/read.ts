@@ -1,19 +1,34 @@
 /**
  * Measure, never judge: turn a backend's answers into a Reading (or a ProbeResult, a
- * ProxyReading). A failed fetch is data in the Reading, never an exception. The only requests
- * made are GET /metrics, GET /health (only when /metrics failed at the connection level), GET
- * /v1/models (only when /metrics is not vLLM's, or to name the model for a probe) and the probe
- * itself, which the caller sends only after `shouldProbe` said so.
+ * ProxyReading). A failed fetch is data in the Reading, never an exception. What is asked, per
+ * engine (docs/engines.md has the table):
+ * - GET /props first for llama.cpp (and on the first read of an `auto` backend): a sleeping
+ *   llama-server is woken and reloads its model on any queued task, and /metrics queues one.
+ * - GET /metrics (Ollama has none: GET /api/version and /api/ps instead).
+ * - GET /health only when /metrics failed at the connection level or timed out ("down" needs
+ *   /health failing too).
+ * - GET /v1/models only when /metrics is not an engine's, or to name the model for a probe.
+ * - The probe itself, which the caller sends only after `shouldProbe` said so.
  */
 import type { Dispatcher } from "undici";
-import { parseVllmMetrics } from "../metrics/vllm";
-import { httpRequest } from "../net/http";
-import type { ProbeResult, ProxyReading, Reading } from "./types";
+import { ADAPTERS, detectEngine, rulesOf } from "../engines/registry";
+import { readExposition } from "../engines/exposition";
+import { isLlamacppLoading, LLAMACPP_NO_METRICS, parseLlamacppProps } from "../engines/llamacpp";
+import { parseOllamaPs, parseOllamaVersion } from "../engines/ollama";
+import { parseTgiInfo } from "../engines/tgi";
+import { ENGINE_LABELS, type EngineChoice, type EngineKind } from "../engines/types";
+import { extractVllmLatency } from "../metrics/vllm-latency";
+import { httpRequest, type HttpResult } from "../net/http";
+import type { ProbeChoice, ProbeKind, ProbeResult, ProxyReading, Reading } from "./types";
 
 export interface BackendTarget {
   url: string;
   apiKey?: string;
   model?: string;
+  /** Config `engine` (default "auto": detected from its answers). */
+  engine?: EngineChoice;
+  /** Config `probe` (default "auto"). */
+  probe?: ProbeChoice;
 }
 
 export interface ReadOptions {
@@ -26,6 +41,8 @@ export interface ReadOptions {
   dispatcher?: Dispatcher;
   now?: () => number;
   signal?: AbortSignal;
+  /** The engine seen on this backend last (for `auto`): decides whether /props is read first. */
+  engineHint?: EngineKind;
 }
 
 export const READ_DEFAULTS = { timeoutMs: 10_000, probeTimeoutMs: 10_000, maxBytes: 8 * 1024 * 1024 };
@@ -45,56 +62,181 @@ function authHeaders(apiKey?: string): Record<string, string> {
   return apiKey ? { authorization: `Bearer ${apiKey}` } : {};
 }
 
+type Common = { timeoutMs: number; maxBytes: number; dispatcher?: Dispatcher; signal?: AbortSignal };
+
+function get(target: BackendTarget, path: string, common: Common, accept: string, maxBytes = common.maxBytes): Promise<HttpResult> {
+  return httpRequest(endpoint(target.url, path), { ...common, maxBytes, headers: { accept, ...authHeaders(target.apiKey) } });
+}
+
 export async function readBackend(target: BackendTarget, opts: ReadOptions = {}): Promise<Reading> {
   const now = opts.now ?? Date.now;
-  const timeoutMs = opts.timeoutMs ?? READ_DEFAULTS.timeoutMs;
-  const maxBytes = opts.maxBytes ?? READ_DEFAULTS.maxBytes;
-  const common = { timeoutMs, maxBytes, dispatcher: opts.dispatcher, signal: opts.signal };
+  const common: Common = {
+    timeoutMs: opts.timeoutMs ?? READ_DEFAULTS.timeoutMs,
+    maxBytes: opts.maxBytes ?? READ_DEFAULTS.maxBytes,
+    dispatcher: opts.dispatcher,
+    signal: opts.signal,
+  };
   const at = now();
-  const ask = () => httpRequest(endpoint(target.url, "/metrics"), { ...common, headers: { accept: "text/plain", ...authHeaders(target.apiKey) } });
-  let res = await ask();
+  const choice = target.engine ?? "auto";
+  let hint: EngineKind | undefined = choice === "auto" ? opts.engineHint : choice;
+  if (hint === "ollama") {
+    const r = await readOllama(target, common, at);
+    // Detected Ollama before, but something else answers now (restarted into another engine):
+    // detect again from the answers.
+    const elsewhere = choice === "auto" && r.models?.outcome !== "ok" && (r.outcome === "http-error" || r.outcome === "error");
+    if (!elsewhere) return r;
+    hint = undefined;
+  }
+
+  let bytes = 0;
+  let engine: EngineKind | undefined = choice === "auto" ? undefined : choice;
+  let propsModel: string | null = null;
+  if (hint === "llamacpp" || (choice === "auto" && hint === undefined)) {
+    // /props is exempt from waking a sleeping llama-server; /metrics is not (PR ggml-org/llama.cpp#18228).
+    const props = await get(target, "/props", common, "application/json", 1024 * 1024);
+    bytes += props.bytes;
+    const p = props.outcome === "ok" ? parseLlamacppProps(props.body) : null;
+    if (p) {
+      engine = "llamacpp";
+      propsModel = p.model;
+      if (p.sleeping) {
+        return {
+          at,
+          latencyMs: props.latencyMs,
+          outcome: "ok",
+          status: props.status,
+          engine,
+          asleep: true,
+          metrics: null,
+          bytes,
+          error: "llama.cpp is asleep (/props is_sleeping: true); /metrics is not read, it would wake the server and reload the model",
+          ...(p.model ? { models: { outcome: "ok" as const, status: props.status, ids: [p.model] } } : {}),
+        };
+      }
+    } else if (isLlamacppLoading(props.status, props.body)) {
+      return { at, latencyMs: props.latencyMs, outcome: "http-error", status: 503, engine: "llamacpp", loading: true, metrics: null, bytes, error: "llama.cpp answers 503 Loading model" };
+    }
+  }
+
+  let res = await get(target, "/metrics", common, "text/plain");
   if (res.outcome === "reset" && res.bytes === 0 && !opts.signal?.aborted) {
     // Closed before a single byte came back: almost always an idle keep-alive connection that the
     // server closed as we reused it (uvicorn, vLLM's server, drops one after 5 s and sends no
     // Keep-Alive hint, so at a 5 s interval the race is routine). GET /metrics is idempotent and
     // takes no request slot: ask once more, on a new connection. A reset mid-answer is not retried.
     const first = res.latencyMs;
-    res = await ask();
+    res = await get(target, "/metrics", common, "text/plain");
     res.latencyMs += first;
   }
-  const reading: Reading = { at, latencyMs: res.latencyMs, outcome: res.outcome, status: res.status, metrics: null, bytes: res.bytes };
+  bytes += res.bytes;
+  const reading: Reading = { at, latencyMs: res.latencyMs, outcome: res.outcome, status: res.status, metrics: null, bytes, ...(engine ? { engine } : {}) };
 
-  if (res.outcome === "refused" || res.outcome === "reset") {
-    // "down" needs /health to fail too; it is cheap and takes no request slot.
-    const health = await httpRequest(endpoint(target.url, "/health"), { ...common, maxBytes: 64 * 1024 });
+  if (res.outcome === "refused" || res.outcome === "reset" || res.outcome === "timeout") {
+    // "down" needs /health to fail too; it is cheap and takes no request slot. A /metrics that times
+    // out while /health answers is a slow API server, not a dead one. (SGLang's and TGI's /health
+    // may run a generation: for them a static route is asked, see rules.livenessPath.)
+    const health = await get(target, rulesOf(engine ?? hint).livenessPath, common, "*/*", 64 * 1024);
     reading.health = { outcome: health.outcome, status: health.status };
     reading.bytes = (reading.bytes ?? 0) + health.bytes;
     reading.error = res.error;
+    if (isLlamacppLoading(health.status, health.body)) Object.assign(reading, { loading: true, engine: "llamacpp" });
     return reading;
   }
 
-  const answeredNotVllm = res.outcome === "http-error" && (res.status === 404 || res.status === 405 || res.status === 410);
   if (res.outcome === "ok") {
-    const parsed = parseVllmMetrics(res.body);
-    if (parsed.metrics) {
-      reading.metrics = parsed.metrics;
-      if (parsed.latency) reading.latency = parsed.latency;
-      return reading;
+    const exp = readExposition(res.body);
+    if (exp.ok) {
+      const detected = detectEngine(exp.index);
+      const kind = choice === "auto" ? detected : choice;
+      if (kind) {
+        const parsed = ADAPTERS[kind].extract(exp.index, { headers: res.headers });
+        if (parsed.metrics) {
+          // llama-server names its model in /props, not in /metrics.
+          if (parsed.metrics.models.length === 0 && propsModel) parsed.metrics.models = [propsModel];
+          reading.metrics = parsed.metrics;
+          reading.engine = kind;
+          if (parsed.metrics.asleep) reading.asleep = true;
+          // vLLM's latency histograms, finish reasons and preemptions (the dashboard's figures).
+          if (kind === "vllm") reading.latency = extractVllmLatency(exp.index);
+          return reading;
+        }
+        reading.engine = kind;
+        reading.error =
+          detected && detected !== kind
+            ? `configured engine ${ENGINE_LABELS[kind]}, but /metrics carries ${ENGINE_LABELS[detected]}'s families`
+            : (parsed.error ?? `no ${ENGINE_LABELS[kind]} metrics`);
+      } else {
+        reading.error = `no known engine's metrics (found ${exp.sampleCount} series, none named vllm:*, llamacpp:*, sglang:* or tgi_*)`;
+      }
+    } else if (exp.sampleCount === 0 && exp.errorCount === 0 && res.body.trim() === "" && (choice === "tgi" || choice === "auto")) {
+      // TGI shows a metric only once it was recorded: before its first request /metrics is empty.
+      // Its /info (static, no slot) says whether this is TGI.
+      const info = choice === "tgi" ? null : await get(target, "/info", common, "application/json", 256 * 1024);
+      if (info) reading.bytes = (reading.bytes ?? 0) + info.bytes;
+      if (choice === "tgi" || (info?.outcome === "ok" && parseTgiInfo(info.body))) {
+        const parsed = ADAPTERS.tgi.extract(new Map(), { headers: res.headers });
+        if (parsed.metrics) {
+          const model = info?.outcome === "ok" ? parseTgiInfo(info.body)?.model : null;
+          if (model) parsed.metrics.models = [model];
+          return { ...reading, engine: "tgi", metrics: parsed.metrics };
+        }
+      }
+      reading.error = exp.error;
+    } else {
+      reading.error = exp.error;
     }
-    reading.error = parsed.error ?? "no vLLM metrics";
-  } else if (answeredNotVllm) {
+  } else if (res.outcome === "http-error" && res.status === 501) {
+    // llama-server without --metrics.
+    reading.engine = "llamacpp";
+    reading.error = LLAMACPP_NO_METRICS;
+  } else if (res.outcome === "http-error" && isLlamacppLoading(res.status, res.body)) {
+    return { ...reading, engine: "llamacpp", loading: true, error: "llama.cpp answers 503 Loading model" };
+  } else if (res.outcome === "http-error" && (res.status === 404 || res.status === 405 || res.status === 410)) {
     reading.error = `/metrics answered HTTP ${res.status}`;
+    if (choice === "auto") {
+      // Ollama has no /metrics: its /api/version says it is Ollama.
+      const ollama = await readOllama(target, common, at);
+      if (ollama.engine === "ollama" && ollama.models?.outcome === "ok") return { ...ollama, bytes: (ollama.bytes ?? 0) + bytes };
+    }
   } else {
     reading.error = res.error;
     return reading;
   }
 
-  // Reachable, but not vLLM's metrics: liveness comes from /v1/models only.
+  // Reachable, but no load metrics: liveness comes from /v1/models only.
   reading.noMetrics = true;
   const models = await listModels(target, opts);
   reading.models = { outcome: models.outcome, status: models.status, ids: models.models };
   reading.bytes = (reading.bytes ?? 0) + models.bytes;
   return reading;
+}
+
+/**
+ * Ollama (checked on v0.33): no /metrics and no load figure, so liveness only. /api/version is the
+ * liveness (its failure is recorded as /health's, so two refusals are "down"), /api/ps the loaded
+ * models for the card. Never probed.
+ */
+async function readOllama(target: BackendTarget, common: Common, at: number): Promise<Reading> {
+  const v = await get(target, "/api/version", common, "application/json", 64 * 1024);
+  const version = v.outcome === "ok" ? parseOllamaVersion(v.body) : null;
+  if (!version) {
+    const error = v.outcome === "ok" ? "/api/version is not Ollama's answer" : `/api/version: ${v.error ?? v.outcome}`;
+    return { at, latencyMs: v.latencyMs, outcome: v.outcome === "ok" ? "error" : v.outcome, status: v.status, engine: "ollama", metrics: null, bytes: v.bytes, error, health: { outcome: v.outcome, status: v.status } };
+  }
+  const ps = await get(target, "/api/ps", common, "application/json", 1024 * 1024);
+  const ids = ps.outcome === "ok" ? (parseOllamaPs(ps.body) ?? []) : [];
+  return {
+    at,
+    latencyMs: v.latencyMs,
+    outcome: "ok",
+    status: v.status,
+    engine: "ollama",
+    metrics: null,
+    noMetrics: true,
+    error: `Ollama ${version}`,
+    models: { outcome: "ok", status: v.status, ids },
+    bytes: v.bytes + ps.bytes,
+  };
 }
 
 async function listModels(
@@ -126,37 +268,121 @@ async function listModels(
   }
 }
 
+export interface ProbeOptions extends ReadOptions {
+  model?: string;
+  /** The engine that answered the read (decides TGI's native generate). */
+  engine?: EngineKind;
+  /** The probe that answered last on this backend ("remember which probe works"). */
+  learned?: ProbeKind;
+}
+
+const PATHS: Record<ProbeKind, string> = {
+  completions: "/v1/completions",
+  chat: "/v1/chat/completions",
+  embeddings: "/v1/embeddings",
+  generate: "/generate",
+};
+
+function probeBody(kind: ProbeKind, model: string | undefined): string {
+  switch (kind) {
+    case "completions":
+      return JSON.stringify({ model, prompt: "ping", max_tokens: 1, temperature: 0, stream: false });
+    case "chat":
+      return JSON.stringify({ model, messages: [{ role: "user", content: "ping" }], max_tokens: 1, temperature: 0, stream: false });
+    case "embeddings":
+      // A pooling model answers this one: one short input.
+      return JSON.stringify({ model, input: "ping" });
+    case "generate":
+      return JSON.stringify({ inputs: "ping", parameters: { max_new_tokens: 1 } });
+  }
+}
+
+/** Which probe to send first: the config's, else what answered last, else the engine's. */
+export function firstProbe(choice: ProbeChoice | undefined, engine: EngineKind | undefined, learned: ProbeKind | undefined): ProbeKind | null {
+  if (choice === "none") return null;
+  if (choice && choice !== "auto") return choice;
+  if (learned) return learned;
+  return engine === "tgi" ? "generate" : "completions";
+}
+
+const noEndpoint = (status?: number) => status === 404 || status === 405;
+
 /**
- * The tiny probe: one completion of one token, aborted at its deadline (the abort closes the
- * connection, which makes vLLM drop the request instead of finishing it for nobody). The caller
- * guarantees nothing is running or waiting, so the answer should be immediate.
+ * The tiny probe: one token, aborted at its deadline (the abort closes the connection, which makes
+ * the engine drop the request instead of finishing it for nobody). The caller guarantees nothing is
+ * running or waiting, so the answer should be immediate. An answer 401/403 means the API key is
+ * missing or wrong; 404/405 to a completion (a pooling model: vLLM registers no completion routes)
+ * is followed once by POST /v1/embeddings with a one-token input, within the same deadline.
  */
-export async function probeBackend(target: BackendTarget, opts: ReadOptions & { model?: string } = {}): Promise<ProbeResult> {
+export async function probeBackend(target: BackendTarget, opts: ProbeOptions = {}): Promise<ProbeResult> {
   const now = opts.now ?? Date.now;
   const at = now();
   const timeoutMs = opts.probeTimeoutMs ?? READ_DEFAULTS.probeTimeoutMs;
   const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const kind = firstProbe(target.probe, opts.engine, opts.learned) ?? "completions";
   let model = target.model ?? opts.model;
-  if (!model) {
+  if (!model && kind !== "generate") {
     const listed = await listModels(target, { ...opts, timeoutMs });
     model = listed.models[0];
     if (!model) {
-      return { ok: false, at, latencyMs: Math.round(performance.now() - started), status: listed.status, error: `no model to probe: ${listed.error ?? "empty /v1/models"}` };
+      const auth = listed.status === 401 || listed.status === 403;
+      return {
+        ok: false,
+        at,
+        latencyMs: elapsed(),
+        status: listed.status,
+        kind,
+        error: `no model to probe: ${listed.error ?? "empty /v1/models"}`,
+        ...(auth ? { cannotSucceed: "auth" as const } : {}),
+      };
     }
   }
-  const remaining = Math.max(1, timeoutMs - (performance.now() - started));
-  const res = await httpRequest(endpoint(target.url, "/v1/completions"), {
-    method: "POST",
-    timeoutMs: remaining,
-    maxBytes: 256 * 1024,
-    dispatcher: opts.dispatcher,
-    signal: opts.signal,
-    headers: { "content-type": "application/json", accept: "application/json", ...authHeaders(target.apiKey) },
-    body: JSON.stringify({ model, prompt: "ping", max_tokens: 1, temperature: 0, stream: false }),
-  });
-  const latencyMs = Math.round(performance.now() - started);
-  if (res.outcome === "ok") return { ok: true, at, latencyMs, status: res.status };
-  return { ok: false, at, latencyMs, status: res.status, error: res.error ?? res.outcome };
+  const send = (k: ProbeKind) =>
+    httpRequest(endpoint(target.url, PATHS[k]), {
+      method: "POST",
+      timeoutMs: Math.max(1, timeoutMs - (performance.now() - started)),
+      maxBytes: 256 * 1024,
+      dispatcher: opts.dispatcher,
+      signal: opts.signal,
+      headers: { "content-type": "application/json", accept: "application/json", ...authHeaders(target.apiKey) },
+      body: probeBody(k, model),
+    });
+  const result = (k: ProbeKind, res: HttpResult, extra: Partial<ProbeResult> = {}): ProbeResult => {
+    if (res.outcome === "ok") return { ok: true, at, latencyMs: elapsed(), status: res.status, kind: k, ...extra };
+    const base: ProbeResult = { ok: false, at, latencyMs: elapsed(), status: res.status, kind: k, error: res.error ?? res.outcome, ...extra };
+    if (res.status === 401 || res.status === 403) return { ...base, cannotSucceed: "auth" };
+    return base;
+  };
+  const res = await send(kind);
+  const auto = (target.probe ?? "auto") === "auto";
+  if (res.outcome === "http-error" && noEndpoint(res.status)) {
+    if (auto && kind !== "embeddings" && kind !== "generate") {
+      const again = await send("embeddings");
+      const r = result("embeddings", again, { fallbackFrom: kind });
+      if (!r.ok && noEndpoint(again.status)) {
+        return { ...r, cannotSucceed: "no-endpoint", error: `${PATHS[kind]} answered HTTP ${res.status} and ${PATHS.embeddings} HTTP ${again.status}` };
+      }
+      return r;
+    }
+    return { ...result(kind, res), cannotSucceed: "no-endpoint", error: `${PATHS[kind]} answered HTTP ${res.status}` };
+  }
+  return result(kind, res);
+}
+
+/** The probe that answered last on this backend, so the next one starts there. */
+export function learnedProbe(history: Reading[]): ProbeKind | undefined {
+  for (let i = history.length - 1; i >= 0; i--) {
+    const p = history[i].probe;
+    if (p?.ok) return p.kind ?? "completions";
+  }
+  return undefined;
+}
+
+/** The engine seen last on this backend (the `auto` hint). */
+export function lastEngine(history: Reading[]): EngineKind | undefined {
+  for (let i = history.length - 1; i >= 0; i--) if (history[i].engine) return history[i].engine;
+  return undefined;
 }
 
 /**

@@ -1,7 +1,13 @@
-import type { VllmMetrics } from "../metrics/vllm";
+import type { EngineKind, EngineMetrics } from "../engines/types";
 import type { VllmLatency } from "../metrics/vllm-latency";
 import type { FetchOutcome } from "../net/http";
 import type { BackendState, Health } from "./states";
+
+/** Which request the idle probe sends (config `probe`; "auto" picks by engine and learns from 404/405). */
+export const PROBE_CHOICES = ["auto", "completions", "chat", "embeddings", "none"] as const;
+export type ProbeChoice = (typeof PROBE_CHOICES)[number];
+/** The probes there are: OpenAI completions/chat/embeddings, and TGI's native 1-token generate. */
+export type ProbeKind = "completions" | "chat" | "embeddings" | "generate";
 
 export interface ProbeResult {
   ok: boolean;
@@ -9,11 +15,27 @@ export interface ProbeResult {
   latencyMs: number;
   status?: number;
   error?: string;
+  /** The request that gave this result (absent in readings stored before probes had kinds: completions). */
+  kind?: ProbeKind;
+  /** The probe tried first when it answered 404/405 and this one is the fallback. */
+  fallbackFrom?: ProbeKind;
+  /**
+   * Why this probe could never have succeeded, so its failure says nothing about the engine:
+   * "auth" (401/403: the configured API key is missing or wrong), "no-endpoint" (404/405 on every
+   * probe there is: set `probe` in the config).
+   */
+  cannotSucceed?: "auth" | "no-endpoint";
 }
 
 export interface Reading {
   /** When the read started (ms since epoch). */
   at: number;
+  /** The engine that answered (configured, or detected from its answers); absent when not known. */
+  engine?: EngineKind;
+  /** Put to sleep on purpose (vLLM engine_sleep_state, llama.cpp /props is_sleeping): never probed, never stuck. */
+  asleep?: boolean;
+  /** It answers but is loading its model (llama.cpp 503 "Loading model"): starting, not down. */
+  loading?: boolean;
   latencyMs: number;
   /** Outcome of GET /metrics. */
   outcome: FetchOutcome;
@@ -24,12 +46,12 @@ export interface Reading {
    * Parsed vLLM metrics; null when the fetch failed, the body did not parse, or it held no
    * vLLM series (then `noMetrics` is true).
    */
-  metrics: VllmMetrics | null;
+  metrics: EngineMetrics | null;
   /** The server answered /metrics but it is not vLLM's (404, HTML, another exporter). */
   noMetrics?: boolean;
-  /** GET /health, asked only when /metrics failed at the connection level. */
+  /** GET /health, asked only when /metrics failed at the connection level or timed out. */
   health?: { outcome: FetchOutcome; status?: number };
-  /** GET /v1/models, asked only when /metrics is not vLLM's: liveness for a no-metrics server. */
+  /** Liveness of a server without load metrics: GET /v1/models (Ollama: /api/version, with /api/ps's models). */
   models?: { outcome: FetchOutcome; status?: number; ids: string[] };
   /** The idle probe, when one was sent with this read. */
   probe?: ProbeResult;
@@ -47,6 +69,8 @@ export interface Thresholds {
   stuckAfterSeconds: number;
   idleProbeSeconds: number;
   recoveryTimeoutSeconds: number;
+  /** A refusing (down) backend gets a restart recommendation only after this long: it may be loading weights. */
+  startupGraceSeconds?: number;
 }
 
 /** The one home of the thresholds' defaults: the config's DEFAULTS and the CLI both take them from here. */
@@ -54,6 +78,7 @@ export const DEFAULT_THRESHOLDS = {
   stuckAfterSeconds: 120,
   idleProbeSeconds: 60,
   recoveryTimeoutSeconds: 900,
+  startupGraceSeconds: 600,
 } as const satisfies Thresholds;
 
 /**
@@ -102,6 +127,8 @@ export interface Verdict {
   restartRecommended: boolean;
   /** Human-readable evidence, one line per rule that fired. */
   reasons: string[];
+  /** A configuration problem that keeps stepwatch from judging (the probe needs the API key), in words. */
+  configProblem?: string;
   rates: Rates;
   /** For a pending restart: a new process was seen and is serving. */
   recovered?: boolean;

@@ -1,20 +1,29 @@
 /**
  * `npm run --silent check -- <url> [--proxy] [--wait SECONDS] [--json]`
- * For cron, systemd timers and Kubernetes exec probes. Exit codes: 0 healthy (idle, busy, proxy
- * up), 1 stuck, 2 down, 3 cannot judge (no-metrics, unknown, starting, stalled), 64 bad usage.
+ * For cron, systemd timers and Kubernetes exec probes. Exit codes: 0 healthy (idle, busy, sleeping,
+ * proxy up), 1 stuck, 2 down, 3 cannot judge (no-metrics, unknown, starting, stalled), 64 bad usage.
  */
 import { parseArgs } from "node:util";
 import { checkBackend, checkProxy, exitCode, EXIT, type CheckResult } from "../check/oneshot";
 import { STATE_INFO, type BackendState } from "../check/states";
+import { PROBE_CHOICES, type ProbeChoice } from "../check/types";
+import { ENGINE_CHOICES, ENGINE_LABELS, type EngineChoice } from "../engines/types";
 
 const USAGE = `usage: npm run --silent check -- <url> [--proxy] [--wait SECONDS] [--json]
           [--api-key KEY | --api-key env:NAME] [--model NAME] [--timeout SECONDS] [--probe-timeout SECONDS]
+          [--engine ${ENGINE_CHOICES.join("|")}] [--probe ${PROBE_CHOICES.join("|")}]
 
 Reads <url>/metrics (never sends a request while work is running or waiting). With work, waits
 --wait seconds (default 30) and reads again, once more if there was no progress. Idle: one
-tiny probe. --proxy: only GET <url>/v1/models; a failed answer is asked once more after
---wait seconds (two failures in a row: down).
-Exit: 0 healthy, 1 stuck, 2 down, 3 cannot judge, 64 usage error.`;
+tiny probe (--probe auto: /v1/completions, once /v1/embeddings on 404/405, TGI's /generate;
+--probe none: idle from metrics alone). Never probed: a sleeping server (vLLM sleep mode,
+llama.cpp --sleep-idle-seconds, whose /props is read before /metrics), only deferred requests
+waiting, Ollama. --engine auto detects vLLM, llama.cpp, SGLang, TGI and Ollama.
+--proxy: only GET <url>/v1/models; a failed answer is asked once more after --wait seconds
+(two failures in a row: down).
+States: idle, busy, sleeping, stalled, stuck, starting, down, no-metrics, unknown.
+Exit: 0 healthy (idle, busy, sleeping), 1 stuck, 2 down, 3 cannot judge (also a probe answered
+401/403: the API key is missing), 64 usage error.`;
 
 function fail(message: string): never {
   process.stderr.write(`check: ${message}\n\n${USAGE}\n`);
@@ -49,6 +58,8 @@ async function main(): Promise<void> {
         model: { type: "string" },
         timeout: { type: "string" },
         "probe-timeout": { type: "string" },
+        engine: { type: "string" },
+        probe: { type: "string" },
         help: { type: "boolean", short: "h", default: false },
       },
     });
@@ -68,7 +79,17 @@ async function main(): Promise<void> {
   } catch {
     fail(`"${positionals[0]}" is not an http(s) URL`);
   }
-  const target = { url: url.href.replace(/\/+$/, ""), apiKey: secret(values["api-key"]), model: values.model };
+  const engine = values.engine ?? "auto";
+  if (!(ENGINE_CHOICES as readonly string[]).includes(engine)) fail(`--engine must be one of ${ENGINE_CHOICES.join(", ")}, got "${engine}"`);
+  const probe = values.probe ?? "auto";
+  if (!(PROBE_CHOICES as readonly string[]).includes(probe)) fail(`--probe must be one of ${PROBE_CHOICES.join(", ")}, got "${probe}"`);
+  const target = {
+    url: url.href.replace(/\/+$/, ""),
+    apiKey: secret(values["api-key"]),
+    model: values.model,
+    engine: engine as EngineChoice,
+    probe: probe as ProbeChoice,
+  };
   const opts = {
     waitSeconds: seconds("wait", values.wait, 30),
     read: {
@@ -93,7 +114,9 @@ function human(r: CheckResult): string {
     `${r.reads} read${r.reads === 1 ? "" : "s"}`,
     r.probeSent ? "1 probe" : "no probe",
   ].filter(Boolean);
-  return `${r.url}: ${label.toUpperCase()} (${facts.join(", ")})\n${r.reasons.map((x) => `  - ${x}\n`).join("")}`;
+  const engine = r.engine ? ` [${ENGINE_LABELS[r.engine]}]` : "";
+  const problem = r.configProblem ? `  ! configuration: ${r.configProblem}\n` : "";
+  return `${r.url}${engine}: ${label.toUpperCase()} (${facts.join(", ")})\n${problem}${r.reasons.map((x) => `  - ${x}\n`).join("")}`;
 }
 
 main().catch((err) => {

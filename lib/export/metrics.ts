@@ -47,7 +47,7 @@ export const UNKNOWN_ENGINE = "unknown";
 export function engineOf(b: FleetBackend): string {
   if (!("engine" in b)) return DEFAULT_ENGINE;
   const e = (b as FleetBackend & { engine?: unknown }).engine;
-  return typeof e === "string" && e !== "" ? e : UNKNOWN_ENGINE;
+  return typeof e === "string" && (e as string).length > 0 ? e : UNKNOWN_ENGINE;
 }
 
 function seconds(ms: number | null): number | null {

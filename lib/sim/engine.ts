@@ -14,6 +14,12 @@
  *   finished a request, and prompt tokens are counted when the prompt is done, so a long prefill
  *   with nothing else running leaves steps and tokens flat while KV-cache usage grows per chunk.
  * - Frozen (hung): the clock moves, nothing else does; aborts wait for the engine loop like in vLLM.
+ * - Wedged: no step ever produces anything, but the engine loop still runs, so client aborts are
+ *   processed and counted (finished_reason "abort"): clients giving up on it must not look like progress.
+ * - Churn (vLLM #25538): a request that cannot fit is admitted, allocates its prefill chunk, and is
+ *   preempted again, step after step: the KV cache and num_preemptions move, no token is produced.
+ * - Deferred requests: counted as waiting (`reason="deferred"`) but waiting on something outside the
+ *   engine (a grammar compile, a remote KV transfer, a streaming client); never scheduled until released.
  */
 import { BUCKETS, Histogram, buckets125 } from "./histogram";
 
@@ -125,7 +131,14 @@ export class Engine {
   private readonly waiting: EngineRequest[] = [];
   private readonly running: EngineRequest[] = [];
   private readonly pendingAborts = new Set<EngineRequest>();
+  /** Waiting on something outside the engine (by_reason "deferred"): never admitted. */
+  private readonly deferred: EngineRequest[] = [];
   private frozen = false;
+  /** Frozen for work, but the loop runs: aborts are processed at once. */
+  private wedged = false;
+  /** Preemption churn: since when (engine seconds), and the cycle length. */
+  private churnSince: number | null = null;
+  private static readonly CHURN_PERIOD = 0.5;
   /** Engine time (seconds) at the end of the last applied step, or "now" when idle. */
   private t: number;
 
@@ -151,7 +164,17 @@ export class Engine {
     return this.running.length;
   }
   get numWaiting(): number {
-    return this.waiting.length;
+    return this.waiting.length + this.deferred.length;
+  }
+  /** Of numWaiting, those deferred on something outside the engine. */
+  get numDeferred(): number {
+    return this.deferred.length;
+  }
+  get isWedged(): boolean {
+    return this.wedged;
+  }
+  get isChurning(): boolean {
+    return this.churnSince !== null;
   }
   /** Load used to pick an engine for a new request (vLLM's data-parallel balancing). */
   get load(): number {
@@ -162,7 +185,19 @@ export class Engine {
   get kvCacheUsage(): number {
     let used = 0;
     for (const r of this.running) used += this.blocksOf(r.prefilled + r.generated);
-    return Math.min(1, used / this.config.kvCacheBlocks);
+    const base = Math.min(1, used / this.config.kvCacheBlocks);
+    if (this.churnSince === null) return base;
+    // Churn: each cycle the preempted request is re-admitted with part of a prefill chunk of blocks
+    // (a different part each cycle: the golden-ratio step never repeats a value), then freed again.
+    const cycle = Math.floor((this.t - this.churnSince) / Engine.CHURN_PERIOD);
+    const chunk = this.blocksOf(this.config.chunkSize) / this.config.kvCacheBlocks;
+    return Math.min(1, base + chunk * ((cycle * 0.6180339887) % 1));
+  }
+
+  /** Cumulative preemptions: the counted ones plus one per churn cycle. */
+  get preemptions(): number {
+    if (this.churnSince === null) return this.stats.preemptions;
+    return this.stats.preemptions + Math.floor((this.t - this.churnSince) / Engine.CHURN_PERIOD);
   }
 
   private blocksOf(tokens: number): number {
@@ -237,11 +272,64 @@ export class Engine {
     return req;
   }
 
+  /**
+   * Queue a request that waits on something outside the engine (vLLM's "deferred" waiting): it is
+   * counted as waiting but never scheduled until `releaseDeferred`.
+   */
+  submitDeferred(spec: RequestSpec, now: number): EngineRequest {
+    this.advanceTo(now);
+    const req = this.submit({ ...spec }, now);
+    const i = this.waiting.indexOf(req);
+    if (i >= 0) {
+      this.waiting.splice(i, 1);
+      this.deferred.push(req);
+    } else if (req.status === "running") {
+      this.running.splice(this.running.indexOf(req), 1);
+      req.status = "waiting";
+      req.scheduledAt = null;
+      this.deferred.push(req);
+    }
+    return req;
+  }
+
+  /** The deferred requests' outside wait is over: they queue like any other. */
+  releaseDeferred(now: number): void {
+    this.advanceTo(now);
+    this.waiting.push(...this.deferred.splice(0, this.deferred.length));
+    this.admit();
+  }
+
+  /** vLLM sleep mode: 0 awake, 1 weights offloaded, 2 weights discarded. Asleep, it does not step. */
+  get sleepLevel(): number {
+    return this.sleep;
+  }
+  private sleep = 0;
+  setSleep(level: 0 | 1 | 2, now: number): void {
+    this.setFrozen(level > 0, now);
+    this.sleep = level;
+  }
+
+  /** Wedged: no step produces anything, but aborts are processed (and counted) at once. */
+  setWedged(wedged: boolean, now: number): void {
+    this.setFrozen(wedged, now);
+    this.wedged = wedged;
+  }
+
+  /** Preemption churn (vLLM #25538): the KV cache and preemptions move, nothing else does. */
+  setChurn(on: boolean, now: number): void {
+    this.setFrozen(on, now);
+    if (on && this.churnSince === null) this.churnSince = this.t;
+    if (!on && this.churnSince !== null) {
+      this.stats.preemptions = this.preemptions;
+      this.churnSince = null;
+    }
+  }
+
   /** The client went away: free its slot. A hung engine only sees the abort once it steps again. */
   abort(req: EngineRequest, now: number): void {
     if (req.status === "finished") return;
     this.advanceTo(now);
-    if (this.frozen) {
+    if (this.frozen && !this.wedged) {
       this.pendingAborts.add(req);
       return;
     }
@@ -366,9 +454,10 @@ export class Engine {
   }
 
   private remove(r: EngineRequest, reason: FinishReason): void {
-    const list = r.status === "running" ? this.running : this.waiting;
-    const i = list.indexOf(r);
-    if (i >= 0) list.splice(i, 1);
+    for (const list of [this.running, this.waiting, this.deferred]) {
+      const i = list.indexOf(r);
+      if (i >= 0) list.splice(i, 1);
+    }
     r.status = "finished";
     r.finishReason = reason;
     r.finishedAt = this.t;

@@ -69,23 +69,23 @@ export function renderMetrics(model: VllmSimModel, extra: { openConnections?: nu
     "vllm:num_requests_waiting_by_reason",
     "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). Sum of all reasons equals vllm:num_requests_waiting.",
     engines.flatMap((e, i): Array<[Labels, number]> => [
-      [{ ...engineLabels(i), reason: "capacity" }, e.numWaiting],
-      [{ ...engineLabels(i), reason: "deferred" }, 0],
+      [{ ...engineLabels(i), reason: "capacity" }, e.numWaiting - e.numDeferred],
+      [{ ...engineLabels(i), reason: "deferred" }, e.numDeferred],
     ]),
   );
   gauge(
     "vllm:engine_sleep_state",
     "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
-    engines.flatMap((_, i): Array<[Labels, number]> => [
-      [{ ...engineLabels(i), sleep_state: "awake" }, 1],
-      [{ ...engineLabels(i), sleep_state: "weights_offloaded" }, 0],
-      [{ ...engineLabels(i), sleep_state: "discard_all" }, 0],
+    engines.flatMap((e, i): Array<[Labels, number]> => [
+      [{ ...engineLabels(i), sleep_state: "awake" }, e.sleepLevel === 0 ? 1 : 0],
+      [{ ...engineLabels(i), sleep_state: "weights_offloaded" }, e.sleepLevel === 1 ? 1 : 0],
+      [{ ...engineLabels(i), sleep_state: "discard_all" }, e.sleepLevel === 2 ? 1 : 0],
     ]),
   );
   gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", perEngine((e) => e.kvCacheUsage));
   counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.", perEngine((e) => e.stats.prefixCacheQueries));
   counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.", perEngine(() => 0));
-  counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", perEngine((e) => e.stats.preemptions));
+  counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", perEngine((e) => e.preemptions));
   counter("vllm:prompt_tokens", "Number of prefill tokens processed.", perEngine((e) => e.stats.promptTokens));
   counter("vllm:generation_tokens", "Number of generation tokens processed.", perEngine((e) => e.stats.generationTokens));
   counter(

@@ -7,8 +7,17 @@
 import { FRONT_MODES, type FrontMode } from "./engines/types";
 import { DEFAULT_ENGINE_CONFIG, Engine, type EngineConfig, type EngineRequest, type RequestSpec } from "./engine";
 
-/** Modes that keep the server listening; restart and crash close the socket (server.ts). */
-export const LIVE_MODES = ["normal", "hang", "waiting-hang", "no-metrics"] as const;
+/**
+ * Modes that keep the server listening; restart and crash close the socket (server.ts).
+ * - hang: every engine stops stepping, work in place. waiting-hang: running 0, waiting N, frozen.
+ * - hang-engine: data parallel, the last engine stops stepping with its work while the others go on.
+ * - wedged: no engine steps, but client aborts are processed and counted (finished_reason "abort").
+ * - churn: preemption churn (vLLM #25538): KV cache and num_preemptions move, no token.
+ * - deferred: `waiting` requests wait on something outside the engine (reason="deferred"), nothing runs.
+ * - slow-metrics: /metrics answers only after a long delay while /health answers 200 at once.
+ * - no-metrics: /metrics is another app's 404.
+ */
+export const LIVE_MODES = ["normal", "hang", "waiting-hang", "hang-engine", "wedged", "churn", "deferred", "slow-metrics", "no-metrics"] as const;
 export type LiveMode = (typeof LIVE_MODES)[number];
 /**
  * The live modes, the modes an engine front adds (sleep, loading, blocked: lib/sim/engines/types.ts),
@@ -105,6 +114,7 @@ export class VllmSimModel {
     this.engines = Array.from({ length: this.opts.engines }, () => new Engine(this.opts.engine, t));
     this.httpRequests.clear();
     this.mode = "normal";
+    this.sleepLevel = 0;
   }
 
   /** Catch every engine up with the clock; called before any read of the state. */
@@ -137,7 +147,19 @@ export class VllmSimModel {
   setMode(mode: LiveMode, opts: { waiting?: number } = {}): void {
     if (!(LIVE_MODES as readonly string[]).includes(mode)) throw new Error(`unknown simulator mode "${mode}"`);
     const t = this.simNow();
-    for (const e of this.engines) e.setFrozen(false, t);
+    for (const e of this.engines) {
+      e.setWedged(false, t);
+      e.setChurn(false, t);
+      e.releaseDeferred(t);
+      e.setFrozen(this.sleepLevel > 0, t);
+    }
+    if (mode === "hang-engine") this.engines[this.engines.length - 1].setFrozen(true, t);
+    if (mode === "wedged") for (const e of this.engines) e.setWedged(true, t);
+    if (mode === "churn") for (const e of this.engines) e.setChurn(true, t);
+    if (mode === "deferred") {
+      const want = Math.max(opts.waiting ?? 1, 0);
+      for (let i = 0; i < want; i++) this.engines[i % this.engines.length].submitDeferred({ promptTokens: 512, maxTokens: 256 }, t);
+    }
     // Freeze first: preempting a live engine would let it admit the work again at once.
     if (mode === "hang" || mode === "waiting-hang") for (const e of this.engines) e.setFrozen(true, t);
     if (mode === "waiting-hang") for (const e of this.engines) e.preemptAll(t);
@@ -147,6 +169,22 @@ export class VllmSimModel {
       for (let i = this.totals().waiting; i < want; i++) this.engines[i % this.engines.length].submit({ promptTokens: 512, maxTokens: 256 }, t);
     }
     this.mode = mode;
+  }
+
+  /** vLLM sleep mode (POST /sleep?level=1|2): 0 awake. Every engine sleeps and wakes together. */
+  sleepLevel: 0 | 1 | 2 = 0;
+
+  sleep(level: 1 | 2): void {
+    const t = this.simNow();
+    this.sleepLevel = level;
+    for (const e of this.engines) e.setSleep(level, t);
+  }
+
+  wake(): void {
+    const t = this.simNow();
+    this.sleepLevel = 0;
+    for (const e of this.engines) e.setSleep(0, t);
+    if (this.mode === "hang" || this.mode === "waiting-hang") for (const e of this.engines) e.setFrozen(true, t);
   }
 
   totals(): ModelTotals {

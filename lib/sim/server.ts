@@ -47,8 +47,17 @@ export interface SimulatorOptions {
   timeScale?: number;
   /** vLLM with several API server processes: no process_start_time_seconds. */
   multiApiServer?: boolean;
-  /** When set, /v1/* needs "Authorization: Bearer <apiKey>". */
+  /** When set, /v1/* needs "Authorization: Bearer <apiKey>" (vLLM --api-key; /metrics and /health need none). */
   apiKey?: string;
+  /**
+   * A pooling (embedding) model: no completion routes (404, as vLLM registers none for it), and
+   * POST /v1/embeddings answers. Default false: a generative model, where /v1/embeddings is 404.
+   */
+  pooling?: boolean;
+  /** vLLM sleep mode endpoints (/sleep, /wake_up, /is_sleeping; VLLM_SERVER_DEV_MODE=1 --enable-sleep-mode). Default true. */
+  sleepMode?: boolean;
+  /** In mode "slow-metrics", how long /metrics takes to answer (default 60 s). */
+  slowMetricsSeconds?: number;
   /** Wall clock, ms since epoch. */
   clock?: () => number;
   /** Most requests kept in the received log (oldest dropped first). */
@@ -182,7 +191,8 @@ function kindOf(path: string): RequestKind {
   if (path === "/metrics") return "metrics";
   if (path === "/health") return "health";
   if (path === "/v1/models") return "models";
-  if (path === "/v1/completions" || path === "/v1/chat/completions") return "completion";
+  // Every request that takes a slot (a probe of any kind).
+  if (path === "/v1/completions" || path === "/v1/chat/completions" || path === "/v1/embeddings" || path === "/generate") return "completion";
   if (path.startsWith(ADMIN_PREFIX)) return "admin";
   return "other";
 }
@@ -209,6 +219,11 @@ class SimulatorImpl implements Simulator {
   private readonly logLimit: number;
   private readonly multiApiServer: boolean;
   private readonly keepAliveMs: number;
+  private readonly pooling: boolean;
+  private readonly sleepMode: boolean;
+  private readonly slowMetricsSeconds: number;
+  /** Requests that came while the engine sleeps: they pend (neither fail nor wake it) until /wake_up. */
+  private parked: Array<() => void> = [];
 
   constructor(opts: SimulatorOptions) {
     this.host = opts.host ?? "127.0.0.1";
@@ -218,6 +233,9 @@ class SimulatorImpl implements Simulator {
     this.logLimit = opts.logLimit ?? 10_000;
     this.multiApiServer = opts.multiApiServer ?? false;
     this.keepAliveMs = (opts.httpKeepAliveSeconds ?? 5) * 1000;
+    this.pooling = opts.pooling ?? false;
+    this.sleepMode = opts.sleepMode ?? true;
+    this.slowMetricsSeconds = opts.slowMetricsSeconds ?? 60;
     this.engine = opts.engine ?? "vllm";
     const engine: EngineConfig = { ...DEFAULT_ENGINE_CONFIG, ...ENGINE_CONFIG_DEFAULTS[this.engine] };
     for (const key of Object.keys(engine) as Array<keyof EngineConfig>) {
@@ -294,6 +312,7 @@ class SimulatorImpl implements Simulator {
     this.server = null;
     const flights = [...this.inflight];
     this.inflight.clear();
+    this.parked = []; // their connections close below
     this.stopTicking();
     await this.front?.shutdown(kind);
     if (!server) {
@@ -492,6 +511,7 @@ class SimulatorImpl implements Simulator {
       if (path === "/metrics") return this.handleMetrics(res, method);
       if (path === "/health") return this.routeGet(res, method, () => res.writeHead(200, { "content-length": 0 }).end());
       if (path === "/version") return this.routeGet(res, method, () => sendJson(res, 200, { version: "0.29.0" }));
+      if (this.sleepMode && (path === "/sleep" || path === "/wake_up" || path === "/is_sleeping")) return this.handleSleep(req, res, path, method);
       if (path.startsWith("/v1/")) return await this.handleOpenAi(req, res, path, method);
       sendJson(res, 404, { detail: "Not Found" });
     } catch (err) {
@@ -510,8 +530,45 @@ class SimulatorImpl implements Simulator {
     answer();
   }
 
+  /**
+   * vLLM's sleep mode (checked against 0.29 and docs/features/sleep_mode.md): POST /sleep?level=1|2,
+   * POST /wake_up, GET /is_sleeping. /health keeps answering 200; requests that come meanwhile pend.
+   */
+  private handleSleep(req: IncomingMessage, res: ServerResponse, path: string, method: string): void {
+    if (path === "/is_sleeping") return this.routeGet(res, method, () => sendJson(res, 200, { is_sleeping: this.model.sleepLevel > 0 }));
+    if (method !== "POST") return sendJson(res, 405, { detail: "Method Not Allowed" });
+    if (path === "/sleep") {
+      const level = new URL(req.url ?? "/", "http://sim").searchParams.get("level") ?? "1";
+      if (level !== "1" && level !== "2") return sendJson(res, 400, { error: `level must be 1 or 2, got ${level}` });
+      this.model.sleep(level === "2" ? 2 : 1);
+      return void res.writeHead(200, { "content-length": 0 }).end();
+    }
+    this.wake();
+    res.writeHead(200, { "content-length": 0 }).end();
+  }
+
+  /** Wake the engines and submit what pended meanwhile. */
+  wake(): void {
+    this.model.wake();
+    const parked = this.parked;
+    this.parked = [];
+    for (const go of parked) go();
+  }
+
   private handleMetrics(res: ServerResponse, method: string): void {
     this.routeGet(res, method, () => {
+      if (this.model.mode === "slow-metrics") {
+        // An API server too busy to answer /metrics in time (a huge tokenization, a blocked event
+        // loop), while /health answers at once.
+        const timer = setTimeout(() => {
+          if (res.destroyed) return;
+          const body = renderMetrics(this.model, { openConnections: this.inflight.size });
+          res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8", "content-length": Buffer.byteLength(body) });
+          res.end(body);
+        }, this.slowMetricsSeconds * 1000);
+        res.on("close", () => clearTimeout(timer));
+        return;
+      }
       if (this.model.mode === "no-metrics") {
         // What a server without vLLM's metrics answers: another app's HTML 404.
         const html = "<html>\n<head><title>404 Not Found</title></head>\n<body>\n<center><h1>404 Not Found</h1></center>\n</body>\n</html>\n";
@@ -549,8 +606,11 @@ class SimulatorImpl implements Simulator {
         }),
       );
     }
+    if (path === "/v1/embeddings") return this.handleEmbeddings(req, res, method);
     const chat = path === "/v1/chat/completions";
     if (!chat && path !== "/v1/completions") return sendJson(res, 404, { detail: "Not Found" });
+    // A pooling model has no completion routes at all (vLLM registers them only for generate).
+    if (this.pooling) return sendJson(res, 404, { detail: "Not Found" });
     if (method !== "POST") return sendJson(res, 405, { detail: "Method Not Allowed" });
     let ask: CompletionAsk;
     try {
@@ -562,6 +622,17 @@ class SimulatorImpl implements Simulator {
       throw err;
     }
     if (res.destroyed || req.socket.destroyed) return; // the client left while we read its body
+    if (this.model.sleepLevel > 0) {
+      // Asleep: the request pends until /wake_up; it neither fails nor wakes the engine.
+      this.parked.push(() => {
+        if (!res.destroyed) this.startCompletion(ask, chat, path, res);
+      });
+      return;
+    }
+    this.startCompletion(ask, chat, path, res);
+  }
+
+  private startCompletion(ask: CompletionAsk, chat: boolean, path: string, res: ServerResponse): void {
     const sub = this.model.submit({ promptTokens: ask.promptTokens, maxTokens: ask.maxTokens, stopAfter: ask.stopAfter });
     const f: InFlight = {
       sub,
@@ -585,6 +656,34 @@ class SimulatorImpl implements Simulator {
       res.flushHeaders();
     }
     this.startTicking();
+  }
+
+  /**
+   * POST /v1/embeddings: a pooling model answers with one vector (the prompt is one prefill, done at
+   * once unless the engine is hung or asleep, then it pends); a generative model has no such route.
+   */
+  private async handleEmbeddings(req: IncomingMessage, res: ServerResponse, method: string): Promise<void> {
+    if (!this.pooling) return sendJson(res, 404, { detail: "Not Found" });
+    if (method !== "POST") return sendJson(res, 405, { detail: "Method Not Allowed" });
+    const body = (await readJson(req)) as { input?: unknown; model?: unknown };
+    if (typeof body.input !== "string" && !Array.isArray(body.input)) throw new BadRequest("input is required");
+    if (body.model !== undefined && body.model !== this.modelName) throw new BadRequest(`The model \`${String(body.model)}\` does not exist.`, 404, "NotFoundError");
+    const answer = () => {
+      if (res.destroyed) return;
+      this.model.recordHttp("/v1/embeddings", "POST", 200);
+      sendJson(res, 200, {
+        id: `embd-sim${this.nextId++}`,
+        object: "list",
+        created: Math.floor(this.model.now() / 1000),
+        model: this.modelName,
+        data: [{ index: 0, object: "embedding", embedding: [0.0123, -0.0456, 0.0789, 0.1011] }],
+        usage: { prompt_tokens: 1, total_tokens: 1, completion_tokens: 0, prompt_tokens_details: null },
+      });
+    };
+    if (this.model.sleepLevel > 0) return void this.parked.push(answer);
+    // A hung engine never runs the prefill: the request pends until the client gives up.
+    if (this.model.mode === "hang" || this.model.mode === "waiting-hang" || this.model.mode === "wedged") return;
+    answer();
   }
 
   private startTicking(): void {

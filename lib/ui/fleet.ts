@@ -3,6 +3,7 @@
  * first, grouping by model, and the tab title that counts what needs attention. The order of
  * attention comes from the one list of states (STATE_INFO's health), so a new state sorts itself.
  */
+import { ENGINE_LABELS } from "../engines/types";
 import type { FleetBackend } from "../api/types";
 import { STATE_INFO, type BackendState, type Health } from "../check/states";
 
@@ -28,9 +29,14 @@ function healthOf(state: string): Health {
 }
 
 /** The backend's engine when the fleet payload names one (vllm, llama.cpp, ...), else null. */
+/** The engine's kind (`vllm`, `llamacpp`...: the filter's value), null until one answered. */
 export function engineOf(b: FleetBackend): string | null {
-  const e = (b as FleetBackend & { engine?: unknown }).engine;
-  return typeof e === "string" && e ? e : null;
+  return b.engine ?? null;
+}
+
+/** The engine's name as people write it ("llama.cpp", "vLLM"), for the card. */
+export function engineLabel(b: FleetBackend): string | null {
+  return b.engine ? ENGINE_LABELS[b.engine] : null;
 }
 
 /** Lower is more urgent: unhealthy, then "watch", then cannot judge, then healthy. */

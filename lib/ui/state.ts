@@ -9,6 +9,7 @@ export type Tone = "ok" | "warn" | "bad" | "info" | "muted";
 export const STATE_TONE: Record<BackendState, Tone> = {
   idle: "ok",
   busy: "ok",
+  sleeping: "ok",
   stalled: "warn",
   stuck: "bad",
   starting: "info",

@@ -61,7 +61,7 @@ export class BackendMonitor {
   ) {}
 
   get target(): BackendTarget {
-    return { url: this.config.url, apiKey: this.config.apiKey, model: this.config.model };
+    return { url: this.config.url, apiKey: this.config.apiKey, model: this.config.model, engine: this.config.engine, probe: this.config.probe };
   }
 
   /** Reload the readings of the window and the last transition: "two waits" survive a restart of stepwatch. */

@@ -76,7 +76,8 @@ describe("check CLI against the simulator", () => {
     expect(r.json.generationTokensPerSecond as number).toBeGreaterThan(0);
     expect(r.json.stepsPerSecond as number).toBeGreaterThan(0);
     expect(completions(s)).toHaveLength(0);
-    expect(s.received().map((x) => x.path)).toEqual(["/metrics", "/metrics"]);
+    // engine auto: the first read asks /props (a 404 here; llama.cpp's sleep flag), then only /metrics.
+    expect(s.received().map((x) => x.path)).toEqual(["/props", "/metrics", "/metrics"]);
   });
 
   it("stuck: work running and no progress across both waits, exit 1, nothing sent but reads", async () => {
@@ -247,12 +248,52 @@ describe("check CLI against the simulator", () => {
     expect(asked).toEqual(["GET /v1/models", "GET /v1/models"]);
   });
 
+  it("a sleeping vLLM (POST /sleep): sleeping, exit 0, no probe", async () => {
+    const s = await sim();
+    await fetch(`${s.url}/sleep?level=1`, { method: "POST" });
+    const r = await check(s.url, "--wait", "0.2");
+    expect(r.code).toBe(0);
+    expect(r.json).toMatchObject({ state: "sleeping", healthy: true, probeSent: false, engine: "vllm", restartRecommended: false });
+    expect(completions(s)).toHaveLength(0);
+  });
+
+  it("a probe answered 401 (no API key given): exit 3, the configuration problem in words", async () => {
+    const s = await sim({ apiKey: "sk-right" });
+    const r = await check(s.url, "--wait", "0.2");
+    expect(r.code).toBe(3);
+    expect(r.json).toMatchObject({ state: "unknown", configProblem: "the probe needs the API key: 401" });
+    const good = await check(s.url, "--wait", "0.2", "--api-key", "sk-right");
+    expect(good.code).toBe(0);
+  });
+
+  it("a pooling model (completions 404): one fallback to /v1/embeddings, idle, exit 0", async () => {
+    const s = await sim({ pooling: true });
+    const r = await check(s.url, "--wait", "0.2");
+    expect(r.code).toBe(0);
+    expect(r.json.state).toBe("idle");
+    expect(completions(s).map((x) => x.path)).toEqual(["/v1/completions", "/v1/embeddings"]);
+  });
+
+  it("a dead backend in the CLI: down (exit 2), but no restart recommended within startupGraceSeconds", async () => {
+    const s = await sim();
+    await s.crash();
+    const r = await check(s.url, "--wait", "0.2");
+    expect(r.code).toBe(2);
+    expect(r.json).toMatchObject({ state: "down", restartRecommended: false });
+    expect(r.json.reasons[0]).toMatch(/may be loading weights; restart recommended after 10 min/);
+  });
+
   it("usage errors exit 64 and say what is wrong", async () => {
     const r = await new Promise<{ code: number; stderr: string }>((resolve) =>
       execFile(TSX, [CLI, "not a url"], { cwd: ROOT }, (err, _o, stderr) => resolve({ code: (err?.code as number) ?? 0, stderr })),
     );
     expect(r.code).toBe(64);
     expect(r.stderr).toMatch(/"not a url" is not an http\(s\) URL/);
+    const bad = await new Promise<{ code: number; stderr: string }>((resolve) =>
+      execFile(TSX, [CLI, "http://127.0.0.1:1", "--engine", "triton"], { cwd: ROOT }, (err, _o, stderr) => resolve({ code: (err?.code as number) ?? 0, stderr })),
+    );
+    expect(bad.code).toBe(64);
+    expect(bad.stderr).toMatch(/--engine must be one of auto, vllm, llamacpp, sglang, tgi, ollama, got "triton"/);
   });
 });
 

@@ -6,8 +6,10 @@
  *   back to healthy when it listens again;
  * - the backend comes back as a new process: "starting", then serving; counters of the two
  *   processes are never compared;
- * - /metrics answers only after the read's deadline: "unknown" (slow is not dead) until
- *   stuckAfterSeconds, then "down"; healthy again once it answers in time.
+ * - /metrics answers only after the read's deadline: "unknown" (slow is not dead) for as long as
+ *   /health answers 200; "down" past stuckAfterSeconds once /health fails too; healthy again once
+ *   it answers in time.
+ * - "down" is a fact at once; a restart is recommended only after startupGraceSeconds of refusals.
  * None of these is ever "stuck".
  */
 import fs from "node:fs";
@@ -20,7 +22,7 @@ import type { FleetBackend, FleetResponse, HistoryResponse, TransitionDTO } from
 import { startSimulator, type Simulator } from "@/lib/sim/server";
 import { assertBuilt, getJson, startApp, waitFor, type RunningApp } from "./faults-support";
 
-type FrontMode = "pass" | "reset-once" | "die" | "slow";
+type FrontMode = "pass" | "reset-once" | "die" | "slow" | "slow-all";
 
 /**
  * A front for a simulator that can misbehave on /metrics; everything else is passed through.
@@ -64,9 +66,16 @@ class Front {
     }).catch(() => null);
     if (!upstream) return void res.destroy();
     const body = Buffer.from(await upstream.arrayBuffer());
+    if (req.url === "/health" && this.mode === "slow-all") {
+      // The whole API server is unresponsive: /health times out too.
+      setTimeout(() => {
+        if (!res.destroyed) res.writeHead(200).end();
+      }, 3500);
+      return;
+    }
     if (req.url === "/metrics" && this.mode !== "pass") {
       const mode = this.mode;
-      if (mode === "slow") {
+      if (mode === "slow" || mode === "slow-all") {
         // Answers, but only after the reader's deadline (2 s at a 1 s poll interval).
         setTimeout(() => {
           if (!res.destroyed) res.writeHead(200, { "content-type": "text/plain" }).end(body);
@@ -164,7 +173,9 @@ describe("a backend that fails mid-read, dies, restarts or answers late", () => 
     const t0 = Date.now();
     fronts.dying.mode = "die";
     const down = await waitFor("down", stateIs("dying", "down"), 15_000);
-    expect(down.restartRecommended).toBe(true);
+    // Down is a fact; it may be loading weights, so no restart is recommended before startupGraceSeconds.
+    expect(down.restartRecommended).toBe(false);
+    expect(down.reasons[0]).toMatch(/may be loading weights; restart recommended after/);
     expect(down.reasons.join("\n")).toMatch(/consecutive reads/);
     // The same process comes back on the same port (a network blip, not a restart).
     fronts.dying.mode = "pass";
@@ -197,11 +208,15 @@ describe("a backend that fails mid-read, dies, restarts or answers late", () => 
     expect(first.reasons.join("\n")).toMatch(/new process since the last read .*counters of two processes are not compared/);
   }, 50_000);
 
-  it("answers only after the deadline: unknown (slow is not dead), down past stuckAfterSeconds, busy once in time", async () => {
+  it("answers only after the deadline: unknown while /health answers (slow is not dead), down once /health fails too, busy once in time", async () => {
     const t0 = Date.now();
     fronts.slow.mode = "slow";
     const unknown = await waitFor("unknown", stateIs("slow", "unknown"), 15_000);
-    expect(unknown.reasons.join("\n")).toMatch(/not a dead one/);
+    expect(unknown.reasons.join("\n")).toMatch(/\/health answers 200: a slow API server, not a dead one/);
+    // Past stuckAfterSeconds (4 s) with /health answering: still unknown, never down.
+    await new Promise((r) => setTimeout(r, 6000));
+    expect((await backend("slow")).state).toBe("unknown");
+    fronts.slow.mode = "slow-all";
     await waitFor("down", stateIs("slow", "down"), 20_000);
     fronts.slow.mode = "pass";
     await waitFor("busy again", stateIs("slow", "busy"), 20_000);

@@ -161,9 +161,13 @@ describe("readBackend: a failed or strange answer is a Reading with an error", (
       res.writeHead(500);
       res.end("boom");
     });
-    const r = await readBackend({ url: s.url }, { timeoutMs: 1000 });
+    const r = await readBackend({ url: s.url, engine: "vllm" }, { timeoutMs: 1000 });
     expect(r).toMatchObject({ outcome: "http-error", status: 500, metrics: null, error: "HTTP 500" });
     expect(s.hits).toEqual(["GET /metrics"]);
+    // engine "auto" on a first read asks /props first (a sleeping llama-server must not get /metrics).
+    s.hits.length = 0;
+    await readBackend({ url: s.url }, { timeoutMs: 1000 });
+    expect(s.hits).toEqual(["GET /props", "GET /metrics"]);
   });
 
   it("HTML instead of metrics: not vLLM's, liveness from /v1/models", async () => {
@@ -176,16 +180,20 @@ describe("readBackend: a failed or strange answer is a Reading with an error", (
     expect(r.noMetrics).toBe(true);
     expect(r.error).toMatch(/not Prometheus text|no vLLM metrics/);
     expect(r.models).toEqual({ outcome: "ok", status: 200, ids: ["m1"] });
-    expect(s.hits).toEqual(["GET /metrics", "GET /v1/models"]);
+    expect(s.hits).toEqual(["GET /props", "GET /metrics", "GET /v1/models"]);
   });
 
-  it("JSON instead of metrics, and another exporter's metrics, are not vLLM's", async () => {
-    for (const body of ['{"status":"ok"}', readFileSync(new URL("../fixtures/real-metrics/sglang-0.5.10-datadog.prom", import.meta.url), "utf8")]) {
-      const s = await serve((req, res) => res.end(req.url === "/v1/models" ? '{"data":[]}' : body));
-      const r = await readBackend({ url: s.url }, { timeoutMs: 1000 });
-      expect(r.metrics).toBeNull();
-      expect(r.noMetrics).toBe(true);
-    }
+  it("JSON instead of metrics is no engine's; another engine's metrics are read by its adapter, unless vLLM is configured", async () => {
+    const sglang = readFileSync(new URL("../fixtures/real-metrics/sglang-0.5.10-datadog.prom", import.meta.url), "utf8");
+    const json = await serve((req, res) => res.end(req.url === "/v1/models" ? '{"data":[]}' : '{"status":"ok"}'));
+    const r = await readBackend({ url: json.url }, { timeoutMs: 1000 });
+    expect(r.metrics).toBeNull();
+    expect(r.noMetrics).toBe(true);
+    const s = await serve((req, res) => res.end(req.url === "/v1/models" ? '{"data":[]}' : sglang));
+    const auto = await readBackend({ url: s.url }, { timeoutMs: 1000 });
+    expect(auto).toMatchObject({ engine: "sglang", metrics: { running: 0, waiting: 0 } });
+    const vllm = await readBackend({ url: s.url, engine: "vllm" }, { timeoutMs: 1000 });
+    expect(vllm).toMatchObject({ metrics: null, noMetrics: true, error: "configured engine vLLM, but /metrics carries SGLang's families" });
   });
 
   it("the API key goes with the requests to the configured backend", async () => {
@@ -194,7 +202,7 @@ describe("readBackend: a failed or strange answer is a Reading with an error", (
       seen.push(req.headers.authorization);
       res.end(METRICS);
     });
-    await readBackend({ url: s.url, apiKey: "sk-test" }, { timeoutMs: 1000 });
+    await readBackend({ url: s.url, apiKey: "sk-test", engine: "vllm" }, { timeoutMs: 1000 });
     expect(seen).toEqual(["Bearer sk-test"]);
   });
 });

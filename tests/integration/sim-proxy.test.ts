@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { parseVllmMetrics } from "@/lib/metrics/vllm";
+import { parseVllmMetrics } from "@/lib/engines/vllm";
 import { startLeastConnProxy, type LeastConnProxy } from "@/lib/sim/proxy";
 import { startSimulator, type Simulator } from "@/lib/sim/server";
 import { call, waitFor } from "./sim-support";

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { parseVllmMetrics } from "@/lib/metrics/vllm";
+import { parseVllmMetrics } from "@/lib/engines/vllm";
 import { startSimulator, type Simulator, type SimulatorOptions } from "@/lib/sim/server";
 import { tickerActive } from "@/lib/sim/ticker";
 import { call, waitFor } from "./sim-support";

@@ -7,8 +7,8 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { classify, flatRunStart, shouldProbe } from "@/lib/check/classify";
 import type { BackendState } from "@/lib/check/states";
-import type { PendingRestart, ProbeResult, Reading, Thresholds } from "@/lib/check/types";
-import { parseVllmMetrics, type VllmMetrics } from "@/lib/metrics/vllm";
+import type { PendingRestart, ProbeChoice, ProbeResult, Reading, Thresholds } from "@/lib/check/types";
+import { parseVllmMetrics, type VllmMetrics } from "@/lib/engines/vllm";
 
 const T: Thresholds = { stuckAfterSeconds: 120, idleProbeSeconds: 60, recoveryTimeoutSeconds: 900 };
 const REAL = readFileSync(new URL("../fixtures/real-metrics/vllm-0.29.0-inferstack.prom", import.meta.url), "utf8");
@@ -22,6 +22,15 @@ interface Values {
   finished?: number;
   kv?: number;
   start?: number | null;
+  /** Of `waiting`, how many are deferred (num_requests_waiting_by_reason; capacity is the rest). */
+  deferred?: number;
+  /** Drop num_requests_waiting_by_reason (vLLM before the family existed): the total counts. */
+  noReason?: boolean;
+  preempt?: number;
+  abort?: number;
+  errored?: number;
+  /** engine_sleep_state{sleep_state="awake"}: 0 = asleep. */
+  awake?: number;
 }
 
 /** The real scrape with the watched values rewritten: what a later scrape of that server says. */
@@ -36,6 +45,21 @@ function scrape(v: Values): string {
   t = set(t, "vllm:generation_tokens_total", v.gen);
   t = set(t, "vllm:request_success_total", v.finished, 'finished_reason="length",');
   t = set(t, "vllm:kv_cache_usage_perc", v.kv);
+  t = set(t, "vllm:num_preemptions_total", v.preempt);
+  t = set(t, "vllm:request_success_total", v.abort, 'finished_reason="abort",');
+  t = set(t, "vllm:request_success_total", v.errored, 'finished_reason="error",');
+  // by_reason sums to num_requests_waiting (its HELP says so): capacity is what is not deferred.
+  const after = (text: string, name: string, label: string, value: number | undefined) =>
+    value === undefined ? text : text.replace(new RegExp(`^(${escape(name)}\\{engine="0",model_name="qwen2.5-1.5b",${label}\\}) .*$`, "m"), `$1 ${value}`);
+  if (v.waiting !== undefined) {
+    t = after(t, "vllm:num_requests_waiting_by_reason", 'reason="capacity"', v.waiting - (v.deferred ?? 0));
+    t = after(t, "vllm:num_requests_waiting_by_reason", 'reason="deferred"', v.deferred ?? 0);
+  }
+  if (v.noReason) t = t.replace(/^vllm:num_requests_waiting_by_reason.*$/gm, "");
+  if (v.awake !== undefined) {
+    t = after(t, "vllm:engine_sleep_state", 'sleep_state="awake"', v.awake);
+    t = after(t, "vllm:engine_sleep_state", 'sleep_state="weights_offloaded"', v.awake ? 0 : 1);
+  }
   if (v.start === null) t = t.replace(/^process_start_time_seconds .*$/m, "");
   else if (v.start !== undefined) t = t.replace(/^process_start_time_seconds .*$/m, `process_start_time_seconds ${v.start}`);
   return t;
@@ -76,13 +100,43 @@ function notVllm(atS: number, modelsOk = true): Reading {
   };
 }
 
-function judge(readings: Reading[], pendingRestart?: PendingRestart) {
+function judge(readings: Reading[], pendingRestart?: PendingRestart, probe?: ProbeChoice) {
   const reading = readings[readings.length - 1];
-  return classify({ history: readings.slice(0, -1), reading, thresholds: T, now: reading.at + 50, pendingRestart });
+  return classify({ history: readings.slice(0, -1), reading, thresholds: T, now: reading.at + 50, pendingRestart, probe });
 }
-function probeWanted(readings: Reading[], pendingRestart?: PendingRestart) {
+function probeWanted(readings: Reading[], pendingRestart?: PendingRestart, probe?: ProbeChoice) {
   const reading = readings[readings.length - 1];
-  return shouldProbe({ history: readings.slice(0, -1), reading, thresholds: T, now: reading.at, pendingRestart });
+  return shouldProbe({ history: readings.slice(0, -1), reading, thresholds: T, now: reading.at, pendingRestart, probe });
+}
+
+/**
+ * A data-parallel server of two engines, built from the real scrape: engine 0's series as scraped
+ * (values rewritten), plus the same vllm:* series again as engine="1" with its own values.
+ */
+function dpRead(atS: number, e0: Values, e1: Values): Reading {
+  const one = scrape({ ...base, ...e1 })
+    .split("\n")
+    .filter((l) => l.startsWith("vllm:"))
+    .map((l) => l.replace('engine="0"', 'engine="1"'))
+    .join("\n");
+  const parsed = parseVllmMetrics(`${scrape({ ...base, ...e0 })}\n${one}\n`);
+  if (!parsed.metrics) throw new Error(`DP fixture did not parse: ${parsed.error}`);
+  return { at: atS * 1000, latencyMs: 12, outcome: "ok", status: 200, engine: "vllm", metrics: parsed.metrics };
+}
+const unauthorized = (atS: number, status = 401): ProbeResult => ({ ok: false, at: atS * 1000, latencyMs: 3, status, kind: "completions", error: `HTTP ${status}`, cannotSucceed: "auth" });
+const viaEmbeddings = (atS: number): ProbeResult => ({ ok: true, at: atS * 1000, latencyMs: 9, status: 200, kind: "embeddings", fallbackFrom: "completions" });
+const noEndpoint = (atS: number): ProbeResult => ({
+  ok: false,
+  at: atS * 1000,
+  latencyMs: 4,
+  status: 404,
+  kind: "embeddings",
+  fallbackFrom: "completions",
+  cannotSucceed: "no-endpoint",
+  error: "/v1/completions answered HTTP 404 and /v1/embeddings HTTP 404",
+});
+function slowWithHealth(atS: number, health: "ok" | "timeout" | "refused"): Reading {
+  return { ...timedOut(atS), health: { outcome: health, status: health === "ok" ? 200 : undefined } };
 }
 
 interface Row {
@@ -113,6 +167,10 @@ const rows: Row[] = [
   { name: "running 0, waiting 3, no progress: stalled, not idle", reads: [read(0, { waiting: 3 }), read(5, { waiting: 3 })], state: "stalled", reason: /not being scheduled/ },
   { name: "a hang past the watcher's window: evidence counts from the first flat read kept (flatRunStart), not the window", reads: [read(0, { running: 2 }), read(600, { running: 2 }), read(605, { running: 2 }), read(610, { running: 2 })], state: "stuck", reason: /0 new steps in 610 s \(10 min\)/ },
   { name: "running 0, waiting 3, no progress for two waits: stuck", reads: [read(0, { waiting: 3 }), read(70, { waiting: 3 }), read(140, { waiting: 3 })], state: "stuck" },
+  // issue 10, deferred waiting (vLLM 0.29 num_requests_waiting_by_reason)
+  { name: "only deferred requests waiting, nothing running: busy, never stuck", reads: [read(0, { waiting: 3, deferred: 3 }), read(70, { waiting: 3, deferred: 3 }), read(140, { waiting: 3, deferred: 3 })], state: "busy", reason: /all deferred .*no progress expected/ },
+  { name: "capacity waiting counts even beside deferred ones: stuck", reads: [read(0, { waiting: 3, deferred: 2 }), read(70, { waiting: 3, deferred: 2 }), read(140, { waiting: 3, deferred: 2 })], state: "stuck", reason: /0 running, 3 waiting \(2 deferred\)/ },
+  { name: "without the by_reason family (older vLLM) the total waiting counts: stuck", reads: [read(0, { waiting: 3, noReason: true }), read(70, { waiting: 3, noReason: true }), read(140, { waiting: 3, noReason: true })], state: "stuck" },
   { name: "work that just arrived after an idle read does not count as a wait", reads: [read(0, {}, ok(0)), read(70, { running: 2 }), read(140, { running: 2 })], state: "stalled" },
   { name: "idle and the probe failed once: stalled", reads: [read(0, {}, failed(0))], state: "stalled", reason: /probe failed once/ },
   { name: "idle and the probe failed on two consecutive reads: stuck", reads: [read(0, {}, failed(0)), read(5, {}, failed(5))], state: "stuck", reason: /probe failed on 2 consecutive reads/ },
@@ -129,8 +187,39 @@ const rows: Row[] = [
   { name: "one refused read is not down", reads: [read(0, {}, ok(0)), refused(5)], state: "unknown", reason: /one failed read is not "down"/ },
   { name: "/metrics refused but /health answers: not down", reads: [refused(0, "ok"), refused(5, "ok")], state: "unknown" },
   { name: "a slow /metrics: one timeout is not down", reads: [read(0, { running: 2 }), timedOut(5)], state: "unknown", reason: /slow answer from a loaded API server is not a dead one/ },
-  { name: "timeouts for longer than stuckAfterSeconds: down", reads: [read(0, { running: 2 }), timedOut(5), timedOut(70), timedOut(130)], state: "down", reason: /no answer from \/metrics on 3 reads in a row/ },
+  { name: "/metrics timing out with /health failing too, for longer than stuckAfterSeconds: down", reads: [read(0, { running: 2 }), slowWithHealth(5, "timeout"), slowWithHealth(70, "timeout"), slowWithHealth(130, "refused")], state: "down", reason: /no answer from \/metrics and \/health on 3 reads in a row/ },
+  // issue 10: a /metrics timeout with /health 200 is a slow API server (vLLM 0.29), never down
+  { name: "/metrics timing out for 5 min while /health answers 200: unknown, never down", reads: [read(0, { running: 2 }), slowWithHealth(5, "ok"), slowWithHealth(70, "ok"), slowWithHealth(130, "ok"), slowWithHealth(300, "ok")], state: "unknown", reason: /\/health answers 200: a slow API server, not a dead one/ },
+  { name: "slow with /health up, then /health failing too for longer than stuckAfterSeconds: down (counted from when /health began failing)", reads: [read(0, { running: 2 }), slowWithHealth(5, "ok"), slowWithHealth(70, "ok"), slowWithHealth(80, "timeout"), slowWithHealth(150, "timeout"), slowWithHealth(210, "timeout")], state: "down", reason: /on 3 reads in a row for 130 s/ },
+  { name: "slow with /health up, then /health failing only briefly: unknown", reads: [read(0, { running: 2 }), slowWithHealth(5, "ok"), slowWithHealth(130, "ok"), slowWithHealth(140, "timeout"), slowWithHealth(150, "timeout")], state: "unknown" },
+  { name: "timeouts stored without a /health answer are not evidence of down", reads: [read(0, { running: 2 }), timedOut(5), timedOut(70), timedOut(130)], state: "unknown" },
   { name: "a proxy's /metrics alternating between two backends would look like restarts, never stuck or busy", reads: [read(0, { running: 2, steps: 900, start: 1 }), read(60, { running: 2, steps: 50, start: 2 }), read(120, { running: 2, steps: 900, start: 1 }), read(180, { running: 2, steps: 50, start: 2 })], state: "starting" },
+  // issue 10: sleep mode (vLLM 0.29 engine_sleep_state)
+  { name: "asleep (awake 0): sleeping, healthy, never stuck", reads: [read(0, { awake: 0 }), read(70, { awake: 0 }), read(140, { awake: 0 })], state: "sleeping", reason: /sleep level 1: weights offloaded.*never probed/ },
+  { name: "asleep after two failed probes: sleeping, not stuck", reads: [read(0, {}, failed(0)), read(5, { awake: 0 }, failed(5)), read(10, { awake: 0 })], state: "sleeping" },
+  { name: "awake again after sleeping: judged as usual (not yet probed)", reads: [read(0, { awake: 0 }), read(5, { awake: 1 })], state: "unknown" },
+  // issue 10: probes that cannot succeed
+  { name: "the probe answered 401: unknown, a configuration problem, not stuck", reads: [read(0, {}, unauthorized(0)), read(5, {}, unauthorized(5)), read(10, {}, unauthorized(10))], state: "unknown", reason: /the probe needs the API key: 401/ },
+  { name: "the probe answered 403: the same", reads: [read(0, {}, unauthorized(0, 403))], state: "unknown", reason: /the probe needs the API key: 403/ },
+  { name: "completions 404 (a pooling model), embeddings answered: idle", reads: [read(0, {}, viaEmbeddings(0))], state: "idle", reason: /embeddings: completions answered 404\/405/ },
+  { name: "no probe endpoint answers: unknown, a configuration problem, not stuck", reads: [read(0, {}, noEndpoint(0)), read(5, {}, noEndpoint(5))], state: "unknown", reason: /set probe in the config/ },
+  // issue 10: data parallel, judged per engine
+  {
+    name: "one engine of two holds work and never steps while the other progresses: stuck, naming it",
+    reads: [dpRead(0, { running: 1, steps: 100, gen: 100 }, { running: 2 }), dpRead(67, { running: 1, steps: 600, gen: 600 }, { running: 2 }), dpRead(134, { running: 1, steps: 1100, gen: 1100 }, { running: 2 })],
+    state: "stuck",
+    reason: /engine 1 of 2: 2 running, 0 waiting, 0 new steps in 134 s \(2 min\) across 3 reads.*3 running, 0 waiting over 2 engines/,
+  },
+  { name: "both engines progress: busy", reads: [dpRead(0, { running: 1, steps: 100 }, { running: 2, steps: 10 }), dpRead(5, { running: 1, steps: 140 }, { running: 2, steps: 50 })], state: "busy", reason: /engine 0 of 2.*engine 1 of 2/ },
+  { name: "one engine flat for one wait while the other progresses: stalled, naming it", reads: [dpRead(0, { running: 1, steps: 100 }, { running: 2 }), dpRead(5, { running: 1, steps: 140 }, { running: 2 }), dpRead(10, { running: 1, steps: 180 }, { running: 2 })], state: "stalled", reason: /engine 1 of 2/ },
+  { name: "an idle engine beside a busy one: busy", reads: [dpRead(0, { running: 2, steps: 100 }, {}), dpRead(5, { running: 2, steps: 140 }, {})], state: "busy" },
+  // issue 10: what is not progress
+  { name: "aborted requests are not progress (clients giving up on a wedged engine): stuck", reads: [read(0, { running: 2, abort: 1 }), read(67, { running: 2, abort: 4 }), read(134, { running: 2, abort: 9 })], state: "stuck" },
+  { name: "errored requests are not progress: stuck", reads: [read(0, { running: 2, errored: 0 }), read(67, { running: 2, errored: 3 }), read(134, { running: 2, errored: 5 })], state: "stuck" },
+  { name: "a KV change while preemptions rise is churn, not progress (vLLM #25538): stuck", reads: [read(0, { running: 1, kv: 0.9, preempt: 10 }), read(67, { running: 1, kv: 0.4, preempt: 40 }), read(134, { running: 1, kv: 0.9, preempt: 70 })], state: "stuck", reason: /60 preemptions meanwhile \(KV-cache churn is not progress\)/ },
+  // issue 10: down is a fact; a restart recommendation needs startupGraceSeconds of refusals
+  { name: "refused for 5 s: down, may be loading weights", reads: [read(0, { running: 2 }), refused(5), refused(10)], state: "down", reason: /down for 5 s; may be loading weights; restart recommended after 10 min/ },
+  { name: "refused for longer than startupGraceSeconds: down, restart recommended", reads: [refused(0), refused(300), refused(601)], state: "down", reason: /down for 10 min \(refused for longer than startupGraceSeconds, 600 s\): restart recommended/ },
   // restart confirmed from stepwatch
   { name: "pending restart, old process still there: restarting", reads: [read(0, { running: 2 }), read(5, { running: 2 })], pending: { requestedAt: 1000, processStartTime: 1_789_901_808.66 }, state: "restarting", reason: /waiting for a new process/ },
   { name: "pending restart, nothing listens while weights load: restarting", reads: [read(0, { running: 2 }), refused(5), refused(10)], pending: { requestedAt: 1000, processStartTime: 1_789_901_808.66 }, state: "restarting" },
@@ -159,8 +248,14 @@ describe("classify: the state table and the incident's cases", () => {
     expect(busy).toMatchObject({ healthy: true, health: "yes", restartRecommended: false });
     const noMetrics = judge([notVllm(0)]);
     expect(noMetrics).toMatchObject({ healthy: false, health: "unknown", restartRecommended: false });
-    const down = judge([refused(0), refused(5)]);
-    expect(down).toMatchObject({ healthy: false, restartRecommended: true });
+    const loading = judge([refused(0), refused(5)]);
+    expect(loading).toMatchObject({ state: "down", healthy: false, restartRecommended: false });
+    const down = judge([refused(0), refused(300), refused(600)]);
+    expect(down).toMatchObject({ state: "down", healthy: false, restartRecommended: true });
+    const sleeping = judge([read(0, { awake: 0 })]);
+    expect(sleeping).toMatchObject({ state: "sleeping", healthy: true, health: "yes", restartRecommended: false });
+    const auth = judge([read(0, {}, unauthorized(0))]);
+    expect(auth).toMatchObject({ state: "unknown", restartRecommended: false, configProblem: "the probe needs the API key: 401" });
   });
 
   it("computes rates from two readings of one process only", () => {
@@ -200,6 +295,20 @@ describe("shouldProbe: a probe never goes to a server with work", () => {
     expect(probeWanted([read(0, {}, failed(0)), read(5, {})])).toBe(true);
     expect(probeWanted([read(0, {}, failed(0)), read(5, {}, failed(5)), read(10, {})])).toBe(false);
     expect(probeWanted([read(0, {}, failed(0)), read(5, {}, failed(5)), read(65, {})])).toBe(true);
+  });
+
+  it("never to a sleeping server, never with only deferred requests waiting, never with probe: none", () => {
+    expect(probeWanted([read(0, { awake: 0 })])).toBe(false);
+    expect(probeWanted([read(0, { awake: 0 }), read(120, { awake: 0 })])).toBe(false);
+    expect(probeWanted([read(0, { waiting: 2, deferred: 2 })])).toBe(false);
+    expect(probeWanted([read(0, {})], undefined, "none")).toBe(false);
+    expect(judge([read(0, {})], undefined, "none")).toMatchObject({ state: "idle", reasons: [expect.stringMatching(/probe: none/)] });
+  });
+
+  it("a probe refused for the API key is asked again only every idleProbeSeconds, and never counts towards stuck", () => {
+    expect(probeWanted([read(0, {}, unauthorized(0)), read(5, {})])).toBe(false);
+    expect(probeWanted([read(0, {}, unauthorized(0)), read(60, {})])).toBe(true);
+    expect(judge([read(0, {}, unauthorized(0)), read(60, {}, unauthorized(60)), read(120, {}, unauthorized(120))]).state).toBe("unknown");
   });
 
   it("a new process is probed even if the old one answered recently", () => {

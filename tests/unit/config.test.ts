@@ -72,6 +72,15 @@ describe("parseConfig", () => {
     const c = parseConfig({}, "t", { env });
     expect(c.backends).toEqual([]);
     expect(c.recoveryTimeoutSeconds).toBe(900);
+    expect(c.startupGraceSeconds).toBe(600);
+  });
+
+  it("engine and probe default to auto per backend", () => {
+    const c = parseConfig({ backends: [{ id: "a", url: "http://h:1" }, { id: "b", url: "http://h:2", engine: "sglang", probe: "none" }] }, "t", { env });
+    expect(c.backends.map((b) => [b.engine, b.probe])).toEqual([
+      ["auto", "auto"],
+      ["sglang", "none"],
+    ]);
   });
 
   it("a clear-text password is refused, except for the demo config, and then flagged", () => {
@@ -122,6 +131,9 @@ describe("parseConfig", () => {
     ["operators[1].name duplicate", (j) => (j.operators[1].name = "ana"), /^operators\[1\]\.name: "ana" appears twice$/],
     ["operators[0].password env", (j) => (j.operators[0].password = "env:NOPE"), /^operators\[0\]\.password: environment variable NOPE is not set$/],
     ["top-level unknown", (j) => (j.backend = []), /^backend: unknown field$/],
+    ["startupGraceSeconds", (j) => (j.startupGraceSeconds = -1), /^startupGraceSeconds: /],
+    ["backends[0].engine", (j) => (j.backends[0].engine = "triton"), /^backends\[0\]\.engine: .*"vllm"/],
+    ["backends[0].probe", (j) => (j.backends[0].probe = "ping"), /^backends\[0\]\.probe: .*"embeddings"/],
   ];
   it.each(cases)("names %s", (_name, mutate, re) => {
     const j = valid();

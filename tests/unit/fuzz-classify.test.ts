@@ -13,11 +13,12 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { classify, shouldProbe } from "@/lib/check/classify";
+import { classify, isAsleep, shouldProbe } from "@/lib/check/classify";
 import { BACKEND_STATES, STATE_INFO } from "@/lib/check/states";
 import type { PendingRestart, ProbeResult, Reading, Thresholds } from "@/lib/check/types";
-import { parseVllmMetrics, type VllmMetrics } from "@/lib/metrics/vllm";
+import { parseVllmMetrics, type VllmMetrics } from "@/lib/engines/vllm";
 import type { FetchOutcome } from "@/lib/net/http";
+import type { EngineKind } from "@/lib/engines/types";
 
 const SEED = 20_260_601;
 const OUTCOMES: FetchOutcome[] = ["ok", "refused", "reset", "timeout", "http-error", "too-large", "error"];
@@ -29,25 +30,43 @@ const oddNumber = fc.oneof(
   fc.constantFrom(0, -1, 1e308, Number.MAX_SAFE_INTEGER, Infinity, -Infinity, NaN),
 );
 
-const metricsArb: fc.Arbitrary<VllmMetrics> = fc.record({
-  processStartTime: maybe(fc.oneof(fc.constantFrom(1.7e9, 1.7e9 + 60), fc.double())),
+const sliceArb = fc.record({
   running: oddNumber,
   waiting: oddNumber,
+  waitingCapacity: fc.option(maybe(oddNumber), { nil: undefined }),
   steps: maybe(oddNumber),
   promptTokens: maybe(oddNumber),
   generationTokens: maybe(oddNumber),
   finishedRequests: maybe(oddNumber),
   kvCacheUsage: maybe(fc.oneof(fc.double({ min: 0, max: 1 }), oddNumber)),
-  models: fc.array(fc.string(), { maxLength: 2 }),
+  preemptions: fc.option(maybe(oddNumber), { nil: undefined }),
+  throughput: fc.option(maybe(oddNumber), { nil: undefined }),
+  asleep: fc.option(maybe(fc.boolean()), { nil: undefined }),
 });
+
+// The first version's fields, plus (optional, as in readings stored before them) every field the
+// engine adapters added: capacity waiting, preemptions, a throughput gauge, sleep, per-engine
+// figures, the evidence list, llama.cpp's process token.
+const metricsArb: fc.Arbitrary<VllmMetrics> = fc
+  .record({
+    processStartTime: maybe(fc.oneof(fc.constantFrom(1.7e9, 1.7e9 + 60), fc.double())),
+    processToken: fc.option(maybe(fc.constantFrom("1764580000", "1764589999", "")), { nil: undefined }),
+    models: fc.array(fc.string(), { maxLength: 2 }),
+    engines: fc.option(fc.dictionary(fc.constantFrom("0", "1", "2"), sliceArb, { maxKeys: 3 }), { nil: undefined }),
+    sleepLevel: fc.option(maybe(fc.constantFrom(1, 2)), { nil: undefined }),
+    evidence: fc.option(fc.subarray(["steps", "promptTokens", "generationTokens", "throughput"] as const), { nil: undefined }),
+  })
+  .chain((top) => sliceArb.map((slice) => ({ ...slice, ...top })));
 
 const probeArb = (at: number): fc.Arbitrary<ProbeResult> =>
   fc.record({
     ok: fc.boolean(),
     at: fc.constant(at),
     latencyMs: fc.nat({ max: 20_000 }),
-    status: fc.option(fc.constantFrom(200, 500, 503), { nil: undefined }),
+    status: fc.option(fc.constantFrom(200, 401, 403, 404, 405, 500, 503), { nil: undefined }),
     error: fc.option(fc.string({ maxLength: 20 }), { nil: undefined }),
+    kind: fc.option(fc.constantFrom("completions", "chat", "embeddings", "generate") as fc.Arbitrary<"completions">, { nil: undefined }),
+    cannotSucceed: fc.option(fc.constantFrom("auth", "no-endpoint") as fc.Arbitrary<"auth">, { nil: undefined }),
   });
 
 /** A reading at `at` with anything in it: every outcome, metrics or not, probes, /health, /v1/models. */
@@ -55,6 +74,9 @@ const readingArb = (at: number): fc.Arbitrary<Reading> =>
   fc
     .record({
       outcome: fc.constantFrom(...OUTCOMES),
+      engine: fc.option(fc.constantFrom("vllm", "llamacpp", "sglang", "tgi", "ollama") as fc.Arbitrary<EngineKind>, { nil: undefined }),
+      asleep: fc.option(fc.boolean(), { nil: undefined }),
+      loading: fc.option(fc.boolean(), { nil: undefined }),
       metrics: maybe(metricsArb),
       noMetrics: fc.option(fc.boolean(), { nil: undefined }),
       error: fc.option(fc.string({ maxLength: 30 }), { nil: undefined }),
@@ -117,7 +139,11 @@ describe("classify over arbitrary readings", () => {
         if (shouldProbe(input)) {
           expect(reading.metrics).not.toBeNull();
           expect(reading.metrics!.running > 0 || reading.metrics!.waiting > 0).toBe(false);
+          // Never to a sleeping server (a request would pend until it is woken), never to Ollama.
+          expect(isAsleep(reading)).toBe(false);
+          expect(reading.engine).not.toBe("ollama");
         }
+        if (isAsleep(reading)) expect(v.state === "sleeping" || v.state === "restarting").toBe(true);
       }),
       { seed: SEED, numRuns: 1500 },
     );

@@ -17,7 +17,7 @@ import path from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parsePrometheus, type ParseResult } from "@/lib/metrics/prometheus";
-import { parseVllmMetrics, type VllmParse } from "@/lib/metrics/vllm";
+import { parseVllmMetrics, type VllmParse } from "@/lib/engines/vllm";
 
 const FIXTURES = path.join(__dirname, "../fixtures/real-metrics");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name), "utf8");

@@ -36,7 +36,7 @@ function backend(id: string, state: BackendState, extra: Partial<FleetBackend> =
     pendingRestartId: null,
     cooldownUntil: null,
     ...extra,
-  };
+  } as FleetBackend;
 }
 
 function fleet(backends: FleetBackend[]): FleetResponse {

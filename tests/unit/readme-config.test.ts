@@ -10,7 +10,15 @@ describe("README configuration example", () => {
     expect(block).toBeDefined();
     const json = JSON.parse(block!.replace('"scrypt:..."', '"env:ALICE_PASSWORD"'));
     const config = parseConfig(json, "README.md", { env: { VLLM_KEY: "k", RESTART_TOKEN: "t", ALICE_PASSWORD: "p" } });
-    expect(config.backends.map((b) => b.id)).toEqual(["gb10-a", "gb10-b"]);
+    expect(config.backends.map((b) => b.id)).toEqual(["gb10-a", "gb10-b", "embed", "llama", "ollama"]);
+    expect(config.backends.map((b) => [b.engine, b.probe])).toEqual([
+      ["auto", "auto"],
+      ["auto", "auto"],
+      ["vllm", "embeddings"],
+      ["llamacpp", "auto"],
+      ["ollama", "auto"],
+    ]);
+    expect(config.startupGraceSeconds).toBe(600);
     expect(config.backends[0].restart).toMatchObject({ kind: "command", command: ["systemctl", "restart", "vllm"] });
     expect(config.proxies.map((p) => p.id)).toEqual(["lb"]);
   });

@@ -205,3 +205,59 @@ describe("engine model: lazy catch-up is deterministic", () => {
     expect(at(e, 1e9)).toMatchObject({ steps: 0, gen: 0, running: 0 });
   });
 });
+
+describe("engine model: what real vLLM servers do beyond the incident (issue 10)", () => {
+  it("deferred requests count as waiting but are never scheduled until released", () => {
+    const e = new Engine(cfg(), 0);
+    e.submitDeferred({ promptTokens: 16, maxTokens: 10 }, 0);
+    e.submitDeferred({ promptTokens: 16, maxTokens: 10 }, 0);
+    const a = at(e, 30);
+    expect(a).toMatchObject({ running: 0, waiting: 2, steps: 0, gen: 0 });
+    expect(e.numDeferred).toBe(2);
+    e.releaseDeferred(30);
+    const b = at(e, 40);
+    expect(e.numDeferred).toBe(0);
+    expect(b.finished).toBe(2);
+  });
+
+  it("a wedged engine produces nothing but counts client aborts at once", () => {
+    const e = new Engine(cfg(), 0);
+    const held = e.submit({ promptTokens: 16, maxTokens: 100_000 }, 0);
+    at(e, 5);
+    e.setWedged(true, 5);
+    const before = at(e, 5);
+    const r = e.submit({ promptTokens: 16, maxTokens: 10 }, 6);
+    e.abort(r, 7);
+    const after = at(e, 60);
+    expect(after.steps).toBe(before.steps);
+    expect(after.gen).toBe(before.gen);
+    expect(e.stats.finished.abort).toBe(1);
+    expect(after.running).toBe(1);
+    expect(held.status).toBe("running");
+  });
+
+  it("preemption churn moves the KV cache and num_preemptions, never a token", () => {
+    const e = new Engine(cfg(), 0);
+    e.submit({ promptTokens: 16, maxTokens: 100_000 }, 0);
+    at(e, 5);
+    e.setChurn(true, 5);
+    const a = at(e, 5);
+    const p0 = e.preemptions;
+    const b = at(e, 5.6);
+    const c = at(e, 6.1);
+    expect(e.preemptions).toBeGreaterThan(p0);
+    expect(new Set([a.kv, b.kv, c.kv]).size).toBeGreaterThan(1);
+    expect(c.steps).toBe(a.steps);
+    expect(c.gen).toBe(a.gen);
+  });
+
+  it("asleep, an engine does not step and reports its sleep level", () => {
+    const e = new Engine(cfg(), 0);
+    e.setSleep(1, 0);
+    expect(e.sleepLevel).toBe(1);
+    e.submit({ promptTokens: 16, maxTokens: 10 }, 0);
+    expect(at(e, 30)).toMatchObject({ steps: 0, gen: 0 });
+    e.setSleep(0, 30);
+    expect(at(e, 40).finished).toBe(1);
+  });
+});

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
-import { parseVllmMetrics } from "@/lib/metrics/vllm";
+import { parseVllmMetrics } from "@/lib/engines/vllm";
 import { formatValue } from "@/lib/sim/format";
 import { renderMetrics } from "@/lib/sim/metrics";
 import { VllmSimModel, type SimModelOptions } from "@/lib/sim/model";

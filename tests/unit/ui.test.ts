@@ -59,7 +59,7 @@ describe("state presentation", () => {
     expect(tones((s) => STATE_TONE[s] === "bad")).toEqual(tones(restartRecommended));
     expect(tones((s) => STATE_TONE[s] === "muted")).toEqual(tones((s) => STATE_INFO[s].health === "unknown"));
     expect(tones((s) => STATE_TONE[s] === "warn" || STATE_TONE[s] === "info")).toEqual(tones((s) => STATE_INFO[s].health === "watch"));
-    expect(BACKEND_STATES.filter(needsTypedConfirmation)).toEqual(["idle", "busy"]);
+    expect(BACKEND_STATES.filter(needsTypedConfirmation)).toEqual(["idle", "busy", "sleeping"]);
   });
   it("says how many in-flight requests a restart will fail", () => {
     expect(inFlightWarning(2, 1)).toBe("2 running and 1 waiting requests will fail.");

@@ -3,7 +3,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
 import { extractVllmLatency } from "@/lib/metrics/vllm-latency";
-import { extractVllm, extractVllmDetailed, parseVllmMetrics, type VllmMetrics } from "@/lib/metrics/vllm";
+import { extractVllm, extractVllmDetailed, parseVllmMetrics, type VllmMetrics } from "@/lib/engines/vllm";
 
 const FIXTURES = path.join(__dirname, "../fixtures/real-metrics");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name), "utf8");
@@ -23,7 +23,11 @@ describe("parseVllmMetrics on real scrapes", () => {
         generationTokens: 584,
         finishedRequests: 10, // stop 0 + length 10 + abort 0 + error 0 + repetition 0
         kvCacheUsage: 0,
+        waitingCapacity: 0, // num_requests_waiting_by_reason{reason="capacity"}
+        preemptions: 0,
+        asleep: false, // engine_sleep_state{sleep_state="awake"} 1.0
         models: ["qwen2.5-1.5b"],
+        evidence: ["steps", "promptTokens", "generationTokens"],
       },
     },
     {
@@ -38,7 +42,11 @@ describe("parseVllmMetrics on real scrapes", () => {
         generationTokens: 44995,
         finishedRequests: 26,
         kvCacheUsage: 0,
+        waitingCapacity: 0,
+        preemptions: 0,
+        asleep: false,
         models: ["deepseek-v4-flash-vision-exp-ablit-dual"],
+        evidence: ["steps", "promptTokens", "generationTokens"],
       },
     },
     {
@@ -54,7 +62,11 @@ describe("parseVllmMetrics on real scrapes", () => {
         generationTokens: 7,
         finishedRequests: 1,
         kvCacheUsage: 0,
+        waitingCapacity: null, // no num_requests_waiting_by_reason in this fixture
+        preemptions: 0,
+        asleep: false,
         models: ["facebook/opt-125m"],
+        evidence: ["steps", "promptTokens", "generationTokens"],
       },
     },
   ])("$file", ({ file, samples, metrics }) => {
@@ -118,7 +130,7 @@ describe("extraction rules", () => {
     const r = parseVllmMetrics(body);
     expect(r.error).toBeUndefined();
     expect(r.warnings).toEqual([]);
-    expect(r.metrics).toEqual({
+    expect(r.metrics).toMatchObject({
       processStartTime: 1789901808.66,
       running: 7,
       waiting: 3,
@@ -129,6 +141,10 @@ describe("extraction rules", () => {
       kvCacheUsage: 0.25, // (0.5 + 0.25 + 0) / 3: a fraction per engine, not a sum
       models: ["m-a", "m-b"],
     });
+    // Each engine's own figures too: one wedged engine must not hide behind the sums.
+    expect(Object.keys(r.metrics!.engines!)).toEqual(["0", "1", "2"]);
+    expect(r.metrics!.engines!["1"]).toMatchObject({ running: 4, waiting: 0, steps: 30, promptTokens: 200, generationTokens: 60, finishedRequests: 5, kvCacheUsage: 0.25 });
+    expect(r.metrics!.engines!["2"]).toMatchObject({ running: 0, waiting: 2, steps: 0, finishedRequests: 0 });
   });
 
   it("gives processStartTime null when process_start_time_seconds is absent (multiprocess API server)", () => {
@@ -163,6 +179,10 @@ describe("extraction rules", () => {
       generationTokens: null,
       finishedRequests: null,
       kvCacheUsage: null,
+      waitingCapacity: null,
+      preemptions: null,
+      asleep: null,
+      evidence: ["steps", "promptTokens", "generationTokens"],
       models: ["m"],
     });
   });
@@ -310,7 +330,6 @@ describe("parseVllmMetrics parses only the series it reads (VLLM_SERIES)", () =>
     const filtered = parseVllmMetrics(text);
     expect(filtered.metrics).toEqual(fromFull.metrics);
     expect(filtered.warnings).toEqual(fromFull.warnings);
-    if (fromFull.metrics) expect(filtered.latency).toEqual(extractVllmLatency(full));
     expect(filtered.sampleCount).toBe(full.samples.length);
     if (fromFull.error) expect(filtered.error).toBe(fromFull.error);
   });

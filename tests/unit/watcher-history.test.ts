@@ -3,13 +3,27 @@ import type { Reading } from "@/lib/check/types";
 import { classify } from "@/lib/check/classify";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "@/lib/watcher/history";
 
-const r = (at: number): Reading => ({ at, latencyMs: 1, outcome: "ok", metrics: null });
+const METRICS = { processStartTime: 1, running: 0, waiting: 0, steps: 1, promptTokens: 1, generationTokens: 1, finishedRequests: 1, kvCacheUsage: 0, models: [] };
+const r = (at: number): Reading => ({ at, latencyMs: 1, outcome: "ok", metrics: METRICS });
+const refused = (at: number): Reading => ({ at, latencyMs: 1, outcome: "refused", metrics: null, health: { outcome: "refused" } });
 const t = { stuckAfterSeconds: 10, idleProbeSeconds: 20 };
 
 describe("the in-memory history window", () => {
   it("covers 3 x stuckAfterSeconds or 2 x idleProbeSeconds, whichever is longer", () => {
     expect(historyWindowMs(t)).toBe(40_000);
     expect(historyWindowMs({ stuckAfterSeconds: 120, idleProbeSeconds: 60 })).toBe(360_000);
+  });
+
+  it("covers startupGraceSeconds (plus stuckAfterSeconds), so 'refused for 10 min' can be seen", () => {
+    expect(historyWindowMs({ stuckAfterSeconds: 120, idleProbeSeconds: 60, startupGraceSeconds: 600 })).toBe(720_000);
+  });
+
+  it("keeps the first reading of a run of refused reads past the count cap", () => {
+    const reads = [r(0), ...Array.from({ length: 400 }, (_, i) => refused(1 + i))];
+    const kept = trimHistory(reads, 401, { ...t, startupGraceSeconds: 600 });
+    expect(kept).toHaveLength(MAX_HISTORY_READINGS + 1);
+    expect(kept[0].at).toBe(1); // where the refusals began
+    expect(kept.at(-1)!.at).toBe(400);
   });
 
   it("drops readings older than the window and keeps at most MAX_HISTORY_READINGS", () => {

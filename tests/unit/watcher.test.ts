@@ -35,6 +35,7 @@ function config(extra: Record<string, unknown> = {}): Config {
       pollIntervalSeconds: 1,
       stuckAfterSeconds: 3,
       idleProbeSeconds: 2,
+      startupGraceSeconds: 5,
       recoveryTimeoutSeconds: 10,
       backends: [
         { id: "fast", url: "http://127.0.0.1:1", apiKey: "sk-hidden", restart: { command: ["/bin/true"] } },
@@ -163,7 +164,7 @@ describe("watcher", () => {
 
   it("seeds only readings inside the history window", async () => {
     const cfg = config({ backends: [{ id: "fast", url: "http://127.0.0.1:1" }], proxies: [] });
-    // window = max(3 * 3 s, 2 * 2 s) = 9 s
+    // window = max(3 * 3 s, 2 * 2 s, 5 s + 3 s) = 9 s
     insertSamples(h.db, [T0 - 20_000, T0 - 8_000, T0 - 1_000].map((at) => sampleRow("fast", reading(at), verdict("busy"))));
     const { calls } = start({ config: cfg });
     await vi.advanceTimersByTimeAsync(10);

@@ -1,0 +1,52 @@
+/**
+ * What every engine adapter states. The classifier is engine-blind except for what is here: the
+ * shortest window that may be called stuck and how (whether) an idle server may be probed. Which
+ * figures are progress and which are evidence of a hang travel in each reading (`evidence`).
+ */
+import type { Index } from "./series";
+import type { EngineKind, EngineParse } from "./types";
+
+/** How an idle server of this engine is asked for one token. */
+export type ProbeStyle = "openai" | "tgi-generate" | "never";
+
+export interface EngineRules {
+  /**
+   * No "stuck" before this many seconds without progress, whatever stuckAfterSeconds says: an
+   * engine whose gauges refresh only every so often (SGLang) needs a longer window.
+   */
+  minStuckWindowSeconds: number;
+  probe: ProbeStyle;
+  /** The command-line flag the engine needs for stepwatch to read it, for messages and the README. */
+  metricsFlag: string | null;
+  /**
+   * /metrics is served by the engine loop itself (llama.cpp queues it as a task), not by a separate
+   * API server: a /metrics that keeps timing out while /health answers then means the loop is
+   * blocked, not that an API server is slow.
+   */
+  metricsOnEngineLoop?: boolean;
+  /**
+   * What stepwatch asks to tell "slow" from "dead" when /metrics fails: a route that takes no
+   * request slot. vLLM's and llama.cpp's /health are free; SGLang's runs a one-token generation and
+   * TGI's a prefill on the shards when unhealthy, so for those a static route is asked instead.
+   */
+  livenessPath: string;
+}
+
+export interface ExtractContext {
+  /** Response headers of GET /metrics (llama.cpp's Process-Start-Time-Unix). */
+  headers?: Record<string, string | string[] | undefined>;
+}
+
+export interface EngineAdapter {
+  kind: EngineKind;
+  /** The family prefix that identifies the engine's exposition (null: it has none). */
+  prefix: string | null;
+  rules: EngineRules;
+  extract(index: Index, ctx: ExtractContext): EngineParse;
+}
+
+export function headerValue(headers: ExtractContext["headers"], name: string): string | null {
+  const v = headers?.[name.toLowerCase()];
+  if (Array.isArray(v)) return v[0] ?? null;
+  return typeof v === "string" && v.trim() !== "" ? v.trim() : null;
+}

@@ -1,0 +1,80 @@
+/**
+ * llama.cpp's server (llama-server --metrics). Read from tools/server/server-task.cpp
+ * (server_task_result_metrics::to_metrics) and server-context.cpp; see docs/engines.md.
+ *
+ * The trap: `tokens_predicted_total` moves only when a slot is released (a request ends) and
+ * `prompt_tokens_total` only when a prompt evaluation finishes, so during one long generation both
+ * stay flat while the server is busy and healthy. Progress is `n_decode_total`, one per
+ * llama_decode() call (prompt chunks and generation steps alike). The token counters are kept for
+ * the rates but are never evidence of a hang.
+ *
+ * No start-time metric: the `Process-Start-Time-Unix` response header of /metrics changes with
+ * every process (treated as an opaque token).
+ */
+import { headerValue, type EngineAdapter } from "./adapter";
+import { optional, required } from "./series";
+import type { EngineMetrics } from "./types";
+
+export const LLAMACPP_PREFIX = "llamacpp:";
+export const LLAMACPP_START_HEADER = "process-start-time-unix";
+
+export const llamacppAdapter: EngineAdapter = {
+  kind: "llamacpp",
+  prefix: LLAMACPP_PREFIX,
+  // /metrics is a task on the same loop as decoding (server-context.cpp): a blocked loop never answers it.
+  rules: { minStuckWindowSeconds: 0, livenessPath: "/health", probe: "openai", metricsFlag: "--metrics", metricsOnEngineLoop: true },
+  extract(index, ctx) {
+    const warnings: string[] = [];
+    const running = required(index, "llamacpp:requests_processing");
+    if ("error" in running) return { metrics: null, warnings, error: `llama.cpp ${running.error}` };
+    const waiting = required(index, "llamacpp:requests_deferred");
+    if ("error" in waiting) return { metrics: null, warnings, error: `llama.cpp ${waiting.error}` };
+    const kv = optional(index, "llamacpp:kv_cache_usage_ratio", "fraction", "mean", warnings);
+    const metrics: EngineMetrics = {
+      processStartTime: null,
+      processToken: headerValue(ctx.headers, LLAMACPP_START_HEADER),
+      running: running.value,
+      waiting: waiting.value,
+      steps: optional(index, "llamacpp:n_decode_total", "count", "sum", warnings),
+      promptTokens: optional(index, "llamacpp:prompt_tokens_total", "count", "sum", warnings),
+      generationTokens: optional(index, "llamacpp:tokens_predicted_total", "count", "sum", warnings),
+      finishedRequests: null,
+      kvCacheUsage: kv,
+      models: [],
+      evidence: ["steps"],
+    };
+    return { metrics, warnings };
+  },
+};
+
+/** What GET /props says about the server, read before /metrics (which would wake a sleeping one). */
+export interface LlamacppProps {
+  sleeping: boolean;
+  model: string | null;
+}
+
+/** GET /props body -> sleeping and the model; null when it is not llama-server's /props. */
+export function parseLlamacppProps(body: string): LlamacppProps | null {
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    return null;
+  }
+  if (!json || typeof json !== "object" || Array.isArray(json)) return null;
+  const p = json as Record<string, unknown>;
+  // Fields every llama-server /props has had; a JSON answer without them is some other server.
+  const looksLikeLlama = "default_generation_settings" in p || "total_slots" in p || "is_sleeping" in p || "n_ctx" in p;
+  if (!looksLikeLlama) return null;
+  const path = typeof p.model_path === "string" ? p.model_path : typeof p.model_alias === "string" ? p.model_alias : null;
+  const model = path ? (path.split(/[\\/]/).pop() ?? path) : null;
+  return { sleeping: p.is_sleeping === true, model };
+}
+
+/** llama-server answers every endpoint 503 "Loading model" while it loads: not ready, not dead. */
+export function isLlamacppLoading(status: number | undefined, body: string): boolean {
+  return status === 503 && /loading model/i.test(body);
+}
+
+/** llama-server without --metrics answers /metrics 501. */
+export const LLAMACPP_NO_METRICS = "llama.cpp without metrics (/metrics answered 501): start llama-server with --metrics";
