@@ -235,9 +235,9 @@ describe("readBackend: an idle keep-alive connection closed under a read", () =>
     });
     const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 1 });
     try {
-      const first = await readBackend({ url: s.url }, { timeoutMs: 2000, dispatcher });
+      const first = await readBackend({ url: s.url, engine: "vllm" }, { timeoutMs: 2000, dispatcher });
       expect(first.outcome).toBe("ok");
-      const second = await readBackend({ url: s.url }, { timeoutMs: 2000, dispatcher });
+      const second = await readBackend({ url: s.url, engine: "vllm" }, { timeoutMs: 2000, dispatcher });
       expect(second.outcome).toBe("ok");
       expect(second.metrics?.steps).toBe(137);
       expect(second.health).toBeUndefined();
@@ -253,7 +253,7 @@ describe("readBackend: an idle keep-alive connection closed under a read", () =>
 
   it("a server that resets every connection at once is asked twice, then /health, and the reading says reset", async () => {
     const s = await keepAliveServer((_conn, _nth, socket) => socket.resetAndDestroy());
-    const r = await readBackend({ url: s.url }, { timeoutMs: 2000 });
+    const r = await readBackend({ url: s.url, engine: "vllm" }, { timeoutMs: 2000 });
     expect(r.outcome).toBe("reset");
     expect(r.health?.outcome).toBe("reset");
     expect(s.seen).toHaveLength(3); // /metrics, /metrics again, /health
@@ -264,7 +264,7 @@ describe("readBackend: an idle keep-alive connection closed under a read", () =>
       socket.write("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\nvllm:num_requests_running 1\n");
       setTimeout(() => socket.resetAndDestroy(), 20);
     });
-    const r = await readBackend({ url: s.url }, { timeoutMs: 2000 });
+    const r = await readBackend({ url: s.url, engine: "vllm" }, { timeoutMs: 2000 });
     expect(r.outcome).toBe("reset");
     expect(s.seen).toHaveLength(2); // /metrics, then /health
   });
