@@ -9,6 +9,29 @@ export const RESTART_OUTCOMES = ["recovered", "failed", "timed-out"] as const;
 export type RestartOutcome = (typeof RESTART_OUTCOMES)[number];
 
 /**
+ * The vLLM latency columns (lib/metrics/vllm-latency.ts `LATENCY_FIELDS`), alike in `samples` and
+ * `sample_minutes`. A function, not one shared object: each table gets its own column builders.
+ */
+function latencyColumns() {
+  return {
+    ttftP50: real("ttft_p50"),
+    ttftP95: real("ttft_p95"),
+    itlP50: real("itl_p50"),
+    itlP95: real("itl_p95"),
+    e2eP50: real("e2e_p50"),
+    e2eP95: real("e2e_p95"),
+    queueP50: real("queue_p50"),
+    queueP95: real("queue_p95"),
+    preemptionsPerSecond: real("preemptions_per_second"),
+    successStopPerSecond: real("success_stop_per_second"),
+    successLengthPerSecond: real("success_length_per_second"),
+    successAbortPerSecond: real("success_abort_per_second"),
+    successErrorPerSecond: real("success_error_per_second"),
+    successOtherPerSecond: real("success_other_per_second"),
+  };
+}
+
+/**
  * One row per reading of a backend. Raw rows are kept for a bounded window (retention.rawHours),
  * then folded into `sample_minutes` and deleted.
  */
@@ -41,20 +64,7 @@ export const samples = sqliteTable(
      * same process, from histogram and counter deltas (lib/metrics/vllm-latency.ts); null when
      * not exposed or across a restart.
      */
-    ttftP50: real("ttft_p50"),
-    ttftP95: real("ttft_p95"),
-    itlP50: real("itl_p50"),
-    itlP95: real("itl_p95"),
-    e2eP50: real("e2e_p50"),
-    e2eP95: real("e2e_p95"),
-    queueP50: real("queue_p50"),
-    queueP95: real("queue_p95"),
-    preemptionsPerSecond: real("preemptions_per_second"),
-    successStopPerSecond: real("success_stop_per_second"),
-    successLengthPerSecond: real("success_length_per_second"),
-    successAbortPerSecond: real("success_abort_per_second"),
-    successErrorPerSecond: real("success_error_per_second"),
-    successOtherPerSecond: real("success_other_per_second"),
+    ...latencyColumns(),
     /** The Reading as JSON, so the classifier can be re-fed after a restart of stepwatch. */
     reading: text("reading", { mode: "json" }).notNull(),
     /**
@@ -87,20 +97,7 @@ export const sampleMinutes = sqliteTable(
     promptTokensPerSecond: real("prompt_tokens_per_second"),
     kvCacheUsage: real("kv_cache_usage"),
     /** Means over the minute's readings (a mean of percentiles: a guide, not an exact percentile). */
-    ttftP50: real("ttft_p50"),
-    ttftP95: real("ttft_p95"),
-    itlP50: real("itl_p50"),
-    itlP95: real("itl_p95"),
-    e2eP50: real("e2e_p50"),
-    e2eP95: real("e2e_p95"),
-    queueP50: real("queue_p50"),
-    queueP95: real("queue_p95"),
-    preemptionsPerSecond: real("preemptions_per_second"),
-    successStopPerSecond: real("success_stop_per_second"),
-    successLengthPerSecond: real("success_length_per_second"),
-    successAbortPerSecond: real("success_abort_per_second"),
-    successErrorPerSecond: real("success_error_per_second"),
-    successOtherPerSecond: real("success_other_per_second"),
+    ...latencyColumns(),
     /** The least healthy state seen in the minute. */
     worstState: text("worst_state", { enum: BACKEND_STATES }).notNull(),
   },
