@@ -5,8 +5,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { readBodyCapped } from "../body";
 import type { EngineRequest, RequestSpec } from "../engine";
-import type { SubmittedRequest, VllmSimModel } from "../model";
+import type { LiveMode, SubmittedRequest, VllmSimModel } from "../model";
 import { subscribeTick } from "../ticker";
+import type { EngineKind, FrontMode, FrontState } from "./types";
 
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
@@ -221,6 +222,62 @@ export class Parked {
   drop(): void {
     for (const p of this.waiting) p.res.destroy();
     this.waiting.clear();
+  }
+}
+
+/**
+ * The open requests of a front whose engine loop can hang (llama.cpp, SGLang, TGI): generations
+ * held until the core finishes them and answers parked on the loop. Both count as in flight, and
+ * both end with the process: parked answers are dropped, held requests released (their connection
+ * ends, as when the engine exits on SIGTERM).
+ */
+export abstract class HeldFront {
+  protected readonly held: HeldRequests;
+  protected readonly parked = new Parked();
+
+  constructor(model: VllmSimModel) {
+    this.held = new HeldRequests(model);
+  }
+
+  async shutdown(): Promise<void> {
+    this.parked.drop();
+    await this.held.release();
+  }
+
+  inFlight(): number {
+    return this.held.size + this.parked.size;
+  }
+}
+
+/**
+ * A front with no modes of its own (SGLang, TGI): every mode is the core's, and when the core runs
+ * normally again the answers parked on its loop go out.
+ */
+export abstract class ModelessFront extends HeldFront {
+  abstract readonly kind: EngineKind;
+
+  /** `label`: the engine's name in the error for a mode it does not have. */
+  constructor(
+    model: VllmSimModel,
+    private readonly label: string,
+  ) {
+    super(model);
+  }
+
+  handlesMode(_mode: string): _mode is FrontMode {
+    return false;
+  }
+
+  setMode(mode: FrontMode): void {
+    throw new Error(`${this.label} has no "${mode}" mode`);
+  }
+
+  onLiveMode(mode: LiveMode): void {
+    if (mode === "normal") this.parked.resume();
+  }
+
+  state(): FrontState {
+    return { engine: this.kind, sleeping: false, loadingUntil: null, wokenBy: [], processStartHeader: null };
   }
 }
 

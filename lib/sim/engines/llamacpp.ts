@@ -22,7 +22,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { LiveMode } from "../model";
 import { BadRequest, parseCompletionAsk, type CompletionAsk } from "../openai";
-import { EngineHttpError, HeldRequests, serveRoute, Parked, delay, estimateTokens, positiveIntField, readJsonObject, sendJson, sendText, tokensText } from "./held";
+import { EngineHttpError, HeldFront, serveRoute, delay, estimateTokens, positiveIntField, readJsonObject, sendJson, sendText, tokensText } from "./held";
 import type { EngineFront, FrontContext, FrontMode, FrontRequestKind, FrontState } from "./types";
 
 const BUILD_INFO = "b7502-4ad7c0a4";
@@ -90,12 +90,10 @@ interface LlamaAsk {
   stopAfter: number | null;
 }
 
-export class LlamaCppFront implements EngineFront {
+/** On SIGTERM llama-server stops its HTTP server and exits: open requests see the connection end (HeldFront.shutdown). */
+export class LlamaCppFront extends HeldFront implements EngineFront {
   readonly kind = "llamacpp" as const;
   readonly listensWhileLoading = true;
-  private readonly held: HeldRequests;
-  /** /metrics and /slots waiting on a blocked loop. */
-  private readonly parked = new Parked();
   private sleeping = false;
   private waking: Promise<void> | null = null;
   private blocked = false;
@@ -112,7 +110,7 @@ export class LlamaCppFront implements EngineFront {
   private nextId = 1;
 
   constructor(private readonly ctx: FrontContext) {
-    this.held = new HeldRequests(ctx.model);
+    super(ctx.model);
     this.bootMs = ctx.model.now() - HOST_UPTIME_MS;
     this.lastTaskAt = ctx.model.now();
     this.bucket = this.totals();
@@ -180,16 +178,6 @@ export class LlamaCppFront implements EngineFront {
     // The loop is free again: the tasks it was holding are served in order.
     this.blocked = false;
     this.parked.resume();
-  }
-
-  async shutdown(): Promise<void> {
-    // llama-server on SIGTERM stops the HTTP server and exits; open requests see the connection end.
-    this.parked.drop();
-    await this.held.release();
-  }
-
-  inFlight(): number {
-    return this.held.size + this.parked.size;
   }
 
   state(): FrontState {

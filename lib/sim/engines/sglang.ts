@@ -22,10 +22,9 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { Exposition, formatValue, type Labels } from "../format";
 import type { EngineRequest } from "../engine";
 import { Histogram } from "../histogram";
-import type { LiveMode } from "../model";
 import { BadRequest, STREAM_DONE, completionBody, parseCompletionAsk, streamChunk } from "../openai";
-import { EngineHttpError, HeldRequests, serveRoute, Parked, finishedInCore, delay, estimateTokens, positiveIntField, readJsonObject, sendJson, tokensText } from "./held";
-import type { EngineFront, FrontContext, FrontMode, FrontRequestKind, FrontState } from "./types";
+import { EngineHttpError, ModelessFront, serveRoute, finishedInCore, delay, estimateTokens, positiveIntField, readJsonObject, sendJson, tokensText } from "./held";
+import type { EngineFront, FrontContext, FrontRequestKind } from "./types";
 
 export const SGLANG_VERSION = "0.5.10.post1";
 /** --decode-log-interval's default. */
@@ -61,12 +60,9 @@ interface Logged {
 
 const sglError = (message: string, status = 400) => new EngineHttpError(status, { object: "error", message, type: "BadRequestError", param: null, code: status });
 
-export class SglangFront implements EngineFront {
+export class SglangFront extends ModelessFront implements EngineFront {
   readonly kind = "sglang" as const;
   readonly listensWhileLoading = false;
-  private readonly held: HeldRequests;
-  /** Scheduler round trips (/get_server_info) waiting on a hung scheduler. */
-  private readonly parked = new Parked();
   private logged!: Logged;
   private warmupUntil = 0;
   private readonly endpointsSeen = new Set<string>();
@@ -86,7 +82,7 @@ export class SglangFront implements EngineFront {
   private readonly seenTokens = new WeakMap<EngineRequest, number>();
 
   constructor(private readonly ctx: FrontContext) {
-    this.held = new HeldRequests(ctx.model);
+    super(ctx.model, "SGLang");
     this.newProcess();
   }
 
@@ -116,31 +112,6 @@ export class SglangFront implements EngineFront {
     this.promptHist = new Histogram(TOKEN_BUCKETS);
     this.generationHist = new Histogram(TOKEN_BUCKETS);
     this.logged = { running: 0, queue: 0, usedTokens: 0, tokenUsage: 0, genThroughput: 0, at: this.ctx.model.simNow(), decodePasses: 0, prefillPasses: 0, generationTokens: 0, promptTokens: 0, admitted: 0 };
-  }
-
-  handlesMode(_mode: string): _mode is FrontMode {
-    return false;
-  }
-
-  setMode(mode: FrontMode): void {
-    throw new Error(`SGLang has no "${mode}" mode`);
-  }
-
-  onLiveMode(mode: LiveMode): void {
-    if (mode === "normal") this.parked.resume();
-  }
-
-  async shutdown(): Promise<void> {
-    this.parked.drop();
-    await this.held.release();
-  }
-
-  inFlight(): number {
-    return this.held.size + this.parked.size;
-  }
-
-  state(): FrontState {
-    return { engine: this.kind, sleeping: false, loadingUntil: null, wokenBy: [], processStartHeader: null };
   }
 
   // ---- the scheduler's log points -------------------------------------------------------------

@@ -18,10 +18,9 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Histogram } from "../histogram";
-import type { LiveMode } from "../model";
 import { BadRequest, STREAM_DONE, completionBody, parseCompletionAsk, streamChunk } from "../openai";
-import { EngineHttpError, HeldRequests, serveRoute, Parked, finishedInCore, estimateTokens, positiveIntField, readJsonObject, sendJson, tokensText } from "./held";
-import type { EngineFront, FrontContext, FrontMode, FrontRequestKind, FrontState } from "./types";
+import { EngineHttpError, ModelessFront, serveRoute, finishedInCore, estimateTokens, positiveIntField, readJsonObject, sendJson, tokensText } from "./held";
+import type { EngineFront, FrontContext, FrontRequestKind } from "./types";
 
 export const TGI_VERSION = "3.3.6";
 const GENERATE_PATHS = new Set(["/", "/generate", "/generate_stream", "/v1/completions", "/v1/chat/completions"]);
@@ -48,11 +47,9 @@ function linearBuckets(max: number): number[] {
   return Array.from({ length: 100 }, (_, x) => (max / 100) * (x + 1));
 }
 
-export class TgiFront implements EngineFront {
+export class TgiFront extends ModelessFront implements EngineFront {
   readonly kind = "tgi" as const;
   readonly listensWhileLoading = false;
-  private readonly held: HeldRequests;
-  private readonly parked = new Parked();
   // Per process (metrics-rs registers a series on first use).
   /** Requests rejected before they reached the queue (tgi_request_count counts them too). */
   private validationFailures = 0;
@@ -66,7 +63,7 @@ export class TgiFront implements EngineFront {
   private queueDuration!: Histogram;
 
   constructor(private readonly ctx: FrontContext) {
-    this.held = new HeldRequests(ctx.model);
+    super(ctx.model, "TGI");
     this.newProcess();
   }
 
@@ -93,31 +90,6 @@ export class TgiFront implements EngineFront {
     this.inferenceDuration = new Histogram(d);
     this.requestDuration = new Histogram(d);
     this.queueDuration = new Histogram(d);
-  }
-
-  handlesMode(_mode: string): _mode is FrontMode {
-    return false;
-  }
-
-  setMode(mode: FrontMode): void {
-    throw new Error(`TGI has no "${mode}" mode`);
-  }
-
-  onLiveMode(mode: LiveMode): void {
-    if (mode === "normal") this.parked.resume();
-  }
-
-  async shutdown(): Promise<void> {
-    this.parked.drop();
-    await this.held.release();
-  }
-
-  inFlight(): number {
-    return this.held.size + this.parked.size;
-  }
-
-  state(): FrontState {
-    return { engine: this.kind, sleeping: false, loadingUntil: null, wokenBy: [], processStartHeader: null };
   }
 
   handle(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
