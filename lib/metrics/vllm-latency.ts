@@ -30,8 +30,11 @@ export interface VllmLatency {
   preemptions: number | null;
 }
 
-/** Per-interval figures between two reads of one process (seconds; per second for the rates). */
-export interface LatencyFigures {
+/**
+ * What the interval's figures and the stored sample have alike: p50/p95 of each histogram's delta
+ * (seconds) and preemptions per second.
+ */
+export interface LatencyQuantiles {
   ttftP50: number | null;
   ttftP95: number | null;
   itlP50: number | null;
@@ -41,6 +44,10 @@ export interface LatencyFigures {
   queueP50: number | null;
   queueP95: number | null;
   preemptionsPerSecond: number | null;
+}
+
+/** Per-interval figures between two reads of one process (seconds; per second for the rates). */
+export interface LatencyFigures extends LatencyQuantiles {
   /** Finished requests per second per finish reason (stop, length, abort, error...). */
   successPerSecond: Record<string, number> | null;
 }
@@ -210,16 +217,7 @@ export function latencyFigures(a: VllmLatency | undefined | null, b: VllmLatency
  * The figures as stored and served, flat (one column each): the finish reasons vLLM uses are
  * stop, length, abort and error; any other ("repetition" and future ones) counts as other.
  */
-export interface LatencySample {
-  ttftP50: number | null;
-  ttftP95: number | null;
-  itlP50: number | null;
-  itlP95: number | null;
-  e2eP50: number | null;
-  e2eP95: number | null;
-  queueP50: number | null;
-  queueP95: number | null;
-  preemptionsPerSecond: number | null;
+export interface LatencySample extends LatencyQuantiles {
   successStopPerSecond: number | null;
   successLengthPerSecond: number | null;
   successAbortPerSecond: number | null;
