@@ -85,38 +85,35 @@ export class StepwatchMetrics {
 
     // Per backend, from the snapshot. Declared in this order so the exposition reads top-down.
     const fleet = () => this.snapshot()?.fleet ?? null;
-    const perBackend = (name: string, help: string, value: (b: FleetBackend) => number | null) =>
-      new Gauge({
+    /** A gauge set afresh at each scrape from every backend of the snapshot (none before the first). */
+    const fleetGauge = <L extends string>(name: string, help: string, labelNames: L[], each: (g: Gauge<L>, b: FleetBackend) => void) =>
+      new Gauge<L>({
         name,
         help,
-        labelNames: ["backend"],
+        labelNames,
         registers,
         collect() {
           this.reset();
           const f = fleet();
           if (!f) return;
-          for (const b of f.backends) {
-            const v = value(b);
-            if (v !== null && Number.isFinite(v)) this.set({ backend: b.id }, v);
-          }
+          for (const b of f.backends) each(this, b);
         },
       });
+    const perBackend = (name: string, help: string, value: (b: FleetBackend) => number | null) =>
+      fleetGauge(name, help, ["backend"], (g, b) => {
+        const v = value(b);
+        if (v !== null && Number.isFinite(v)) g.set({ backend: b.id }, v);
+      });
 
-    new Gauge({
-      name: "stepwatch_backend_state",
-      help: `stepwatch's verdict, one-hot: 1 for the current state, 0 for the others (${BACKEND_STATES.join(", ")}).`,
-      labelNames: ["backend", "engine", "state"],
-      registers,
-      collect() {
-        this.reset();
-        const f = fleet();
-        if (!f) return;
-        for (const b of f.backends) {
-          const engine = engineOf(b);
-          for (const state of BACKEND_STATES) this.set({ backend: b.id, engine, state }, b.state === state ? 1 : 0);
-        }
+    fleetGauge(
+      "stepwatch_backend_state",
+      `stepwatch's verdict, one-hot: 1 for the current state, 0 for the others (${BACKEND_STATES.join(", ")}).`,
+      ["backend", "engine", "state"],
+      (g, b) => {
+        const engine = engineOf(b);
+        for (const state of BACKEND_STATES) g.set({ backend: b.id, engine, state }, b.state === state ? 1 : 0);
       },
-    });
+    );
     perBackend("stepwatch_backend_healthy", "1 when the verdict is healthy (idle or busy), else 0.", (b) => (b.healthy ? 1 : 0));
     perBackend("stepwatch_backend_restart_recommended", "1 when stepwatch recommends a restart (stuck or down), else 0.", (b) =>
       b.restartRecommended ? 1 : 0,
