@@ -17,6 +17,7 @@ import type { OutagesResponse } from "@/lib/outages";
 import { OutagesTable, UptimeTable } from "./OutagesTable";
 import { RestartDialog } from "./RestartDialog";
 import { RestartsTable } from "./RestartsTable";
+import { ErrorBanner } from "./Review";
 import { StateBadge } from "./StateBadge";
 import { TimeChart, type ChartSeries } from "./TimeChart";
 import { FLEET_REFRESH_MS } from "./FleetView";
@@ -370,11 +371,7 @@ export function BackendView({
           </span>
         ) : null}
       </div>
-      {history.error ? (
-        <div className="banner error" role="alert">
-          {(history.error as Error).message}
-        </div>
-      ) : null}
+      <ErrorBanner error={history.error} />
       <div className="charts">
         {[...CHARTS, ...LATENCY_CHARTS.filter((c) => series && hasData(c.pick(series).slice(1) as Array<Array<number | null>>))].map((c) => {
           const data = series ? c.pick(series) : null;

@@ -10,8 +10,8 @@ import type { OutagesResponse } from "@/lib/outages";
 import { HISTORY_RANGES, type HistoryRangeKey } from "@/lib/ui/chart";
 import { getJson } from "@/lib/ui/fetcher";
 import { OutagesTable, UptimeTable } from "./OutagesTable";
+import { BackendSelect, ErrorBanner } from "./Review";
 import { Time } from "./TimeZone";
-
 
 export function HistoryView({
   backend,
@@ -68,17 +68,7 @@ export function HistoryView({
         <span className="meta">every outage, whoever caused it: down, stuck, unknown for long, restarts from stepwatch and from outside</span>
       </div>
       <div className="filters">
-        <div>
-          <label htmlFor="history-backend">Backend</label>
-          <select id="history-backend" value={backend ?? ""} onChange={(e) => router.replace(`${path}${query({ backend: e.target.value || null })}`)} data-testid="history-backend">
-            <option value="">All backends</option>
-            {backendIds.map((id) => (
-              <option key={id} value={id}>
-                {id}
-              </option>
-            ))}
-          </select>
-        </div>
+        <BackendSelect id="history-backend" value={backend} backendIds={backendIds} onChange={(b) => router.replace(`${path}${query({ backend: b })}`)} />
         <div className="ranges" role="group" aria-label="Window">
           {HISTORY_RANGES.map((r) => (
             <button key={r.key} type="button" aria-pressed={!fixed && range === r.key} onClick={() => router.replace(`${path}${query({ range: r.key })}`)} data-testid={`history-range-${r.key}`}>
@@ -96,11 +86,7 @@ export function HistoryView({
           </a>
         </span>
       </div>
-      {error ? (
-        <div className="banner error" role="alert">
-          {(error as Error).message}
-        </div>
-      ) : null}
+      <ErrorBanner error={error} />
       <section className="section" style={{ marginTop: 0 }}>
         <h2>Uptime</h2>
         {data ? <UptimeTable uptime={data.uptime} /> : <p className="empty">Loading…</p>}

@@ -4,6 +4,7 @@ import useSWR from "swr";
 import type { RestartEventDTO } from "@/lib/api/types";
 import { getJson } from "@/lib/ui/fetcher";
 import { RestartsTable } from "./RestartsTable";
+import { BackendSelect, ErrorBanner } from "./Review";
 
 export function RestartsView({ backend, backendIds }: { backend: string | null; backendIds: string[] }) {
   const router = useRouter();
@@ -24,28 +25,9 @@ export function RestartsView({ backend, backendIds }: { backend: string | null; 
         </span>
       </div>
       <div className="filters">
-        <div>
-          <label htmlFor="restart-filter">Backend</label>
-          <select
-            id="restart-filter"
-            value={backend ?? ""}
-            onChange={(e) => router.replace(e.target.value ? `${path}?backend=${encodeURIComponent(e.target.value)}` : path)}
-            data-testid="restart-filter"
-          >
-            <option value="">All backends</option>
-            {backendIds.map((id) => (
-              <option key={id} value={id}>
-                {id}
-              </option>
-            ))}
-          </select>
-        </div>
+        <BackendSelect id="restart-filter" value={backend} backendIds={backendIds} onChange={(b) => router.replace(b ? `${path}?backend=${encodeURIComponent(b)}` : path)} />
       </div>
-      {error ? (
-        <div className="banner error" role="alert">
-          {(error as Error).message}
-        </div>
-      ) : null}
+      <ErrorBanner error={error} />
       {data ? <RestartsTable restarts={data} /> : !error ? <p className="empty">Loading…</p> : null}
     </>
   );
