@@ -62,20 +62,45 @@ function authHeaders(apiKey?: string): Record<string, string> {
   return apiKey ? { authorization: `Bearer ${apiKey}` } : {};
 }
 
-type Common = { timeoutMs: number; maxBytes: number; dispatcher?: Dispatcher; signal?: AbortSignal };
+/**
+ * What every GET of one read shares. `retry` is the read's one retry of a stale keep-alive
+ * connection (see `get`): after it the read's connection is new, so a second reset in the same
+ * read is the server's doing, not that race.
+ */
+type Common = { timeoutMs: number; maxBytes: number; dispatcher?: Dispatcher; signal?: AbortSignal; retry: { left: number } };
 
-function get(target: BackendTarget, path: string, common: Common, accept: string, maxBytes = common.maxBytes): Promise<HttpResult> {
-  return httpRequest(endpoint(target.url, path), { ...common, maxBytes, headers: { accept, ...authHeaders(target.apiKey) } });
-}
-
-export async function readBackend(target: BackendTarget, opts: ReadOptions = {}): Promise<Reading> {
-  const now = opts.now ?? Date.now;
-  const common: Common = {
+function commonOf(opts: ReadOptions): Common {
+  return {
     timeoutMs: opts.timeoutMs ?? READ_DEFAULTS.timeoutMs,
     maxBytes: opts.maxBytes ?? READ_DEFAULTS.maxBytes,
     dispatcher: opts.dispatcher,
     signal: opts.signal,
+    retry: { left: 1 },
   };
+}
+
+/**
+ * Every read's GET (/props, /metrics, /health, /v1/models, /info, /api/version...): none of them
+ * takes a request slot, so a reused connection closed before a single byte came back is asked once
+ * more, on a new connection. That is almost always an idle keep-alive connection the server closed
+ * as we reused it (uvicorn, vLLM's server, drops one after 5 s and sends no Keep-Alive hint, so at
+ * a 5 s interval the race is routine). A reset mid-answer is not retried. The probe (a POST that
+ * takes a slot) never comes through here and is never retried.
+ */
+async function get(target: BackendTarget, path: string, common: Common, accept: string, maxBytes = common.maxBytes): Promise<HttpResult> {
+  const { retry, ...http } = common;
+  const once = () => httpRequest(endpoint(target.url, path), { ...http, maxBytes, headers: { accept, ...authHeaders(target.apiKey) } });
+  const res = await once();
+  if (res.outcome !== "reset" || res.bytes !== 0 || retry.left <= 0 || common.signal?.aborted) return res;
+  retry.left--;
+  const again = await once();
+  again.latencyMs += res.latencyMs;
+  return again;
+}
+
+export async function readBackend(target: BackendTarget, opts: ReadOptions = {}): Promise<Reading> {
+  const now = opts.now ?? Date.now;
+  const common = commonOf(opts);
   const at = now();
   const choice = target.engine ?? "auto";
   let hint: EngineKind | undefined = choice === "auto" ? opts.engineHint : choice;
@@ -118,16 +143,7 @@ export async function readBackend(target: BackendTarget, opts: ReadOptions = {})
     }
   }
 
-  let res = await get(target, "/metrics", common, "text/plain");
-  if (res.outcome === "reset" && res.bytes === 0 && !opts.signal?.aborted) {
-    // Closed before a single byte came back: almost always an idle keep-alive connection that the
-    // server closed as we reused it (uvicorn, vLLM's server, drops one after 5 s and sends no
-    // Keep-Alive hint, so at a 5 s interval the race is routine). GET /metrics is idempotent and
-    // takes no request slot: ask once more, on a new connection. A reset mid-answer is not retried.
-    const first = res.latencyMs;
-    res = await get(target, "/metrics", common, "text/plain");
-    res.latencyMs += first;
-  }
+  const res = await get(target, "/metrics", common, "text/plain");
   bytes += res.bytes;
   const reading: Reading = { at, latencyMs: res.latencyMs, outcome: res.outcome, status: res.status, metrics: null, bytes, ...(engine ? { engine } : {}) };
 
@@ -205,7 +221,7 @@ export async function readBackend(target: BackendTarget, opts: ReadOptions = {})
 
   // Reachable, but no load metrics: liveness comes from /v1/models only.
   reading.noMetrics = true;
-  const models = await listModels(target, opts);
+  const models = await listModels(target, common);
   reading.models = { outcome: models.outcome, status: models.status, ids: models.models };
   reading.bytes = (reading.bytes ?? 0) + models.bytes;
   return reading;
@@ -241,15 +257,9 @@ async function readOllama(target: BackendTarget, common: Common, at: number): Pr
 
 async function listModels(
   target: { url: string; apiKey?: string },
-  opts: ReadOptions,
+  common: Common,
 ): Promise<{ outcome: Reading["outcome"]; status?: number; models: string[]; bytes: number; latencyMs: number; error?: string }> {
-  const res = await httpRequest(endpoint(target.url, "/v1/models"), {
-    timeoutMs: opts.timeoutMs ?? READ_DEFAULTS.timeoutMs,
-    maxBytes: Math.min(opts.maxBytes ?? READ_DEFAULTS.maxBytes, 1024 * 1024),
-    dispatcher: opts.dispatcher,
-    signal: opts.signal,
-    headers: { accept: "application/json", ...authHeaders(target.apiKey) },
-  });
+  const res = await get(target, "/v1/models", common, "application/json", Math.min(common.maxBytes, 1024 * 1024));
   if (res.outcome !== "ok") return { outcome: res.outcome, status: res.status, models: [], bytes: res.bytes, latencyMs: res.latencyMs, error: res.error };
   try {
     const json = JSON.parse(res.body) as { data?: Array<{ id?: unknown }> };
@@ -323,7 +333,7 @@ export async function probeBackend(target: BackendTarget, opts: ProbeOptions = {
   const kind = firstProbe(target.probe, opts.engine, opts.learned) ?? "completions";
   let model = target.model ?? opts.model;
   if (!model && kind !== "generate") {
-    const listed = await listModels(target, { ...opts, timeoutMs });
+    const listed = await listModels(target, commonOf({ ...opts, timeoutMs }));
     model = listed.models[0];
     if (!model) {
       const auth = listed.status === 401 || listed.status === 403;
@@ -391,6 +401,6 @@ export function lastEngine(history: Reading[]): EngineKind | undefined {
  */
 export async function readProxy(target: { url: string; apiKey?: string }, opts: ReadOptions = {}): Promise<ProxyReading> {
   const at = (opts.now ?? Date.now)();
-  const res = await listModels(target, opts);
+  const res = await listModels(target, commonOf(opts));
   return { at, latencyMs: res.latencyMs, outcome: res.outcome, status: res.status, error: res.error, models: res.models };
 }

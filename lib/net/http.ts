@@ -48,7 +48,8 @@ const g = globalThis as unknown as { __stepwatchAgent?: Agent };
  * 5 s interval, so the next read reuses it, unless the server says less: a `Keep-Alive: timeout=N`
  * hint (node's servers, the simulator) wins, less undici's 2 s margin. uvicorn (vLLM) sends no
  * hint and closes idle connections after 5 s (VLLM_HTTP_TIMEOUT_KEEP_ALIVE): at a 5 s interval a
- * read may meet a connection being closed, which readBackend asks again once on a new connection.
+ * read may meet a connection being closed, which every read's GET (lib/check/read.ts `get`) asks again
+ * once on a new connection; the probe (a POST that takes a slot) never is.
  * The connect timeout is short because "nothing listens" (vLLM loading weights) answers at once;
  * a slow connect is a sick host.
  */

@@ -211,22 +211,32 @@ describe("readBackend: an idle keep-alive connection closed under a read", () =>
   const answer = `HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(METRICS)}\r\n\r\n${METRICS}`;
 
   /** A server like uvicorn: keep-alive with no Keep-Alive hint; `onRequest` decides per connection and request. */
-  async function keepAliveServer(onRequest: (conn: number, nth: number, socket: import("node:net").Socket) => void) {
+  async function keepAliveServer(onRequest: (conn: number, nth: number, socket: import("node:net").Socket, line: string) => void) {
     const seen: Array<[number, number]> = [];
+    /** Each request's line ("GET /metrics"), in order. */
+    const lines: string[] = [];
     let conns = 0;
     const url = await rawServer((socket) => {
       const conn = ++conns;
       let nth = 0;
       socket.on("error", () => {});
       socket.on("data", (d) => {
-        if (!d.toString("latin1").includes("\r\n\r\n")) return;
+        const text = d.toString("latin1");
+        if (!text.includes("\r\n\r\n")) return;
         nth++;
         seen.push([conn, nth]);
-        onRequest(conn, nth, socket);
+        const line = text.split(" ").slice(0, 2).join(" ");
+        lines.push(line);
+        onRequest(conn, nth, socket, line);
       });
     });
-    return { url, seen };
+    return { url, seen, lines };
   }
+
+  const json = (body: unknown) => {
+    const text = JSON.stringify(body);
+    return `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text}`;
+  };
 
   it("a reused connection reset before any byte is asked once more on a new one: the read is good", async () => {
     const s = await keepAliveServer((conn, nth, socket) => {
@@ -257,6 +267,59 @@ describe("readBackend: an idle keep-alive connection closed under a read", () =>
     expect(r.outcome).toBe("reset");
     expect(r.health?.outcome).toBe("reset");
     expect(s.seen).toHaveLength(3); // /metrics, /metrics again, /health
+  });
+
+  it("every read's GET has the retry, not only /metrics: a proxy's /v1/models on a reused connection", async () => {
+    const s = await keepAliveServer((conn, nth, socket) => {
+      if (conn === 1 && nth === 2) socket.resetAndDestroy();
+      else socket.write(json({ object: "list", data: [{ id: "m" }] }));
+    });
+    const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 1 });
+    try {
+      expect(await readProxy({ url: s.url }, { timeoutMs: 2000, dispatcher })).toMatchObject({ outcome: "ok", models: ["m"] });
+      expect(await readProxy({ url: s.url }, { timeoutMs: 2000, dispatcher })).toMatchObject({ outcome: "ok", models: ["m"] });
+      expect(s.seen).toEqual([
+        [1, 1],
+        [1, 2],
+        [2, 1],
+      ]);
+      expect(s.lines).toEqual(["GET /v1/models", "GET /v1/models", "GET /v1/models"]);
+    } finally {
+      await dispatcher.close();
+    }
+  });
+
+  it("a sleeping llama.cpp's /props on a reused connection is asked again, so /metrics (which would wake it) is never sent", async () => {
+    const s = await keepAliveServer((conn, nth, socket) => {
+      if (conn === 1 && nth === 2) socket.resetAndDestroy();
+      else socket.write(json({ is_sleeping: true, total_slots: 1, model_path: "/models/qwen.gguf" }));
+    });
+    const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 1 });
+    try {
+      await readBackend({ url: s.url, engine: "llamacpp" }, { timeoutMs: 2000, dispatcher });
+      const r = await readBackend({ url: s.url, engine: "llamacpp" }, { timeoutMs: 2000, dispatcher });
+      expect(r).toMatchObject({ outcome: "ok", asleep: true, engine: "llamacpp" });
+      expect(s.lines).toEqual(["GET /props", "GET /props", "GET /props"]);
+    } finally {
+      await dispatcher.close();
+    }
+  });
+
+  it("the probe (a POST that takes a slot) is never asked again, even on a reused connection reset before any byte", async () => {
+    const s = await keepAliveServer((conn, nth, socket) => {
+      if (conn === 1 && nth === 2) socket.resetAndDestroy();
+      else socket.write(answer);
+    });
+    const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 1 });
+    try {
+      expect((await readBackend({ url: s.url, engine: "vllm" }, { timeoutMs: 2000, dispatcher })).outcome).toBe("ok");
+      const p = await probeBackend({ url: s.url, model: "m" }, { probeTimeoutMs: 2000, dispatcher });
+      expect(p.ok).toBe(false);
+      expect(p.error).toMatch(/connection reset/);
+      expect(s.lines).toEqual(["GET /metrics", "POST /v1/completions"]);
+    } finally {
+      await dispatcher.close();
+    }
   });
 
   it("a reset in the middle of an answer is not asked again", async () => {
