@@ -62,6 +62,18 @@ export interface CommandOptions {
   maxOutputBytes?: number;
   now?: () => number;
   env?: Env;
+  /**
+   * Starts the command's deadline: calls `expire` when its time is up and returns a cancel
+   * (default: a timer of timeoutMs from the spawn). The clock, injected: a test expires it on an
+   * event (the command has started what it must kill), which a fixed timer cannot promise on a
+   * loaded machine.
+   */
+  deadline?: (expire: () => void, timeoutMs: number) => () => void;
+}
+
+function timerDeadline(expire: () => void, timeoutMs: number): () => void {
+  const t = setTimeout(expire, timeoutMs);
+  return () => clearTimeout(t);
 }
 
 export function runCommand(argv: string[], opts: CommandOptions): Promise<ActionResult> {
@@ -70,10 +82,11 @@ export function runCommand(argv: string[], opts: CommandOptions): Promise<Action
   return new Promise((resolve) => {
     let settled = false;
     let timedOut = false;
+    let cancelDeadline = () => {};
     const finish = (r: Omit<ActionResult, "output" | "finishedAt">) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      cancelDeadline();
       clearTimeout(killTimer);
       resolve({ ...r, output: out.text(), finishedAt: now() });
     };
@@ -97,7 +110,8 @@ export function runCommand(argv: string[], opts: CommandOptions): Promise<Action
         /* already gone */
       }
     };
-    const timer = setTimeout(() => {
+    cancelDeadline = (opts.deadline ?? timerDeadline)(() => {
+      if (settled) return;
       timedOut = true;
       killGroup("SIGTERM");
       killTimer = setTimeout(() => killGroup("SIGKILL"), KILL_GRACE_MS);

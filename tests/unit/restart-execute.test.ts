@@ -1,16 +1,28 @@
+import fs from "node:fs";
 import http from "node:http";
+import os from "node:os";
+import path from "node:path";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { callWebhook, describeAction, executeAction, restartCommandEnv, runCommand } from "@/lib/restart/execute";
 
 const node = process.execPath;
 
+/**
+ * Whether `pid` still runs. A zombie does not: a killed grandchild is reparented to PID 1, and it
+ * stays in the process table, answering kill(pid, 0), until PID 1 gets round to reaping it.
+ */
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false; // gone between the two looks
   }
 }
 
@@ -51,13 +63,39 @@ describe("runCommand", () => {
   });
 
   it("kills the whole process group on timeout, grandchildren included", async () => {
-    const script = "const c=require('child_process').spawn('sleep',['60'],{stdio:'inherit'});console.log(c.pid);setInterval(()=>{},1000)";
-    const r = await runCommand([node, "-e", script], { timeoutMs: 500 });
-    expect(r.ok).toBe(false);
-    expect(r.error).toMatch(/timed out after .*process group killed/);
-    const grandchild = Number(r.output.trim().split("\n")[0]);
-    expect(grandchild).toBeGreaterThan(0);
-    await until(() => !alive(grandchild), "the grandchild to die");
+    // The deadline expires once the grandchild runs (the script says so in a file), not after a
+    // fixed 500 ms: on a loaded machine node can take longer than that to start, and a command
+    // killed before it spawned anything tests nothing.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-exec-"));
+    const pidFile = path.join(dir, "grandchild.pid");
+    const started = () => {
+      try {
+        return Number(fs.readFileSync(pidFile, "utf8")) > 0;
+      } catch {
+        return false;
+      }
+    };
+    const script = `const c=require('child_process').spawn('sleep',['60'],{stdio:'inherit'});console.log(c.pid);require('fs').writeFileSync(${JSON.stringify(pidFile)},String(c.pid));setInterval(()=>{},1000)`;
+    try {
+      const r = await runCommand([node, "-e", script], {
+        timeoutMs: 500,
+        deadline: (expire) => {
+          let cancelled = false;
+          // Expire even if the script never got there (the assertions below then say so).
+          void until(() => cancelled || started(), "the command to start its grandchild", 20_000)
+            .catch(() => {})
+            .finally(() => cancelled || expire());
+          return () => (cancelled = true);
+        },
+      });
+      expect(r.ok).toBe(false);
+      expect(r.error).toMatch(/timed out after .*process group killed/);
+      const grandchild = Number(r.output.trim().split("\n")[0]);
+      expect(grandchild).toBeGreaterThan(0);
+      await until(() => !alive(grandchild), "the grandchild to die");
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("does not wait for (or kill) a server the script left running in the background", async () => {
