@@ -211,7 +211,7 @@ describe("readBackend: an idle keep-alive connection closed under a read", () =>
   const answer = `HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(METRICS)}\r\n\r\n${METRICS}`;
 
   /** A server like uvicorn: keep-alive with no Keep-Alive hint; `onRequest` decides per connection and request. */
-  async function keepAliveServer(onRequest: (conn: number, nth: number, socket: import("node:net").Socket, line: string) => void) {
+  async function keepAliveServer(onRequest: (conn: number, nth: number, socket: import("node:net").Socket) => void) {
     const seen: Array<[number, number]> = [];
     /** Each request's line ("GET /metrics"), in order. */
     const lines: string[] = [];
@@ -225,12 +225,27 @@ describe("readBackend: an idle keep-alive connection closed under a read", () =>
         if (!text.includes("\r\n\r\n")) return;
         nth++;
         seen.push([conn, nth]);
-        const line = text.split(" ").slice(0, 2).join(" ");
-        lines.push(line);
-        onRequest(conn, nth, socket, line);
+        lines.push(text.split(" ").slice(0, 2).join(" "));
+        onRequest(conn, nth, socket);
       });
     });
     return { url, seen, lines };
+  }
+
+  /** The second request on the first connection meets a server that just closed it; every other gets `reply`. */
+  const staleSecond = (reply: string) => (conn: number, nth: number, socket: import("node:net").Socket) => {
+    if (conn === 1 && nth === 2) socket.resetAndDestroy(); // the server dropped the idle connection as we reused it
+    else socket.write(reply);
+  };
+
+  /** A pool of one keep-alive connection, so a second read reuses the first one's. */
+  async function oneConnection(f: (dispatcher: Agent) => Promise<void>): Promise<void> {
+    const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 1 });
+    try {
+      await f(dispatcher);
+    } finally {
+      await dispatcher.close();
+    }
   }
 
   const json = (body: unknown) => {
@@ -239,12 +254,8 @@ describe("readBackend: an idle keep-alive connection closed under a read", () =>
   };
 
   it("a reused connection reset before any byte is asked once more on a new one: the read is good", async () => {
-    const s = await keepAliveServer((conn, nth, socket) => {
-      if (conn === 1 && nth === 2) socket.resetAndDestroy(); // the server dropped the idle connection as we reused it
-      else socket.write(answer);
-    });
-    const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 1 });
-    try {
+    const s = await keepAliveServer(staleSecond(answer));
+    await oneConnection(async (dispatcher) => {
       const first = await readBackend({ url: s.url, engine: "vllm" }, { timeoutMs: 2000, dispatcher });
       expect(first.outcome).toBe("ok");
       const second = await readBackend({ url: s.url, engine: "vllm" }, { timeoutMs: 2000, dispatcher });
@@ -256,9 +267,7 @@ describe("readBackend: an idle keep-alive connection closed under a read", () =>
         [1, 2],
         [2, 1],
       ]);
-    } finally {
-      await dispatcher.close();
-    }
+    });
   });
 
   it("a server that resets every connection at once is asked twice, then /health, and the reading says reset", async () => {
@@ -270,12 +279,8 @@ describe("readBackend: an idle keep-alive connection closed under a read", () =>
   });
 
   it("every read's GET has the retry, not only /metrics: a proxy's /v1/models on a reused connection", async () => {
-    const s = await keepAliveServer((conn, nth, socket) => {
-      if (conn === 1 && nth === 2) socket.resetAndDestroy();
-      else socket.write(json({ object: "list", data: [{ id: "m" }] }));
-    });
-    const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 1 });
-    try {
+    const s = await keepAliveServer(staleSecond(json({ object: "list", data: [{ id: "m" }] })));
+    await oneConnection(async (dispatcher) => {
       expect(await readProxy({ url: s.url }, { timeoutMs: 2000, dispatcher })).toMatchObject({ outcome: "ok", models: ["m"] });
       expect(await readProxy({ url: s.url }, { timeoutMs: 2000, dispatcher })).toMatchObject({ outcome: "ok", models: ["m"] });
       expect(s.seen).toEqual([
@@ -284,42 +289,28 @@ describe("readBackend: an idle keep-alive connection closed under a read", () =>
         [2, 1],
       ]);
       expect(s.lines).toEqual(["GET /v1/models", "GET /v1/models", "GET /v1/models"]);
-    } finally {
-      await dispatcher.close();
-    }
+    });
   });
 
   it("a sleeping llama.cpp's /props on a reused connection is asked again, so /metrics (which would wake it) is never sent", async () => {
-    const s = await keepAliveServer((conn, nth, socket) => {
-      if (conn === 1 && nth === 2) socket.resetAndDestroy();
-      else socket.write(json({ is_sleeping: true, total_slots: 1, model_path: "/models/qwen.gguf" }));
-    });
-    const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 1 });
-    try {
+    const s = await keepAliveServer(staleSecond(json({ is_sleeping: true, total_slots: 1, model_path: "/models/qwen.gguf" })));
+    await oneConnection(async (dispatcher) => {
       await readBackend({ url: s.url, engine: "llamacpp" }, { timeoutMs: 2000, dispatcher });
       const r = await readBackend({ url: s.url, engine: "llamacpp" }, { timeoutMs: 2000, dispatcher });
       expect(r).toMatchObject({ outcome: "ok", asleep: true, engine: "llamacpp" });
       expect(s.lines).toEqual(["GET /props", "GET /props", "GET /props"]);
-    } finally {
-      await dispatcher.close();
-    }
+    });
   });
 
   it("the probe (a POST that takes a slot) is never asked again, even on a reused connection reset before any byte", async () => {
-    const s = await keepAliveServer((conn, nth, socket) => {
-      if (conn === 1 && nth === 2) socket.resetAndDestroy();
-      else socket.write(answer);
-    });
-    const dispatcher = new Agent({ keepAliveTimeout: 30_000, connections: 1 });
-    try {
+    const s = await keepAliveServer(staleSecond(answer));
+    await oneConnection(async (dispatcher) => {
       expect((await readBackend({ url: s.url, engine: "vllm" }, { timeoutMs: 2000, dispatcher })).outcome).toBe("ok");
       const p = await probeBackend({ url: s.url, model: "m" }, { probeTimeoutMs: 2000, dispatcher });
       expect(p.ok).toBe(false);
       expect(p.error).toMatch(/connection reset/);
       expect(s.lines).toEqual(["GET /metrics", "POST /v1/completions"]);
-    } finally {
-      await dispatcher.close();
-    }
+    });
   });
 
   it("a reset in the middle of an answer is not asked again", async () => {
