@@ -3,10 +3,12 @@
 import Link from "next/link";
 import { useMemo, useState } from "react";
 import useSWR from "swr";
-import type { FleetBackend, FleetResponse } from "@/lib/api/types";
+import type { FleetBackend, FleetProxy, FleetResponse } from "@/lib/api/types";
 import { toSparkline } from "@/lib/ui/chart";
 import { getJson } from "@/lib/ui/fetcher";
 import { formatAgo, formatCount, formatDateTime, formatPercent, formatRate } from "@/lib/ui/format";
+import { frontedLabel } from "@/lib/ui/proxy";
+import { ConfigErrorBanner } from "./ConfigErrorBanner";
 import { ProxyBadge, StateBadge } from "./StateBadge";
 import { RestartDialog } from "./RestartDialog";
 import { TimeChart } from "./TimeChart";
@@ -117,6 +119,17 @@ function BackendCard({ b, now, onRestart }: { b: FleetBackend; now: number; onRe
   );
 }
 
+/** "1 of 2 healthy" beside a proxy's own state (null when the config names no backends for it). */
+function FrontedBackends({ p }: { p: FleetProxy }) {
+  const f = frontedLabel(p);
+  if (!f) return null;
+  return (
+    <span className={`badge tone-${f.tone}`} data-testid={`proxy-${p.id}-backends`} title="backends this proxy fronts (proxies[].backends)">
+      {f.text}
+    </span>
+  );
+}
+
 export function FleetView({ initial, operator }: { initial: FleetResponse | null; operator: string | null }) {
   const { data, error, mutate } = useSWR<FleetResponse>("/api/fleet", getJson, {
     refreshInterval: FLEET_REFRESH_MS,
@@ -143,6 +156,7 @@ export function FleetView({ initial, operator }: { initial: FleetResponse | null
           {data.storageError} — live states still update, but history is not being saved.
         </div>
       ) : null}
+      <ConfigErrorBanner error={data?.configError} />
       {error ? (
         <div className="banner error" role="alert">
           <strong>Cannot reach stepwatch</strong>
@@ -179,6 +193,7 @@ export function FleetView({ initial, operator }: { initial: FleetResponse | null
               <div className="proxy" key={p.id} data-testid={`proxy-${p.id}`}>
                 <span className="id">{p.id}</span>
                 <ProxyBadge state={p.state} />
+                <FrontedBackends p={p} />
                 <span className="muted small">{p.url}</span>
                 <div className="chips">
                   {p.models.length ? p.models.map((m) => <span className="chip" key={m}>{m}</span>) : <span className="muted small">no models listed</span>}

@@ -6,6 +6,7 @@ import { sendJson } from "@/lib/ui/fetcher";
 const LINKS = [
   { href: "/", label: "Fleet" },
   { href: "/restarts", label: "Restarts" },
+  { href: "/config", label: "Configuration" },
 ];
 
 export function TopBar({ operator }: { operator: string | null }) {

@@ -5,11 +5,17 @@
  * Routes may be hit before instrumentation finished starting: they await the same promise.
  */
 import { openDb, resolveDbPath, type DbHandle } from "../db/client";
-import { ConfigError, loadConfig, parseConfig, resolveConfigPath, type Config } from "./config";
+import { ConfigError, parseConfig, parseConfigText, readConfigText, resolveConfigPath, type Config } from "./config";
+import { describeReload, emptyStatus, startReloader, type ConfigStatus, type ReloadResult, type ReloadTrigger } from "./reload";
 import { startWatcher, type Watcher } from "./watcher";
 
 export interface Runtime {
+  /** The running config; replaced as a whole by a valid reload (lib/reload.ts), never edited. */
   config: Config;
+  /** What was loaded when and by what, and the last reload's problems (shown on the dashboard). */
+  configStatus: ConfigStatus;
+  /** Re-reads the config file now (SIGHUP, a file change and POST /api/config/reload call this). */
+  reloadConfig(trigger: ReloadTrigger): ReloadResult;
   db: DbHandle;
   watcher: Watcher;
   /** True when no config file was found and the embedded demo fleet is being watched. */
@@ -37,9 +43,11 @@ async function startRuntime(): Promise<Runtime> {
   const startedAt = Date.now();
   const configPath = resolveConfigPath();
   let config: Config;
+  let configText = "";
   let stopDemo: (() => Promise<void>) | null = null;
   if (configPath) {
-    config = loadConfig(configPath);
+    configText = readConfigText(configPath);
+    config = parseConfigText(configText, configPath);
     console.log(`stepwatch: config ${configPath}: ${config.backends.length} backend(s), ${config.proxies.length} proxy(ies)`);
   } else {
     // Loaded only when needed: the demo fleet is simulators and load generators.
@@ -71,21 +79,36 @@ async function startRuntime(): Promise<Runtime> {
   let stopping: Promise<void> | null = null;
   const rt: Runtime = {
     config,
+    configStatus: emptyStatus(configPath, startedAt),
+    reloadConfig: (trigger) => reloader.reload(trigger),
     db,
     watcher,
     demo: stopDemo !== null,
     startedAt,
     stop: () =>
       (stopping ??= (async () => {
+        reloader.stop();
         await watcher.stop();
         await stopDemo?.();
         db.close();
       })()),
   };
 
+  const reloader = startReloader(rt, {
+    initialText: configText,
+    onResult: (r, trigger) => {
+      if (!r.attempted) return;
+      // The audit hook of a reload: the server log now; the audit log (issue 16) hangs here too.
+      if (r.ok) console.log(describeReload(r, trigger, configPath));
+      else console.error(describeReload(r, trigger, configPath));
+      for (const w of r.ok ? rt.config.warnings : []) console.warn(`stepwatch: ${w}`);
+    },
+  });
+
   // Synchronous on purpose: Next's own SIGTERM handler may exit right after ours returns, and a
   // better-sqlite3 write is synchronous, so the queued readings are on disk before that.
   const onSignal = (sig: NodeJS.Signals) => {
+    reloader.stop();
     watcher.stopNow();
     // If nobody else (Next) handles the signal, our listener must not swallow it: re-raise it
     // now that ours is removed, so the default action ends the process.

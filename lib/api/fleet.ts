@@ -9,7 +9,12 @@ import { fleetSnapshot, historyOf, restartsOf } from "./snapshot";
 
 export async function getFleet(now: number = Date.now()): Promise<FleetResponse> {
   const rt = await getRuntime();
-  return fleetSnapshot(rt.watcher, { demo: rt.demo, now, restartCooldownSeconds: rt.config.restartCooldownSeconds });
+  return fleetSnapshot(rt.watcher, {
+    demo: rt.demo,
+    now,
+    restartCooldownSeconds: rt.config.restartCooldownSeconds,
+    configError: rt.configStatus.error,
+  });
 }
 
 /**

@@ -7,7 +7,7 @@
 import type { Db } from "../../db/client";
 import { historyPoints, listRestartEvents, transitionsInRange } from "../../db/queries";
 import type { RestartEventRow, TransitionRow } from "../../db/schema";
-import type { FleetBackend, FleetProxy, FleetResponse, HistoryResponse, RestartEventDTO, TransitionDTO } from "./types";
+import type { ConfigErrorDTO, FleetBackend, FleetProxy, FleetResponse, HistoryResponse, RestartEventDTO, TransitionDTO } from "./types";
 import { STATE_INFO, restartRecommended } from "../check/states";
 import { figuresOf } from "../check/types";
 import { publicUrl } from "../net/public-url";
@@ -41,7 +41,15 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
   };
 }
 
-export function proxyView(m: ProxyMonitor): FleetProxy {
+/** "1 of 2 healthy": the backends a proxy fronts (`proxies[].backends`), from the watcher's memory. */
+export function frontedHealth(m: ProxyMonitor, backends: ReadonlyMap<string, BackendMonitor>): { healthyBackends: number | null; totalBackends: number | null } {
+  const ids = m.config.backends;
+  if (!ids || ids.length === 0) return { healthyBackends: null, totalBackends: null };
+  const healthy = ids.filter((id) => backends.get(id)?.last?.verdict.healthy === true).length;
+  return { healthyBackends: healthy, totalBackends: ids.length };
+}
+
+export function proxyView(m: ProxyMonitor, backends: ReadonlyMap<string, BackendMonitor> = new Map()): FleetProxy {
   return {
     id: m.config.id,
     url: publicUrl(m.config.url),
@@ -50,17 +58,26 @@ export function proxyView(m: ProxyMonitor): FleetProxy {
     lastReadAt: m.last?.at ?? null,
     since: m.since,
     error: m.last && m.last.outcome !== "ok" ? (m.last.error ?? m.last.outcome) : null,
+    ...frontedHealth(m, backends),
   };
 }
 
-export function fleetSnapshot(w: Watcher, opts: { demo: boolean; now: number; restartCooldownSeconds: number }): FleetResponse {
+export function fleetSnapshot(
+  w: Watcher,
+  opts: { demo: boolean; now: number; restartCooldownSeconds: number; configError?: ConfigErrorDTO | null },
+): FleetResponse {
   return {
     generatedAt: opts.now,
     demo: opts.demo,
     storageError: w.store.storageError,
+    configError: opts.configError ? configErrorDTO(opts.configError) : null,
     backends: [...w.backends.values()].map((m) => backendView(m, opts.restartCooldownSeconds, opts.now)),
-    proxies: [...w.proxies.values()].map(proxyView),
+    proxies: [...w.proxies.values()].map((p) => proxyView(p, w.backends)),
   };
+}
+
+export function configErrorDTO(e: ConfigErrorDTO): ConfigErrorDTO {
+  return { at: e.at, trigger: e.trigger, problems: [...e.problems] };
 }
 
 export function transitionDTO(t: TransitionRow): TransitionDTO {

@@ -1,12 +1,15 @@
 /**
  * The standalone check behind the CLI: the watcher's rules, run once. It reads; with work running
  * or waiting it waits and reads again, and once more if there was no progress; idle gets one
- * probe. Nothing else is sent.
+ * probe. Nothing else is sent. Three cases need no full wait: a refused connection is read again
+ * after a short moment (two refused reads are `down`), a host that does not resolve is a usage
+ * error at once (UnresolvedHostError), and an answer without vLLM metrics is final.
  */
 import { observe } from "./observe";
 import { judgeProxy } from "./proxy";
 import { readProxy, type BackendTarget, type ReadOptions } from "./read";
 import type { BackendState, ProxyState } from "./states";
+import { sameProcess } from "./classify";
 import { DEFAULT_THRESHOLDS, figuresOf, type Figures, type Reading, type Verdict } from "./types";
 
 export interface CheckOptions {
@@ -26,6 +29,35 @@ export interface CheckResult extends Figures {
   reads: number;
   reasons: string[];
   models?: string[];
+  /** Signs that the reads did not all come from one server (a load balancer in front); also on stderr. */
+  warnings: string[];
+}
+
+/** The URL's host does not resolve (ENOTFOUND, EAI_AGAIN): the URL is wrong, not the server. */
+export class UnresolvedHostError extends Error {
+  constructor(
+    readonly url: string,
+    readonly detail: string,
+  ) {
+    super(`cannot resolve the host of ${url} (${detail}): check the URL`);
+    this.name = "UnresolvedHostError";
+  }
+}
+
+/** A refused connection is read again after this long, not after --wait: nothing listens. */
+export const REFUSED_RECHECK_MS = 1000;
+
+const DNS_FAILURE = /^(ENOTFOUND|EAI_AGAIN|EAI_NONAME|EAI_FAIL)\b/;
+
+function unresolved(url: string, r: { outcome: string; error?: string }): UnresolvedHostError | null {
+  return r.outcome === "error" && r.error && DNS_FAILURE.test(r.error) ? new UnresolvedHostError(url, r.error.split(":")[0]) : null;
+}
+
+const refused = (r: { outcome: string }) => r.outcome === "refused" || r.outcome === "reset";
+
+/** Another read cannot change this within one check: the URL answered, but not with vLLM metrics, or refused us. */
+function answeredWithoutMetrics(r: Reading): boolean {
+  return r.noMetrics === true || (r.outcome === "http-error" && (r.status === 401 || r.status === 403));
 }
 
 /** States that a further read cannot change within one check. */
@@ -51,13 +83,16 @@ export async function checkBackend(target: BackendTarget, opts: CheckOptions): P
   let verdict: Verdict | undefined;
   let probeSent = false;
   while (history.length < MAX_READS) {
-    if (history.length > 0) await sleep(opts.waitSeconds * 1000);
+    const prev = history.at(-1);
+    if (prev) await sleep(refused(prev) ? Math.min(REFUSED_RECHECK_MS, opts.waitSeconds * 1000) : opts.waitSeconds * 1000);
     const step = await observe(target, history, { thresholds, read: opts.read, now: opts.now });
+    const dns = unresolved(target.url, step.reading);
+    if (dns) throw dns;
     history.push(step.reading);
     verdict = step.verdict;
     if (step.reading.probe) probeSent = true;
     // One probe at most: its answer decides; a failed one is reported, not retried.
-    if (probeSent || FINAL.has(verdict.state)) break;
+    if (probeSent || FINAL.has(verdict.state) || answeredWithoutMetrics(step.reading)) break;
   }
   const last = history[history.length - 1];
   const m = [...history].reverse().find((r) => r.metrics)?.metrics ?? null;
@@ -70,7 +105,34 @@ export async function checkBackend(target: BackendTarget, opts: CheckOptions): P
     probeSent,
     reads: history.length,
     reasons: verdict!.reasons,
+    warnings: mixedServerWarnings(history),
   };
+}
+
+/**
+ * Signs that consecutive reads of `<url>/metrics` came from different servers, as behind a load
+ * balancer (docs/check.md): a process start time that goes back, or comes back after another one,
+ * or counters (no start time) that change process more than once in one check. A real restart
+ * moves the start time forward, once. Clock-free on purpose: the server's clock is not ours.
+ */
+export function mixedServerWarnings(history: Reading[]): string[] {
+  const ms = history.map((r) => r.metrics).filter((m): m is NonNullable<typeof m> => m !== null);
+  const starts = ms.map((m) => m.processStartTime);
+  const why: string[] = [];
+  for (let i = 1; i < starts.length; i++) {
+    const a = starts[i - 1];
+    const b = starts[i];
+    if (a === null || b === null || Math.abs(a - b) < 1e-3) continue;
+    if (b < a) why.push(`the process start time went back between reads (${a} then ${b}), which no restart does`);
+    else if (starts.slice(0, i - 1).some((s) => s !== null && Math.abs(s - b) < 1e-3)) why.push(`the process start time ${b} came back after ${a}`);
+  }
+  if (why.length === 0) {
+    let changes = 0;
+    for (let i = 1; i < ms.length; i++) if (!sameProcess(ms[i - 1], ms[i])) changes++;
+    if (changes >= 2) why.push(`the counters changed process ${changes} times in ${ms.length} reads`);
+  }
+  if (why.length === 0) return [];
+  return [`the reads of /metrics look like they came from different servers: ${why[0]}. If this URL is a load balancer, check each backend directly, or use --proxy`];
 }
 
 /**
@@ -81,10 +143,12 @@ export async function checkProxy(target: { url: string; apiKey?: string }, opts:
   const sleep = opts.sleep ?? realSleep;
   const read = () => readProxy(target, { ...opts.read, now: opts.now });
   const first = await read();
+  const dns = unresolved(target.url, first);
+  if (dns) throw dns;
   let previous = null;
   let r = first;
   if (first.outcome !== "ok") {
-    await sleep(opts.waitSeconds * 1000);
+    await sleep(refused(first) ? Math.min(REFUSED_RECHECK_MS, opts.waitSeconds * 1000) : opts.waitSeconds * 1000);
     previous = first;
     r = await read();
   }
@@ -99,5 +163,6 @@ export async function checkProxy(target: { url: string; apiKey?: string }, opts:
     reads: previous ? 2 : 1,
     reasons: j.reasons,
     models: r.models,
+    warnings: [],
   };
 }

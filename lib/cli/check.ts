@@ -4,7 +4,7 @@
  * up), 1 stuck, 2 down, 3 cannot judge (no-metrics, unknown, starting, stalled), 64 bad usage.
  */
 import { parseArgs } from "node:util";
-import { checkBackend, checkProxy, exitCode, EXIT, type CheckResult } from "../check/oneshot";
+import { checkBackend, checkProxy, exitCode, EXIT, UnresolvedHostError, type CheckResult } from "../check/oneshot";
 import { STATE_INFO, type BackendState } from "../check/states";
 
 const USAGE = `usage: npm run --silent check -- <url> [--proxy] [--wait SECONDS] [--json]
@@ -13,7 +13,8 @@ const USAGE = `usage: npm run --silent check -- <url> [--proxy] [--wait SECONDS]
 Reads <url>/metrics (never sends a request while work is running or waiting). With work, waits
 --wait seconds (default 30) and reads again, once more if there was no progress. Idle: one
 tiny probe. --proxy: only GET <url>/v1/models; a failed answer is asked once more after
---wait seconds (two failures in a row: down).
+--wait seconds (two failures in a row: down). A refused connection is read again after 1 s, not
+--wait; a host that does not resolve is a usage error.
 Exit: 0 healthy, 1 stuck, 2 down, 3 cannot judge, 64 usage error.`;
 
 function fail(message: string): never {
@@ -76,7 +77,17 @@ async function main(): Promise<void> {
       probeTimeoutMs: seconds("probe-timeout", values["probe-timeout"], 10) * 1000,
     },
   };
-  const result = values.proxy ? await checkProxy(target, opts) : await checkBackend(target, opts);
+  let result: CheckResult;
+  try {
+    result = values.proxy ? await checkProxy(target, opts) : await checkBackend(target, opts);
+  } catch (e) {
+    if (e instanceof UnresolvedHostError) {
+      process.stderr.write(`check: ${e.message}\n`);
+      process.exit(EXIT.usage);
+    }
+    throw e;
+  }
+  for (const w of result.warnings) process.stderr.write(`check: warning: ${w}\n`);
   process.stdout.write(values.json ? `${JSON.stringify(result)}\n` : human(result));
   process.exitCode = exitCode(result.state);
 }

@@ -52,8 +52,9 @@ export class BackendMonitor {
   /** The newest restart event of this backend (pending when outcome is null). */
   lastRestart: RestartEventRow | null = null;
 
+  /** `config` is replaced in place by a config reload (same id): history and state stay. */
   constructor(
-    readonly config: BackendConfig,
+    public config: BackendConfig,
     private readonly deps: MonitorDeps,
   ) {}
 
@@ -146,7 +147,7 @@ export class ProxyMonitor {
   since: number | null = null;
 
   constructor(
-    readonly config: ProxyConfig,
+    public config: ProxyConfig,
     private readonly deps: MonitorDeps,
   ) {}
 

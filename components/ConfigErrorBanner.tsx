@@ -1,0 +1,17 @@
+import type { ConfigErrorDTO } from "@/lib/api/types";
+
+/** A refused config reload: the older config keeps running until the file is fixed. */
+export function ConfigErrorBanner({ error }: { error: ConfigErrorDTO | null | undefined }) {
+  if (!error) return null;
+  return (
+    <div className="banner error" role="alert" data-testid="config-error">
+      <strong>Config not reloaded</strong>
+      The file changed ({error.trigger}, {new Date(error.at).toISOString().slice(0, 19).replace("T", " ")} UTC) but has problems, so the previous config keeps running:
+      <ul className="reasons">
+        {error.problems.map((p) => (
+          <li key={p}>{p}</li>
+        ))}
+      </ul>
+    </div>
+  );
+}
