@@ -111,25 +111,23 @@ export async function checkBackend(target: BackendTarget, opts: CheckOptions): P
 
 /**
  * Signs that consecutive reads of `<url>/metrics` came from different servers, as behind a load
- * balancer (docs/check.md): a process start time that goes back, or comes back after another one,
- * or counters (no start time) that change process more than once in one check. A real restart
- * moves the start time forward, once. Clock-free on purpose: the server's clock is not ours.
+ * balancer (docs/check.md): a process start time that goes back (which no restart does; a server
+ * flipping back and forth between two goes back too), or, without start times, counters that
+ * change process more than once in one check. A real restart moves the start time forward, once,
+ * so a balancer whose second read lands on a newer server is not caught. Clock-free on purpose:
+ * the server's clock is not ours.
  */
 export function mixedServerWarnings(history: Reading[]): string[] {
   const ms = history.map((r) => r.metrics).filter((m): m is NonNullable<typeof m> => m !== null);
-  const starts = ms.map((m) => m.processStartTime);
+  const starts = ms.map((m) => m.processStartTime).filter((s): s is number => s !== null);
   const why: string[] = [];
   for (let i = 1; i < starts.length; i++) {
-    const a = starts[i - 1];
-    const b = starts[i];
-    if (a === null || b === null || Math.abs(a - b) < 1e-3) continue;
-    if (b < a) why.push(`the process start time went back between reads (${a} then ${b}), which no restart does`);
-    else if (starts.slice(0, i - 1).some((s) => s !== null && Math.abs(s - b) < 1e-3)) why.push(`the process start time ${b} came back after ${a}`);
+    if (starts[i] < starts[i - 1] - 1e-3) why.push(`the process start time went back between reads (${starts[i - 1]} then ${starts[i]}), which no restart does`);
   }
   if (why.length === 0) {
     let changes = 0;
     for (let i = 1; i < ms.length; i++) if (!sameProcess(ms[i - 1], ms[i])) changes++;
-    if (changes >= 2) why.push(`the counters changed process ${changes} times in ${ms.length} reads`);
+    if (changes >= 2) why.push(`the server process changed ${changes} times in ${ms.length} reads`);
   }
   if (why.length === 0) return [];
   return [`the reads of /metrics look like they came from different servers: ${why[0]}. If this URL is a load balancer, check each backend directly, or use --proxy`];

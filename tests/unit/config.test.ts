@@ -56,6 +56,13 @@ describe("parseConfig", () => {
     expect(parseConfig({}, "t", { env }).secretEnvNames).toEqual([]);
   });
 
+  it("a proxy may name the backends it fronts", () => {
+    const j = valid();
+    j.proxies[0].backends = ["gb10", "b2"];
+    expect(parseConfig(j, "t", { env }).proxies[0].backends).toEqual(["gb10", "b2"]);
+    expect(parseConfig(valid(), "t", { env }).proxies[0].backends).toBeUndefined();
+  });
+
   it("a webhook takes its own timeoutSeconds", () => {
     const j = valid();
     j.backends[1].restart.webhook.timeoutSeconds = 5;
@@ -117,6 +124,8 @@ describe("parseConfig", () => {
     ["backends[1].restart.webhook unknown", (j) => (j.backends[1].restart.webhook.body = "x"), /^backends\[1\]\.restart\.webhook\.body: unknown field$/],
     ["proxies[0].url", (j) => (j.proxies[0].url = "127.0.0.1:9000"), /^proxies\[0\]\.url: Invalid URL$/],
     ["proxies[0].apiKey", (j) => (j.proxies[0].apiKey = "env:bad-name"), /^proxies\[0\]\.apiKey: /],
+    ["proxies[0].backends unknown id", (j) => (j.proxies[0].backends = ["gb10", "gone"]), /^proxies\[0\]\.backends\[1\]: no backend "gone" in backends$/],
+    ["proxies[0].backends type", (j) => (j.proxies[0].backends = "gb10"), /^proxies\[0\]\.backends: /],
     ["proxies[0] unknown", (j) => (j.proxies[0].restart = { command: ["x"] }), /^proxies\[0\]\.restart: unknown field$/],
     ["operators[0].name", (j) => (j.operators[0].name = ""), /^operators\[0\]\.name: /],
     ["operators[1].name duplicate", (j) => (j.operators[1].name = "ana"), /^operators\[1\]\.name: "ana" appears twice$/],
