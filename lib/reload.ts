@@ -117,8 +117,10 @@ export function startReloader(
   if (!file) return { reload, stop() {} };
 
   // File events: on the directory, because editors and Kubernetes ConfigMaps replace the file
-  // (rename, or a symlink swap of ..data) and a watch on the old inode would go quiet. Any event
-  // in the directory re-reads the file; identical text is not reloaded.
+  // (rename, or a symlink swap of ..data) and a watch on the old inode would go quiet. An event
+  // for the file's name, for a "..data"-style entry, or without a name re-reads the file
+  // (other files in the directory, a database next to it, are ignored); identical text is not
+  // reloaded.
   let timer: NodeJS.Timeout | null = null;
   const soon = () => {
     if (stopped) return;
@@ -131,7 +133,11 @@ export function startReloader(
   };
   let dirWatch: fs.FSWatcher | null = null;
   try {
-    dirWatch = fs.watch(path.dirname(file), { persistent: false }, () => soon());
+    const base = path.basename(file);
+    dirWatch = fs.watch(path.dirname(file), { persistent: false }, (_event, name) => {
+      const n = name?.toString();
+      if (!n || n === base || n.startsWith("..")) soon();
+    });
     dirWatch.on("error", (e) => {
       console.warn(`stepwatch: watching ${path.dirname(file)} failed (${e.message}); the stat poll goes on`);
       dirWatch?.close();

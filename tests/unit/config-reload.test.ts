@@ -135,6 +135,41 @@ describe("startReloader", () => {
   });
 });
 
+describe("the file watch", () => {
+  it("reloads when the file is replaced; another file or the same text again is no reload", async () => {
+    vi.useRealTimers();
+    const file = path.join(dir, "stepwatch.config.json");
+    const text = JSON.stringify(json([{ id: "a", url: "http://127.0.0.1:1" }]));
+    fs.writeFileSync(file, text);
+    const config = parseConfig(JSON.parse(text), file, { env });
+    const { w } = watch(config, {});
+    const rt: Reloadable = { config, watcher: w, configStatus: emptyStatus(file, Date.now()) };
+    const triggers: string[] = [];
+    // A long stat poll: this test is about the directory watch.
+    const r = startReloader(rt, { initialText: text, signals: false, debounceMs: 50, statIntervalMs: 60_000, onResult: (x, t) => void (x.attempted && triggers.push(t)) });
+    const until = async (what: string, f: () => boolean) => {
+      const deadline = Date.now() + 10_000;
+      while (!f()) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((res) => setTimeout(res, 20));
+      }
+    };
+    try {
+      fs.writeFileSync(path.join(dir, "other.txt"), "x");
+      fs.writeFileSync(file, text); // same text: read again, nothing reloaded
+      await new Promise((res) => setTimeout(res, 300));
+      expect(triggers).toEqual([]);
+      fs.writeFileSync(`${file}.tmp`, JSON.stringify(json([{ id: "b", url: "http://127.0.0.1:2" }])));
+      fs.renameSync(`${file}.tmp`, file);
+      await until("the reload", () => triggers.length > 0);
+      expect(triggers).toEqual(["file change"]);
+      expect([...w.backends.keys()]).toEqual(["b"]);
+    } finally {
+      r.stop();
+    }
+  });
+});
+
 describe("configView", () => {
   it("shows env:NAME as written and *** for every other secret, never a value", () => {
     const raw = {
