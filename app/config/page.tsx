@@ -1,5 +1,7 @@
 import type { Metadata } from "next";
 import { ConfigErrorBanner } from "@/components/ConfigErrorBanner";
+import { ReloadButton } from "@/components/ReloadButton";
+import { currentOperatorName } from "@/lib/auth/server";
 import { getConfigView } from "@/lib/api/config-view";
 import type { ConfigView } from "@/lib/api/types";
 
@@ -30,6 +32,7 @@ export default async function ConfigPage() {
     );
   }
   const s = view.settings;
+  const operator = view.demo ? null : await currentOperatorName();
   return (
     <>
       <ConfigErrorBanner error={view.configError} />
@@ -38,6 +41,7 @@ export default async function ConfigPage() {
         <span className="meta" data-testid="config-source">
           {view.demo ? "embedded demo fleet (no file)" : view.path} · loaded {utc(view.loadedAt)} ({view.loadedBy})
         </span>
+        {operator ? <ReloadButton /> : null}
       </div>
       <p className="muted small">
         Read-only. Edit the file: stepwatch reloads it when it changes, on <code>SIGHUP</code>, or on{" "}
@@ -96,7 +100,7 @@ export default async function ConfigPage() {
             <tbody>
               {view.backends.map((b) => (
                 <tr key={b.id} data-testid={`config-backend-${b.id}`}>
-                  <td>{b.id}</td>
+                  <td style={{ whiteSpace: "nowrap" }}>{b.id}</td>
                   <td className="mono">{b.url}</td>
                   <td>{b.model ?? "from /v1/models"}</td>
                   <td className="mono">{b.apiKey ?? "none"}</td>
@@ -130,7 +134,7 @@ export default async function ConfigPage() {
               <tbody>
                 {view.proxies.map((p) => (
                   <tr key={p.id}>
-                    <td>{p.id}</td>
+                    <td style={{ whiteSpace: "nowrap" }}>{p.id}</td>
                     <td className="mono">{p.url}</td>
                     <td className="mono">{p.apiKey ?? "none"}</td>
                     <td>{p.backends.length ? p.backends.join(", ") : "not said"}</td>
