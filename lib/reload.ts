@@ -80,6 +80,8 @@ export function startReloader(
     debounceMs?: number;
     statIntervalMs?: number;
     signals?: boolean;
+    /** false: only the stat poll (its test; filesystems where fs.watch says nothing behave so). */
+    watchDirectory?: boolean;
   },
 ): Reloader {
   const file = rt.configStatus.path;
@@ -132,20 +134,23 @@ export function startReloader(
     timer.unref();
   };
   let dirWatch: fs.FSWatcher | null = null;
-  try {
+  const watchDirectory = () => {
     const base = path.basename(file);
-    dirWatch = fs.watch(path.dirname(file), { persistent: false }, (_event, name) => {
-      const n = name?.toString();
-      if (!n || n === base || n.startsWith("..")) soon();
-    });
-    dirWatch.on("error", (e) => {
-      console.warn(`stepwatch: watching ${path.dirname(file)} failed (${e.message}); the stat poll goes on`);
-      dirWatch?.close();
-      dirWatch = null;
-    });
-  } catch (e) {
-    console.warn(`stepwatch: cannot watch ${path.dirname(file)} (${(e as Error).message}); changes are found by a stat poll`);
-  }
+    try {
+      dirWatch = fs.watch(path.dirname(file), { persistent: false }, (_event, name) => {
+        const n = name?.toString();
+        if (!n || n === base || n.startsWith("..")) soon();
+      });
+      dirWatch.on("error", (e) => {
+        console.warn(`stepwatch: watching ${path.dirname(file)} failed (${e.message}); the stat poll goes on`);
+        dirWatch?.close();
+        dirWatch = null;
+      });
+    } catch (e) {
+      console.warn(`stepwatch: cannot watch ${path.dirname(file)} (${(e as Error).message}); changes are found by a stat poll`);
+    }
+  };
+  if (opts.watchDirectory !== false) watchDirectory();
   const statListener = (cur: fs.Stats, prev: fs.Stats) => {
     if (cur.mtimeMs !== prev.mtimeMs || cur.size !== prev.size || cur.ino !== prev.ino) soon();
   };

@@ -170,6 +170,31 @@ describe("the file watch", () => {
   });
 });
 
+describe("the stat poll (where fs.watch is silent)", () => {
+  it("finds a changed file by its mtime/size and reloads it", async () => {
+    vi.useRealTimers();
+    const file = path.join(dir, "stepwatch.config.json");
+    const text = JSON.stringify(json([{ id: "a", url: "http://127.0.0.1:1" }]));
+    fs.writeFileSync(file, text);
+    const config = parseConfig(JSON.parse(text), file, { env });
+    const { w } = watch(config, {});
+    const rt: Reloadable = { config, watcher: w, configStatus: emptyStatus(file, Date.now()) };
+    const r = startReloader(rt, { initialText: text, signals: false, watchDirectory: false, debounceMs: 20, statIntervalMs: 50 });
+    try {
+      fs.writeFileSync(file, JSON.stringify(json([{ id: "a", url: "http://127.0.0.1:1" }, { id: "b", url: "http://127.0.0.1:2" }])));
+      const deadline = Date.now() + 10_000;
+      while (rt.config === config) {
+        if (Date.now() > deadline) throw new Error("timed out waiting for the stat poll to reload");
+        await new Promise((res) => setTimeout(res, 20));
+      }
+      expect(rt.configStatus).toMatchObject({ loadedBy: "file change", error: null });
+      expect([...w.backends.keys()]).toEqual(["a", "b"]);
+    } finally {
+      r.stop();
+    }
+  });
+});
+
 describe("configView", () => {
   it("shows env:NAME as written and *** for every other secret, never a value", () => {
     const raw = {
