@@ -283,9 +283,28 @@ export function parseConfigText(text: string, source: string, opts: ParseOptions
   try {
     json = JSON.parse(text);
   } catch (e) {
-    throw new ConfigError(source, [`not valid JSON: ${(e as Error).message}`]);
+    throw new ConfigError(source, [`not valid JSON: ${jsonProblem((e as Error).message, text)}`]);
   }
   return parseConfig(json, source, opts);
+}
+
+/**
+ * V8's JSON error without the piece of the file it quotes (`..."apiKey": sk-live-..."`): the
+ * problem is shown on the dashboard and in the log, and the file holds secrets. Where V8 gives a
+ * position, it becomes a line and column.
+ */
+export function jsonProblem(message: string, text: string): string {
+  const what = message
+    .replace(/,\s*(\.\.\.)?".*$/s, "")
+    .replace(/\s+in JSON at position \d+.*$/s, "")
+    .replace(/\s+at position \d+.*$/s, "")
+    .trim();
+  const pos = /at position (\d+)/.exec(message);
+  if (!pos) return what;
+  const before = text.slice(0, Number(pos[1]));
+  const line = before.split("\n").length;
+  const column = before.length - before.lastIndexOf("\n");
+  return `${what} at line ${line}, column ${column}`;
 }
 
 /**

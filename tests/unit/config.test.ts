@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, DEFAULTS, loadConfig, parseConfig, resolveConfigPath } from "@/lib/config";
+import { ConfigError, DEFAULTS, jsonProblem, loadConfig, parseConfig, parseConfigText, resolveConfigPath } from "@/lib/config";
 
 const env = { KEY: "sk-secret", PW: "hunter2", PWHASH: "scrypt:abc$def", HOOK: "tok" };
 
@@ -61,6 +61,23 @@ describe("parseConfig", () => {
     j.proxies[0].backends = ["gb10", "b2"];
     expect(parseConfig(j, "t", { env }).proxies[0].backends).toEqual(["gb10", "b2"]);
     expect(parseConfig(valid(), "t", { env }).proxies[0].backends).toBeUndefined();
+  });
+
+  it("a JSON syntax error names where, never quoting the file (it holds secrets)", () => {
+    for (const text of ['{"apiKey": sk-live-secret-123}', 'x{"apiKey": "sk-live-secret-123"}', '{\n  "apiKey": "sk-live-secret-123" x\n}', '{"apiKey": "sk-live-secret-123']) {
+      let p: string[] = [];
+      try {
+        parseConfigText(text, "f.json", { env });
+      } catch (e) {
+        p = (e as ConfigError).problems;
+      }
+      expect(p).toHaveLength(1);
+      expect(p[0]).toMatch(/^not valid JSON: /);
+      expect(p[0]).not.toContain("secret");
+    }
+    expect(jsonProblem("Expected ',' or '}' after property value in JSON at position 33", '{\n  "apiKey": "sk-live-secret-123" x\n}')).toBe(
+      "Expected ',' or '}' after property value at line 2, column 32",
+    );
   });
 
   it("a webhook takes its own timeoutSeconds", () => {
