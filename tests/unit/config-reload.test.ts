@@ -83,6 +83,15 @@ describe("Watcher.apply", () => {
     expect(monitorA.history.length).toBeGreaterThan(historyA);
   });
 
+  it("stop() also ends the loops a reload started", async () => {
+    const { w } = watch(cfg(json([{ id: "a", url: "http://127.0.0.1:1" }])), {});
+    w.apply(cfg(json([{ id: "a", url: "http://127.0.0.1:1" }, { id: "c", url: "http://127.0.0.1:3" }], [{ id: "lb", url: "http://127.0.0.1:9" }])));
+    await vi.advanceTimersByTimeAsync(2500);
+    await w.stop();
+    expect(vi.getTimerCount()).toBe(0);
+    expect(w.apply(cfg(json([])))).toEqual({ added: [], removed: [], changed: [] }); // a stopped watcher takes nothing new
+  });
+
   it("an unchanged config changes nothing", () => {
     const c = cfg(json([{ id: "a", url: "http://127.0.0.1:1" }]));
     const { w } = watch(c, {});
