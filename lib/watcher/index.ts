@@ -147,7 +147,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   );
 
   /** Same id, new settings: the monitor (and its history) stays, its config is swapped. */
-  function sync<C extends { id: string }, M extends { config: C }>(kind: "backend" | "proxy", list: C[], map: Map<string, M>, add: (c: C, offsetMs: number) => void, change: ConfigChange): void {
+  function sync<C extends { id: string }, M extends { config: C; reconfigure(c: C): void }>(kind: "backend" | "proxy", list: C[], map: Map<string, M>, add: (c: C, offsetMs: number) => void, change: ConfigChange): void {
     const wanted = new Map(list.map((c) => [c.id, c]));
     for (const id of [...map.keys()]) {
       if (wanted.has(id)) continue;
@@ -162,7 +162,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
         add(c, list.length > 1 ? Math.floor((i * intervalMs()) / list.length) : 0);
         change.added.push(`${kind} ${c.id}`);
       } else if (JSON.stringify(m.config) !== JSON.stringify(c)) {
-        m.config = c;
+        m.reconfigure(c);
         change.changed.push(`${kind} ${c.id}`);
       }
     });

@@ -58,6 +58,16 @@ export class BackendMonitor {
     private readonly deps: MonitorDeps,
   ) {}
 
+  /**
+   * A reload changed this backend's settings (same id). Its readings stay unless the URL changed:
+   * those came from another server, and counters of two servers are never compared (the stored
+   * history, transitions and the sparkline stay either way).
+   */
+  reconfigure(config: BackendConfig): void {
+    if (config.url !== this.config.url) this.history = [];
+    this.config = config;
+  }
+
   get target(): BackendTarget {
     return { url: this.config.url, apiKey: this.config.apiKey, model: this.config.model };
   }
@@ -150,6 +160,12 @@ export class ProxyMonitor {
     public config: ProxyConfig,
     private readonly deps: MonitorDeps,
   ) {}
+
+  /** A reload changed this proxy (same id); a new URL is another proxy: its last read does not count towards "down". */
+  reconfigure(config: ProxyConfig): void {
+    if (config.url !== this.config.url) this.last = null;
+    this.config = config;
+  }
 
   seed(): void {
     const t = this.deps.store.lastTransition("proxy", this.config.id);

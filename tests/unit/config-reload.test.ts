@@ -81,6 +81,11 @@ describe("Watcher.apply", () => {
     expect(reads["2"]).toBe(readsOfB); // b is not read any more
     expect(reads["3"]).toBeGreaterThan(0); // c is
     expect(monitorA.history.length).toBeGreaterThan(historyA);
+
+    // A new URL is another server: its readings start afresh (counters of two servers are never compared).
+    w.apply(cfg(json([{ id: "a", url: "http://127.0.0.1:4", model: "m2" }, { id: "c", url: "http://127.0.0.1:3" }])));
+    expect(w.backends.get("a")).toBe(monitorA);
+    expect(monitorA.history).toEqual([]);
   });
 
   it("stop() also ends the loops a reload started", async () => {
