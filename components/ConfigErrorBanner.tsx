@@ -1,4 +1,6 @@
+"use client";
 import type { ConfigErrorDTO } from "@/lib/api/types";
+import { Time } from "./TimeZone";
 
 /** A refused config reload: the older config keeps running until the file is fixed. */
 export function ConfigErrorBanner({ error }: { error: ConfigErrorDTO | null | undefined }) {
@@ -6,7 +8,7 @@ export function ConfigErrorBanner({ error }: { error: ConfigErrorDTO | null | un
   return (
     <div className="banner error" role="alert" data-testid="config-error">
       <strong>Config not reloaded</strong>
-      The file changed ({error.trigger}, {new Date(error.at).toISOString().slice(0, 19).replace("T", " ")} UTC) but has problems, so the previous config keeps running:
+      The file changed ({error.trigger}, <Time at={error.at} />) but has problems, so the previous config keeps running:
       <ul className="reasons">
         {error.problems.map((p) => (
           <li key={p}>{p}</li>

@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import { ConfigErrorBanner } from "@/components/ConfigErrorBanner";
 import { ReloadButton } from "@/components/ReloadButton";
+import { Time } from "@/components/TimeZone";
 import { currentOperatorName } from "@/lib/auth/server";
 import { getConfigView } from "@/lib/api/config-view";
 import type { ConfigView } from "@/lib/api/types";
@@ -8,7 +9,6 @@ import type { ConfigView } from "@/lib/api/types";
 export const metadata: Metadata = { title: "Configuration" };
 export const dynamic = "force-dynamic";
 
-const utc = (at: number) => `${new Date(at).toISOString().slice(0, 19).replace("T", " ")} UTC`;
 
 /**
  * Read-only: what config is loaded, from the same redacted view as GET /api/config (secrets as
@@ -39,7 +39,7 @@ export default async function ConfigPage() {
       <div className="page-head">
         <h1>Configuration</h1>
         <span className="meta" data-testid="config-source">
-          {view.demo ? "embedded demo fleet (no file)" : view.path} · loaded {utc(view.loadedAt)} ({view.loadedBy})
+          {view.demo ? "embedded demo fleet (no file)" : view.path} · loaded <Time at={view.loadedAt} /> ({view.loadedBy})
         </span>
         {operator ? <ReloadButton /> : null}
       </div>
@@ -50,7 +50,7 @@ export default async function ConfigPage() {
       </p>
       {view.lastChange ? (
         <p className="small" data-testid="config-last-change">
-          Last reload {utc(view.lastChange.at)} ({view.lastChange.trigger}):{" "}
+          Last reload <Time at={view.lastChange.at} /> ({view.lastChange.trigger}):{" "}
           {[
             view.lastChange.added.length ? `added ${view.lastChange.added.join(", ")}` : null,
             view.lastChange.removed.length ? `removed ${view.lastChange.removed.join(", ")}` : null,

@@ -64,11 +64,12 @@ export function proxyView(m: ProxyMonitor, backends: ReadonlyMap<string, Backend
 
 export function fleetSnapshot(
   w: Watcher,
-  opts: { demo: boolean; now: number; restartCooldownSeconds: number; configError?: ConfigErrorDTO | null },
+  opts: { demo: boolean; now: number; restartCooldownSeconds: number; pollIntervalSeconds: number; configError?: ConfigErrorDTO | null },
 ): FleetResponse {
   return {
     generatedAt: opts.now,
     demo: opts.demo,
+    pollIntervalSeconds: opts.pollIntervalSeconds,
     storageError: w.store.storageError,
     configError: opts.configError ? configErrorDTO(opts.configError) : null,
     backends: [...w.backends.values()].map((m) => backendView(m, opts.restartCooldownSeconds, opts.now)),

@@ -107,7 +107,7 @@ describe("Watcher.apply", () => {
     const c = cfg(json([{ id: "a", url: "http://127.0.0.1:1" }, { id: "b", url: "http://127.0.0.1:2" }], [{ id: "lb", url: "http://127.0.0.1:9", backends: ["a", "b"] }, { id: "bare", url: "http://127.0.0.1:8" }]));
     const { w } = watch(c, { "1": "idle", "2": "stuck" });
     await vi.advanceTimersByTimeAsync(1100);
-    const snap = fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600 });
+    const snap = fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600, pollIntervalSeconds: 1 });
     expect(snap.proxies.find((p) => p.id === "lb")).toMatchObject({ state: "up", healthyBackends: 1, totalBackends: 2 });
     expect(snap.proxies.find((p) => p.id === "bare")).toMatchObject({ healthyBackends: null, totalBackends: null });
     expect(frontedLabel({ healthyBackends: 1, totalBackends: 2 })).toEqual({ text: "1 of 2 healthy", tone: "warn" });
