@@ -151,10 +151,20 @@ export function startReloader(
     }
   };
   if (opts.watchDirectory !== false) watchDirectory();
-  const statListener = (cur: fs.Stats, prev: fs.Stats) => {
-    if (cur.mtimeMs !== prev.mtimeMs || cur.size !== prev.size || cur.ino !== prev.ino) soon();
-  };
-  fs.watchFile(file, { persistent: false, interval: opts.statIntervalMs ?? RELOAD_DEFAULTS.statIntervalMs }, statListener);
+  // The stat poll: the baseline is taken now, synchronously, so a change right after the start is
+  // a change (fs.watchFile takes its first stat later, and would take such a change as its baseline).
+  const statKey = (st: fs.Stats | null) => (st ? `${st.ino}:${st.size}:${st.mtimeMs}` : "missing");
+  let lastStat = statKey(fs.statSync(file, { throwIfNoEntry: false }) ?? null);
+  const statPoll = setInterval(() => {
+    fs.stat(file, (err, st) => {
+      const key = statKey(err ? null : st);
+      if (key !== lastStat) {
+        lastStat = key;
+        soon();
+      }
+    });
+  }, opts.statIntervalMs ?? RELOAD_DEFAULTS.statIntervalMs);
+  statPoll.unref();
 
   const onHup = () => void reload("SIGHUP");
   if (opts.signals !== false) process.on("SIGHUP", onHup);
@@ -165,7 +175,7 @@ export function startReloader(
       stopped = true;
       if (timer) clearTimeout(timer);
       dirWatch?.close();
-      fs.unwatchFile(file, statListener);
+      clearInterval(statPoll);
       process.removeListener("SIGHUP", onHup);
     },
   };
