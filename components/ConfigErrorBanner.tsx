@@ -8,7 +8,7 @@ export function ConfigErrorBanner({ error }: { error: ConfigErrorDTO | null | un
   return (
     <div className="banner error" role="alert" data-testid="config-error">
       <strong>Config not reloaded</strong>
-      The file changed ({error.trigger}, <Time at={error.at} />) but has problems, so the previous config keeps running:
+      A reload ({error.trigger}, <Time at={error.at} />) found problems in the file, so the previous config keeps running:
       <ul className="reasons">
         {error.problems.map((p) => (
           <li key={p}>{p}</li>
