@@ -45,10 +45,11 @@ function fleet(backends: FleetBackend[]): FleetResponse {
     demo: false,
     pollIntervalSeconds: 5,
     storageError: null,
+    configError: null,
     backends,
     proxies: [
-      { id: "lb", url: "http://127.0.0.1/lb", state: "up", models: ["m"], lastReadAt: NOW, since: NOW, error: null },
-      { id: "lb2", url: "http://127.0.0.1/lb2", state: "down", models: [], lastReadAt: NOW, since: NOW, error: "refused" },
+      { id: "lb", url: "http://127.0.0.1/lb", state: "up", models: ["m"], lastReadAt: NOW, since: NOW, error: null, healthyBackends: null, totalBackends: null, sleepingBackends: null },
+      { id: "lb2", url: "http://127.0.0.1/lb2", state: "down", models: [], lastReadAt: NOW, since: NOW, error: "refused", healthyBackends: null, totalBackends: null, sleepingBackends: null },
     ],
   };
 }
