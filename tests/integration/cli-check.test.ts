@@ -328,7 +328,8 @@ describe("check CLI against the simulator", () => {
     const r = await checkWithin(30_000, notFound, "--wait", "300");
     expect(r.code).toBe(3);
     expect(r.json).toMatchObject({ state: "unknown", reads: 1, probeSent: false });
-    expect(asked).toEqual(["GET /metrics", "GET /v1/models"]);
+    // One read of an `auto` backend: /props (llama.cpp), /metrics, /api/version (Ollama), /v1/models; then no wait.
+    expect(asked).toEqual(["GET /props", "GET /metrics", "GET /api/version", "GET /v1/models"]);
 
     const html = await plainServer((_req, res) => void res.writeHead(200, { "content-type": "text/html" }).end("<html>a web page</html>"));
     const page = await checkWithin(30_000, html, "--wait", "300");
@@ -364,6 +365,28 @@ describe("check CLI against the simulator", () => {
     const direct = await check(a.url, "--wait", "0.3");
     expect(direct.json.warnings).toEqual([]);
     expect(direct.stderr).toBe("");
+  });
+
+  it("SGLang: a --wait whose window (2 x --wait) is under its 150 s is exit 64 naming the flag, never a wrong verdict", async () => {
+    const run = (...args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+        execFile(TSX, [CLI, ...args, "--json"], { cwd: ROOT, timeout: 60_000 }, (err, stdout, stderr) => resolve({ code: (err?.code as number) ?? 0, stdout, stderr })),
+      );
+    const s = await sim({ engine: "sglang", engineOptions: { warmupSeconds: 0 } });
+    // Configured: refused before anything is sent.
+    const configured = await run(s.url, "--engine", "sglang", "--wait", "30");
+    expect(configured.code).toBe(64);
+    expect(configured.stderr).toMatch(/check: SGLang needs at least 150 s without progress before it can be called stuck, and --wait 30 gives a window of 60 s \(2 x --wait\): use --wait 75 or more/);
+    expect(configured.stdout).toBe("");
+    expect(s.received()).toHaveLength(0);
+    // Detected (auto) on a server with work: refused after the first read, no probe, no waits.
+    s.load({ requests: 2, promptTokens: 100, maxTokens: 1_000_000 });
+    await until(() => s.state().running === 2, "work on the SGLang server");
+    const detected = await run(s.url, "--wait", "0.2");
+    expect(detected.code).toBe(64);
+    expect(detected.stderr).toMatch(/--wait 0\.2 gives a window of 0\.4 s .*use --wait 75 or more/);
+    expect(s.received().filter((r) => r.path === "/metrics")).toHaveLength(1);
+    expect(completions(s)).toHaveLength(0);
   });
 
   it("usage errors exit 64 and say what is wrong", async () => {
