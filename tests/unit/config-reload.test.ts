@@ -10,7 +10,10 @@ import { openDb, type DbHandle } from "@/db/client";
 import { configView, shownSecret } from "@/lib/api/config-view";
 import { fleetSnapshot } from "@/lib/api/snapshot";
 import { STATE_INFO, restartRecommended, type BackendState } from "@/lib/check/states";
-import type { Reading } from "@/lib/check/types";
+import type { BackendTarget } from "@/lib/check/read";
+import type { Reading, Thresholds } from "@/lib/check/types";
+import { insertRestartUnlessBlocked } from "@/db/queries";
+import { cachedEncoding } from "@/lib/api/fleet";
 import { parseConfig, type Config } from "@/lib/config";
 import { emptyStatus, startReloader, type Reloadable } from "@/lib/reload";
 import { frontedLabel } from "@/lib/ui/proxy";
@@ -43,13 +46,16 @@ const cfg = (j: unknown): Config => parseConfig(j, "test", { env });
 /** A watcher whose reads are answered by `states` (by port), counting reads per backend. */
 function watch(c: Config, states: Record<string, BackendState>) {
   const reads: Record<string, number> = {};
+  /** What the last poll of each port was given: the target (engine, probe) and the thresholds. */
+  const seen: Record<string, { target: BackendTarget; thresholds: Thresholds; pending: unknown }> = {};
   watcher = startWatcher({
     config: c,
     db: h.db,
     log: () => {},
-    observe: async (target) => {
+    observe: async (target, _history, o) => {
       const id = target.url.split(":").at(-1)!;
       reads[id] = (reads[id] ?? 0) + 1;
+      seen[id] = { target, thresholds: o.thresholds, pending: o.pendingRestart ?? null };
       const state = states[id] ?? "idle";
       const reading: Reading = { at: Date.now(), latencyMs: 1, outcome: "ok", metrics: null };
       const info = STATE_INFO[state];
@@ -60,7 +66,7 @@ function watch(c: Config, states: Record<string, BackendState>) {
     },
     readProxy: async () => ({ at: Date.now(), latencyMs: 1, outcome: "ok", models: ["m"] }),
   });
-  return { w: watcher, reads };
+  return { w: watcher, reads, seen };
 }
 
 describe("Watcher.apply", () => {
@@ -114,6 +120,74 @@ describe("Watcher.apply", () => {
     expect(frontedLabel({ healthyBackends: 0, totalBackends: 2 })).toEqual({ text: "0 of 2 healthy", tone: "bad" });
     expect(frontedLabel({ healthyBackends: 2, totalBackends: 2 })).toEqual({ text: "2 of 2 healthy", tone: "ok" });
     expect(frontedLabel({ healthyBackends: null, totalBackends: null })).toBeNull();
+  });
+});
+
+describe("Watcher.apply and main's per-backend fields", () => {
+  it("a changed engine, probe or startupGraceSeconds reaches the next poll; history and a pending restart stay", async () => {
+    const { w, seen } = watch(cfg(json([{ id: "a", url: "http://127.0.0.1:1" }])), {});
+    await vi.advanceTimersByTimeAsync(2100);
+    expect(seen["1"].target).toMatchObject({ engine: "auto", probe: "auto" });
+    expect(seen["1"].thresholds.startupGraceSeconds).toBe(600);
+    const monitor = w.backends.get("a")!;
+    const asked = insertRestartUnlessBlocked(
+      h.db,
+      {
+        backendId: "a",
+        requestedAt: Date.now(),
+        requestedBy: "ana",
+        note: null,
+        state: "stuck",
+        healthy: false,
+        running: 2,
+        waiting: 0,
+        processStartTime: 5,
+        evidence: { reasons: ["r"], readings: [] },
+        overrideCooldown: false,
+        confirmedHealthy: false,
+        action: "command: /bin/true",
+      },
+      null,
+    );
+    if (!("inserted" in asked)) throw new Error("the restart was blocked");
+    w.notifyRestartRequested("a");
+    const historyBefore = monitor.history.length;
+
+    const change = w.apply(cfg({ ...json([{ id: "a", url: "http://127.0.0.1:1", engine: "sglang", probe: "none" }]), startupGraceSeconds: 120 }));
+    expect(change.changed).toEqual(["backend a"]);
+    await vi.advanceTimersByTimeAsync(1100);
+    expect(w.backends.get("a")).toBe(monitor);
+    expect(seen["1"].target).toMatchObject({ engine: "sglang", probe: "none" });
+    expect(seen["1"].thresholds.startupGraceSeconds).toBe(120);
+    expect(seen["1"].pending).toMatchObject({ requestedAt: asked.inserted.requestedAt, processStartTime: 5 });
+    expect(monitor.pending()).not.toBeNull();
+    expect(monitor.lastRestart?.id).toBe(asked.inserted.id);
+    expect(monitor.history.length).toBeGreaterThan(historyBefore);
+  });
+
+  it("a sleeping backend counts as healthy behind a proxy, and is counted apart", async () => {
+    const c = cfg(json([{ id: "a", url: "http://127.0.0.1:1" }, { id: "b", url: "http://127.0.0.1:2" }, { id: "c", url: "http://127.0.0.1:3" }], [{ id: "lb", url: "http://127.0.0.1:9", backends: ["a", "b", "c"] }]));
+    const { w } = watch(c, { "1": "sleeping", "2": "idle", "3": "down" });
+    await vi.advanceTimersByTimeAsync(1100);
+    const lb = fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600, pollIntervalSeconds: 1 }).proxies[0];
+    expect(lb).toMatchObject({ healthyBackends: 2, totalBackends: 3, sleepingBackends: 1 });
+    expect(frontedLabel(lb)).toEqual({ text: "2 of 3 healthy · 1 sleeping", tone: "warn" });
+    expect(frontedLabel({ healthyBackends: 2, totalBackends: 2, sleepingBackends: 2 })).toEqual({ text: "2 of 2 healthy · 2 sleeping", tone: "ok" });
+  });
+});
+
+describe("the cached /api/fleet encoding across a reload", () => {
+  it("serves the same bytes within its 250 ms, but builds anew (a new ETag) once the key changed", async () => {
+    let key: object = {};
+    let fleet = "old";
+    const enc = cachedEncoding(async (now) => ({ generatedAt: now, fleet }), async () => key);
+    const first = await enc(1000);
+    fleet = "new";
+    expect((await enc(1000)).etag).toBe(first.etag); // same instant, same key: cached
+    key = {}; // a reload replaced configStatus
+    const after = await enc(1000);
+    expect(after.etag).not.toBe(first.etag);
+    expect(JSON.parse(new TextDecoder().decode(after.body))).toMatchObject({ fleet: "new" });
   });
 });
 
