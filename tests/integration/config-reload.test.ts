@@ -196,6 +196,17 @@ describe("config reload", () => {
     expect((await configView()).loadedBy).toBe("operator olga");
   });
 
+  it("a reload changes the /api/fleet ETag at once (the cached answer of the old config is not served)", async () => {
+    const before = await call(`${app.url}/api/fleet`);
+    const etag = before.headers.get("etag")!;
+    expect(etag).toBeTruthy();
+    // Right after the reload, inside the 250 ms an encoding is shared: a browser holding the old ETag gets the new fleet.
+    expect((await reload({ cookie, origin: app.url })).status).toBe(200);
+    const after = await call(`${app.url}/api/fleet`, { headers: { "if-none-match": etag } });
+    expect(after.status).toBe(200);
+    expect(after.headers.get("etag")).not.toBe(etag);
+  });
+
   it("the Configuration page and the API show what is loaded, never a secret", async () => {
     const v = await configView();
     expect(v.path).toBe(configPath);
