@@ -72,6 +72,8 @@ export default async function ConfigPage() {
               ["idle probe every", `${s.idleProbeSeconds} s`],
               ["restart cooldown", `${s.restartCooldownSeconds} s`],
               ["recovery timeout", `${s.recoveryTimeoutSeconds} s`],
+              ["startup grace", `${s.startupGraceSeconds} s`],
+              ["/metrics token", s.metricsBearerToken ?? "none (public)"],
               ["raw readings kept", `${s.retention.rawHours} h`],
               ["rollups kept", `${s.retention.rollupDays} d`],
             ] as const
@@ -93,6 +95,8 @@ export default async function ConfigPage() {
                 <th>id</th>
                 <th>URL</th>
                 <th>model</th>
+                <th>engine</th>
+                <th>probe</th>
                 <th>API key</th>
                 <th>restart</th>
               </tr>
@@ -103,6 +107,8 @@ export default async function ConfigPage() {
                   <td style={{ whiteSpace: "nowrap" }}>{b.id}</td>
                   <td className="mono">{b.url}</td>
                   <td>{b.model ?? "from /v1/models"}</td>
+                  <td>{b.engine}</td>
+                  <td>{b.probe}</td>
                   <td className="mono">{b.apiKey ?? "none"}</td>
                   <td className="mono small">
                     {b.restart === null

@@ -4,7 +4,7 @@
  * webhook URL given as env and header values) is shown as `env:NAME` when the file says so, else
  * `***`; URLs through publicUrl. A value read from the environment is never shown.
  */
-import type { Config } from "../config";
+import { DEFAULTS, type Config } from "../config";
 import { DomainError } from "../errors";
 import { publicUrl } from "../net/public-url";
 import type { ConfigStatus, ReloadTrigger } from "../reload";
@@ -52,7 +52,9 @@ export function configView(c: Config, status: ConfigStatus, demo: boolean): Conf
       idleProbeSeconds: c.idleProbeSeconds,
       restartCooldownSeconds: c.restartCooldownSeconds,
       recoveryTimeoutSeconds: c.recoveryTimeoutSeconds,
+      startupGraceSeconds: c.startupGraceSeconds,
       retention: { rawHours: c.retention.rawHours, rollupDays: c.retention.rollupDays },
+      metricsBearerToken: c.metrics.bearerToken === null ? null : shownSecret(at(raw, "metrics", "bearerToken")),
     },
     backends: c.backends.map((b, i) => {
       let restart: RestartActionView | null = null;
@@ -73,6 +75,8 @@ export function configView(c: Config, status: ConfigStatus, demo: boolean): Conf
         id: b.id,
         url: publicUrl(b.url),
         model: b.model ?? null,
+        engine: b.engine ?? DEFAULTS.engine,
+        probe: b.probe ?? DEFAULTS.probe,
         apiKey: b.apiKey === undefined ? null : shownSecret(at(raw, "backends", i, "apiKey")),
         restart,
       };

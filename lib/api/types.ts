@@ -167,9 +167,22 @@ export interface ConfigView {
     idleProbeSeconds: number;
     restartCooldownSeconds: number;
     recoveryTimeoutSeconds: number;
+    startupGraceSeconds: number;
     retention: { rawHours: number; rollupDays: number };
+    /** GET /metrics' bearer token (`env:NAME` or `***`), null when /metrics is public. */
+    metricsBearerToken: SecretShown | null;
   };
-  backends: Array<{ id: string; url: string; model: string | null; apiKey: SecretShown | null; restart: RestartActionView | null }>;
+  backends: Array<{
+    id: string;
+    url: string;
+    model: string | null;
+    /** As configured: "auto" (detected) or an engine. */
+    engine: string;
+    /** As configured: "auto" or the probe kind. */
+    probe: string;
+    apiKey: SecretShown | null;
+    restart: RestartActionView | null;
+  }>;
   proxies: Array<{ id: string; url: string; apiKey: SecretShown | null; backends: string[] }>;
   operators: Array<{ name: string; password: SecretShown }>;
 }

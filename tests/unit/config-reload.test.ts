@@ -288,20 +288,24 @@ describe("configView", () => {
     const raw = {
       backends: [
         { id: "a", url: "http://u:pw-in-url@127.0.0.1:1/?token=t0k", apiKey: "env:KEY", restart: { command: ["/bin/echo", "x"] } },
-        { id: "b", url: "http://127.0.0.1:2", apiKey: "literal-key-4", restart: { webhook: { url: "env:HOOK", headers: { authorization: "env:HOOK", "x-lit": "literal-header-5" } } } },
+        { id: "b", url: "http://127.0.0.1:2", engine: "sglang", probe: "none", apiKey: "literal-key-4", restart: { webhook: { url: "env:HOOK", headers: { authorization: "env:HOOK", "x-lit": "literal-header-5" } } } },
       ],
       proxies: [{ id: "lb", url: "http://127.0.0.1:9", apiKey: "literal-proxy-6", backends: ["a"] }],
       operators: [{ name: "ana", password: "env:PW" }, { name: "bo", password: "scrypt:32768:8:1:salt:hash-7" }],
+      metrics: { bearerToken: "env:SCRAPE" },
+      startupGraceSeconds: 300,
     };
-    const env2 = { ...env, HOOK: "http://127.0.0.1:7/hook?sig=hook-url-secret-8" };
+    const env2 = { ...env, HOOK: "http://127.0.0.1:7/hook?sig=hook-url-secret-8", SCRAPE: "scrape-token-from-env-9" };
     const c = parseConfig(raw, "f.json", { env: env2 });
     const v = configView(c, emptyStatus("f.json", T0), false);
     expect(v.backends[0]).toMatchObject({ url: "http://***@127.0.0.1:1/?***", apiKey: "env:KEY", restart: { kind: "command", command: ["/bin/echo", "x"] } });
-    expect(v.backends[1]).toMatchObject({ apiKey: "***", restart: { kind: "webhook", url: "env:HOOK", headers: { authorization: "env:HOOK", "x-lit": "***" } } });
+    expect(v.backends[0]).toMatchObject({ engine: "auto", probe: "auto" });
+    expect(v.settings).toMatchObject({ startupGraceSeconds: 300, metricsBearerToken: "env:SCRAPE" });
+    expect(v.backends[1]).toMatchObject({ engine: "sglang", probe: "none", apiKey: "***", restart: { kind: "webhook", url: "env:HOOK", headers: { authorization: "env:HOOK", "x-lit": "***" } } });
     expect(v.proxies[0]).toEqual({ id: "lb", url: "http://127.0.0.1:9", apiKey: "***", backends: ["a"] });
     expect(v.operators).toEqual([{ name: "ana", password: "env:PW" }, { name: "bo", password: "***" }]);
     const text = JSON.stringify(v);
-    for (const s of ["pw-in-url", "t0k", "literal-key-4", "literal-header-5", "literal-proxy-6", "hash-7", "hook-url-secret-8", ...Object.values(env)]) expect(text).not.toContain(s);
+    for (const s of ["pw-in-url", "t0k", "literal-key-4", "literal-header-5", "literal-proxy-6", "hash-7", "hook-url-secret-8", "scrape-token-from-env-9", ...Object.values(env)]) expect(text).not.toContain(s);
     expect(shownSecret("env:not valid")).toBe("***");
   });
 });
