@@ -105,7 +105,7 @@ function unresolved(url: string, r: { outcome: string; error?: string }): Unreso
 
 const refused = (r: { outcome: string }) => r.outcome === "refused" || r.outcome === "reset";
 
-/** Another read cannot change this within one check: the URL answered, but not with vLLM metrics, or refused us. */
+/** Another read cannot change this within one check: the URL answered, but not with an engine's metrics, or refused us. */
 function answeredWithoutMetrics(r: Reading): boolean {
   return r.noMetrics === true || (r.outcome === "http-error" && (r.status === 401 || r.status === 403));
 }
