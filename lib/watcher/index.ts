@@ -107,7 +107,19 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   const proxies = new Map<string, ProxyMonitor>();
   /** Each target's loop, stopped on its own when a reload removes it. */
   const targetLoops = new Map<string, AbortController>();
-  const loops: Promise<void>[] = [];
+  /** Every loop still running; one leaves the set when it ends, so reloads do not pile up ended ones. */
+  const loops = new Set<Promise<void>>();
+  const track = (loop: Promise<void>) => {
+    loops.add(loop);
+    // runEvery reports a failing step and goes on; a rejection here would be a bug, still not an unhandled one.
+    loop.then(
+      () => loops.delete(loop),
+      (e) => {
+        loops.delete(loop);
+        log(`stepwatch: a watcher loop ended with an error: ${(e as Error)?.stack ?? String(e)}`);
+      },
+    );
+  };
   const intervalMs = () => config.pollIntervalSeconds * 1000;
   const onLag = (ms: number) => telemetry.pollLag(ms);
   const onError = (what: string) => (e: unknown) => log(`stepwatch: ${what}: ${(e as Error)?.stack ?? String(e)}`);
@@ -120,7 +132,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
     const loop = runEvery(poll, { intervalMs, signal: own.signal, clock, offsetMs, onLag, onError: onError(`poll of ${what} failed`) }).finally(() =>
       signal.removeEventListener("abort", stopOwn),
     );
-    loops.push(loop);
+    track(loop);
   };
   const addBackend = (b: BackendConfig, offsetMs: number) => {
     const m = new BackendMonitor(b, deps);
@@ -154,10 +166,8 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   const offset = (i: number) => (targets > 1 ? Math.floor((i * intervalMs()) / targets) : 0);
   config.backends.forEach((b, i) => addBackend(b, offset(i)));
   config.proxies.forEach((p, i) => addProxy(p, offset(config.backends.length + i)));
-  loops.push(
-    runEvery(() => void store.flush(), { intervalMs: opts.flushIntervalMs ?? WATCHER_DEFAULTS.flushIntervalMs, signal, clock }),
-    runEvery(() => void runRetention(), { intervalMs: opts.retentionIntervalMs ?? WATCHER_DEFAULTS.retentionIntervalMs, signal, clock }),
-  );
+  track(runEvery(() => void store.flush(), { intervalMs: opts.flushIntervalMs ?? WATCHER_DEFAULTS.flushIntervalMs, signal, clock }));
+  track(runEvery(() => void runRetention(), { intervalMs: opts.retentionIntervalMs ?? WATCHER_DEFAULTS.retentionIntervalMs, signal, clock }));
 
   /** Same id, new settings: the monitor (and its history) stays, its config is swapped. */
   function sync<C extends { id: string }, M extends { config: C; reconfigure(c: C): void }>(kind: "backend" | "proxy", list: C[], map: Map<string, M>, add: (c: C, offsetMs: number) => void, change: ConfigChange): void {
@@ -219,7 +229,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
       stopping ??= (async () => {
         controller.abort();
         // Loops added by a reload are in `loops` too; wait until none is left running.
-        for (let n = 0; n < loops.length; n = loops.length) await Promise.allSettled(loops.slice(n));
+        while (loops.size > 0) await Promise.allSettled([...loops]);
         store.flush();
       })();
       return stopping;
