@@ -120,6 +120,10 @@ describe("config reload", () => {
     const v = await configView();
     expect(v.loadedBy).toBe("file change");
     expect(v.lastChange).toMatchObject({ added: ["backend c"], removed: [], changed: [] });
+    // The Prometheus export follows: c's restart series exist (at 0) from the reload on.
+    const metrics = (await call(`${app.url}/metrics`)).text;
+    expect(metrics).toMatch(/stepwatch_restarts_total\{backend="c",outcome="failed"\} 0/);
+    expect(metrics).toMatch(/stepwatch_backend_state\{backend="c",/);
   });
 
   it("a changed backend keeps its history and state; a removed one is gone and no longer read", async () => {

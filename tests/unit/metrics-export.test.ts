@@ -148,6 +148,18 @@ describe("the Prometheus export", () => {
     expect(r.some((s) => s.labels.backend === "gone")).toBe(false);
   });
 
+  it("a config reload: a removed backend's restart series go, one added (back) is seeded from the database once", async () => {
+    const m = new StepwatchMetrics({ defaultMetrics: false });
+    const stored = [{ backendId: "a", outcome: "recovered" as const, count: 3 }];
+    m.seedRestarts(["a"], stored);
+    m.forgetRestarts(["a"]); // reload removed a
+    expect(samples(await m.render(), "stepwatch_restarts_total")).toHaveLength(0);
+    m.seedRestarts(["a", "c"], stored); // a later reload added a back, and c
+    const text = await m.render();
+    expect(value(text, "stepwatch_restarts_total", { backend: "a", outcome: "recovered" })).toBe(3); // not 6
+    expect(value(text, "stepwatch_restarts_total", { backend: "c", outcome: "failed" })).toBe(0);
+  });
+
   it("counts stepwatch's own health: poll lag, read durations, failed reads, storage and notification failures", async () => {
     const m = new StepwatchMetrics({ defaultMetrics: false });
     m.telemetry.pollLag(30);
