@@ -6,6 +6,7 @@
  */
 import { openDb, resolveDbPath, type DbHandle } from "../db/client";
 import { ConfigError, loadConfig, parseConfig, resolveConfigPath, type Config } from "./config";
+import { requestUnattendedRestart } from "./oncall/unattended";
 import { startWatcher, type Watcher } from "./watcher";
 
 export interface Runtime {
@@ -65,7 +66,15 @@ async function startRuntime(): Promise<Runtime> {
     await stopDemo?.();
     throw e;
   }
-  const watcher = startWatcher({ config, db: db.db });
+  // The watcher finds an unattended restart due; the restart verb needs the whole runtime.
+  let rtRef: Runtime | null = null;
+  const watcher = startWatcher({
+    config,
+    db: db.db,
+    onUnattendedDue: (id) => {
+      if (rtRef) requestUnattendedRestart(rtRef, id, Date.now());
+    },
+  });
   console.log(`stepwatch: database ${dbPath}; polling every ${config.pollIntervalSeconds} s`);
 
   let stopping: Promise<void> | null = null;
@@ -82,6 +91,8 @@ async function startRuntime(): Promise<Runtime> {
         db.close();
       })()),
   };
+
+  rtRef = rt;
 
   // Synchronous on purpose: Next's own SIGTERM handler may exit right after ours returns, and a
   // better-sqlite3 write is synchronous, so the queued readings are on disk before that.

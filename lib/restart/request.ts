@@ -22,7 +22,9 @@ import { restartDTO } from "../watcher/snapshot";
 import type { RestartEventDTO } from "../api/types";
 import { DomainError } from "../errors";
 import { formatClock } from "../ui/format";
-import { describeAction, executeAction, type ActionResult, type Env, type WebhookContext } from "./execute";
+import type { NotificationDraft } from "../notify/outbox";
+import type { Runtime } from "../runtime";
+import { describeAction, executeAction, restartCommandEnv, type ActionResult, type Env, type WebhookContext } from "./execute";
 
 export interface RestartInput {
   backendId: string;
@@ -56,6 +58,24 @@ export interface RestartDeps {
   onPending?(backendId: string, pending: PendingRestart & { eventId: number }): void;
   execute?: (action: RestartAction, ctx: WebhookContext) => Promise<ActionResult>;
   now?: () => number;
+  /**
+   * Writes a notification (lib/notify) inside the transaction that records the event:
+   * restart-requested with the insert, restart-finished with a failed action's resolution.
+   */
+  notify?: (draft: NotificationDraft) => void;
+}
+
+/** The verb's dependencies in a running stepwatch: its config, its database, its watcher. */
+export function restartDeps(rt: Pick<Runtime, "config" | "db" | "watcher">, env: NodeJS.ProcessEnv = process.env): RestartDeps {
+  return {
+    db: rt.db,
+    backends: rt.config.backends,
+    restartCooldownSeconds: rt.config.restartCooldownSeconds,
+    commandEnv: restartCommandEnv(env, rt.config.secretEnvNames),
+    current: (b) => rt.watcher.current(b),
+    onPending: (b, p) => rt.watcher.notifyRestartRequested(b, p),
+    notify: (d) => rt.watcher.notify(d),
+  };
 }
 
 export interface RestartAccepted {
@@ -121,8 +141,18 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
   const sqlite = deps.db.sqlite;
   const insertTx = sqlite.transaction((): RestartEventRow => {
     const info = sqlite.prepare(INSERT_SQL).run(params);
-    if (info.changes === 1) return selectEvent(deps.db, Number(info.lastInsertRowid));
-    throw conflictFor(deps.db, backend.id, cooldownMs);
+    if (info.changes !== 1) throw conflictFor(deps.db, backend.id, cooldownMs);
+    const inserted = selectEvent(deps.db, Number(info.lastInsertRowid));
+    deps.notify?.({
+      event: "restart-requested",
+      backendId: backend.id,
+      state,
+      previousState: null,
+      reasons: verdict?.reasons ?? [],
+      at: input.now,
+      details: { restartId: inserted.id, requestedBy: input.operator, note: inserted.note, overrideCooldown: override, action: inserted.action },
+    });
+    return inserted;
   });
   let row: RestartEventRow;
   try {
@@ -191,11 +221,19 @@ async function runAndRecord(row: RestartEventRow, action: RestartAction, deps: R
         .run(result.exitCode, result.output, result.error, result.finishedAt, row.id);
       if (!result.ok) {
         // Conditional on still pending: the watcher may have resolved it meanwhile (it came back anyway).
-        resolveRestart(deps.db.db, row.id, {
-          outcome: "failed",
-          resolvedAt: result.finishedAt,
-          resolution: `the restart action failed: ${result.error ?? "unknown error"}; not retried`,
-        });
+        const resolution = `the restart action failed: ${result.error ?? "unknown error"}; not retried`;
+        const won = resolveRestart(deps.db.db, row.id, { outcome: "failed", resolvedAt: result.finishedAt, resolution });
+        if (won) {
+          deps.notify?.({
+            event: "restart-finished",
+            backendId: row.backendId,
+            state: deps.current(row.backendId)?.verdict?.state ?? row.stateAtRequest,
+            previousState: "restarting",
+            reasons: [resolution],
+            at: result.finishedAt,
+            details: { restartId: row.id, requestedBy: row.requestedBy, outcome: "failed", downtimeSeconds: null, resolution },
+          });
+        }
       }
     })();
   } catch (e) {

@@ -10,16 +10,19 @@ import type { RestartEventRow, TransitionRow } from "../../db/schema";
 import type { FleetBackend, FleetProxy, FleetResponse, HistoryResponse, RestartEventDTO, TransitionDTO } from "../api/types";
 import { STATE_INFO, restartRecommended } from "../check/states";
 import { publicUrl } from "../net/public-url";
+import type { OnCallBook } from "../oncall/book";
+import { onCallView } from "../oncall/view";
 import type { BackendMonitor, ProxyMonitor } from "./monitors";
 import type { Watcher } from "./index";
 
-export function backendView(m: BackendMonitor, restartCooldownSeconds: number, now: number): FleetBackend {
+export function backendView(m: BackendMonitor, restartCooldownSeconds: number, now: number, book: OnCallBook): FleetBackend {
   const reading = m.last?.reading ?? null;
   const verdict = m.last?.verdict ?? null;
   const metrics = reading?.metrics ?? null;
   const state = verdict?.state ?? "unknown";
   const last = m.lastRestart;
   const cooldownUntil = last ? last.requestedAt + restartCooldownSeconds * 1000 : null;
+  const recommended = verdict?.restartRecommended ?? restartRecommended(state);
   return {
     id: m.config.id,
     url: publicUrl(m.config.url),
@@ -35,12 +38,12 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
     kvCacheUsage: metrics?.kvCacheUsage ?? null,
     processStartTime: metrics?.processStartTime ?? null,
     lastReadAt: reading?.at ?? null,
-    restartRecommended: verdict?.restartRecommended ?? restartRecommended(state),
     reasons: verdict?.reasons ?? [`${STATE_INFO.unknown.description} Not read yet since stepwatch started.`],
     restartConfigured: m.config.restart !== undefined,
     pendingRestartId: last && last.outcome === null ? last.id : null,
     cooldownUntil: cooldownUntil !== null && cooldownUntil > now ? cooldownUntil : null,
     recent: m.recent.slice(),
+    ...onCallView(m, book, recommended, now),
   };
 }
 
@@ -61,7 +64,8 @@ export function fleetSnapshot(w: Watcher, opts: { demo: boolean; now: number; re
     generatedAt: opts.now,
     demo: opts.demo,
     storageError: w.store.storageError,
-    backends: [...w.backends.values()].map((m) => backendView(m, opts.restartCooldownSeconds, opts.now)),
+    notificationChannels: w.outbox.channelStatus(),
+    backends: [...w.backends.values()].map((m) => backendView(m, opts.restartCooldownSeconds, opts.now, w.book)),
     proxies: [...w.proxies.values()].map(proxyView),
   };
 }

@@ -1,8 +1,7 @@
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
 import { assertSameOrigin, requireOperator } from "@/lib/auth/server";
-import { restartCommandEnv } from "@/lib/restart/execute";
-import { requestRestart } from "@/lib/restart/request";
+import { requestRestart, restartDeps } from "@/lib/restart/request";
 import { getRuntime } from "@/lib/runtime";
 import { readJson } from "../../../_lib/body";
 
@@ -29,14 +28,7 @@ export async function POST(req: Request, ctx: { params: Promise<{ id: string }> 
     const rt = await getRuntime();
     const { event, done } = requestRestart(
       { backendId: id, operator: session.name, confirm: body.confirm, overrideCooldown: body.overrideCooldown, note: body.note, now: Date.now() },
-      {
-        db: rt.db,
-        backends: rt.config.backends,
-        restartCooldownSeconds: rt.config.restartCooldownSeconds,
-        commandEnv: restartCommandEnv(process.env, rt.config.secretEnvNames),
-        current: (b) => rt.watcher.current(b),
-        onPending: (b, p) => rt.watcher.notifyRestartRequested(b, p),
-      },
+      restartDeps(rt),
     );
     done.catch((e) => console.error(`stepwatch: restart #${event.id} of ${id}: ${(e as Error).message}`));
     return Response.json({ event }, { status: 202, headers: { "cache-control": "no-store" } });
