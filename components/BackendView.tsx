@@ -10,6 +10,7 @@ import { BACKEND_STATES, type BackendState } from "@/lib/check/states";
 import { RANGES, rangeMs, toHistorySeries, toMarkers, type RangeKey } from "@/lib/ui/chart";
 import { getJson } from "@/lib/ui/fetcher";
 import { formatAgo, formatCount, formatDateTime, formatPercent, formatRate } from "@/lib/ui/format";
+import { OnCallPanel } from "./OnCallPanel";
 import { RestartDialog } from "./RestartDialog";
 import { RestartsTable } from "./RestartsTable";
 import { StateBadge } from "./StateBadge";
@@ -121,6 +122,8 @@ export function BackendView({ id, initialRange, operator }: { id: string; initia
           </ul>
         </div>
       ) : null}
+
+      {b ? <OnCallPanel b={b} operator={operator} onChanged={() => void fleet.mutate()} /> : null}
 
       <div className="page-head" style={{ marginBottom: ".6rem" }}>
         <div className="ranges" role="group" aria-label="Time range">

@@ -7,6 +7,7 @@ import type { FleetBackend, FleetResponse } from "@/lib/api/types";
 import { toSparkline } from "@/lib/ui/chart";
 import { getJson } from "@/lib/ui/fetcher";
 import { formatAgo, formatCount, formatDateTime, formatPercent, formatRate } from "@/lib/ui/format";
+import { FailingChannels, OnCallStatus } from "./OnCallStatus";
 import { ProxyBadge, StateBadge } from "./StateBadge";
 import { RestartDialog } from "./RestartDialog";
 import { TimeChart } from "./TimeChart";
@@ -84,6 +85,7 @@ function BackendCard({ b, now, onRestart }: { b: FleetBackend; now: number; onRe
         </div>
       </dl>
       <Sparkline b={b} />
+      <OnCallStatus b={b} />
       {b.restartRecommended ? (
         <div className="recommend" data-testid={`recommend-${b.id}`}>
           <strong>Restart recommended</strong>
@@ -143,6 +145,7 @@ export function FleetView({ initial, operator }: { initial: FleetResponse | null
           {data.storageError} — live states still update, but history is not being saved.
         </div>
       ) : null}
+      <FailingChannels channels={data?.notificationChannels} />
       {error ? (
         <div className="banner error" role="alert">
           <strong>Cannot reach stepwatch</strong>
