@@ -26,6 +26,8 @@ const config = {
     },
   })),
   proxies: [],
+  // No channel (nothing to receive them here); a short flap debounce so a recovery clears an acknowledgement in seconds.
+  notifications: { recoveredAfterSeconds: 2, channels: [] },
   operators: [{ name: OPERATOR.name, password: `env:${OPERATOR_ENV}` }],
 };
 fs.writeFileSync(CONFIG_FILE, JSON.stringify(config, null, 2));
