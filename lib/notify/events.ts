@@ -25,8 +25,8 @@ export function isProblemEvent(e: NotificationEvent): e is "stuck" | "down" {
 }
 
 export const EVENT_TITLES: Record<NotificationEvent, string> = {
-  stuck: "is stuck",
-  down: "is down",
+  stuck: "stuck",
+  down: "down",
   recovered: "recovered",
   "restart-requested": "restart requested",
   "restart-finished": "restart finished",
