@@ -1,11 +1,12 @@
 /**
- * Shapes of the JSON API (product.md section 3). Shared by route handlers, the browser
+ * Shapes of the JSON API (docs/api.md). Shared by route handlers, the browser
  * components and the tests; imports nothing server-side, so client files may import it.
  */
 import type { BackendState, ProxyState } from "../check/states";
+import type { Figures } from "../check/types";
 import type { ChannelType, DeliveryStatus, NotificationEvent } from "../notify/events";
 
-export interface FleetBackend {
+export interface FleetBackend extends Figures {
   id: string;
   url: string;
   model: string | null;
@@ -13,12 +14,6 @@ export interface FleetBackend {
   healthy: boolean;
   /** When the current state began (ms since epoch), null before the first verdict. */
   since: number | null;
-  running: number | null;
-  waiting: number | null;
-  stepsPerSecond: number | null;
-  generationTokensPerSecond: number | null;
-  promptTokensPerSecond: number | null;
-  kvCacheUsage: number | null;
   processStartTime: number | null;
   lastReadAt: number | null;
   restartRecommended: boolean;
@@ -130,14 +125,8 @@ export interface FleetResponse {
   proxies: FleetProxy[];
 }
 
-export interface HistoryPoint {
+export interface HistoryPoint extends Figures {
   at: number;
-  running: number | null;
-  waiting: number | null;
-  stepsPerSecond: number | null;
-  generationTokensPerSecond: number | null;
-  promptTokensPerSecond: number | null;
-  kvCacheUsage: number | null;
   state: BackendState;
 }
 

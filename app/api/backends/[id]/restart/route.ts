@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
 import { assertSameOrigin, requireOperator } from "@/lib/auth/server";
+import { restartDTO } from "@/lib/api/snapshot";
 import { requestRestart, restartDeps } from "@/lib/restart/request";
 import { getRuntime } from "@/lib/runtime";
 import { readJson } from "../../../_lib/body";
@@ -16,8 +17,9 @@ const Body = z.strictObject({
 
 /**
  * POST /api/backends/{id}/restart {confirm?, overrideCooldown?, note?}
- * 403 foreign Origin, 401 no session, 404 unknown id, 409 pending or cooldown, 422 healthy and
- * the id not typed, 202 with the event (the action then runs in the background).
+ * 403 foreign Origin, 401 no session, 404 unknown id, 501 no restart configured, 409 pending or
+ * cooldown (before any 422 for the id), 422 healthy and the id not typed, 202 with the event (the
+ * action then runs in the background). See docs/api.md.
  */
 export async function POST(req: Request, ctx: { params: Promise<{ id: string }> }): Promise<Response> {
   try {
@@ -31,7 +33,7 @@ export async function POST(req: Request, ctx: { params: Promise<{ id: string }> 
       restartDeps(rt),
     );
     done.catch((e) => console.error(`stepwatch: restart #${event.id} of ${id}: ${(e as Error).message}`));
-    return Response.json({ event }, { status: 202, headers: { "cache-control": "no-store" } });
+    return Response.json({ event: restartDTO(event) }, { status: 202, headers: { "cache-control": "no-store" } });
   } catch (e) {
     return errorResponse(e);
   }

@@ -1,9 +1,12 @@
 /**
  * A proxy is judged only from GET /v1/models: never its /metrics (behind least-connection
  * balancing each read may come from a different backend), never a backend from its errors.
+ *
+ * The one proxy rule, used by the watcher and the CLI alike: one failed read is "unknown", two
+ * failed reads in a row are "down" (docs/decisions.md, "Proxy down rule").
  */
-import type { ProxyState } from "../check/states";
-import type { ProxyReading } from "../check/types";
+import type { ProxyState } from "./states";
+import type { ProxyReading } from "./types";
 
 export interface ProxyJudgement {
   state: ProxyState;
