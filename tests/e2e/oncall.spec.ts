@@ -1,8 +1,9 @@
 /**
  * The on-call buttons on the backend page, in Chromium: start maintenance (the page and the fleet
  * card say "maintenance until HH:MM (ana: driver update)"), end it; a hung backend is acknowledged
- * with a note (who and when shown, the button gone, the stuck notification listed); a recovery
- * clears the acknowledgement. Leaves gb10-c idle for the other specs.
+ * with a note (who and when shown, the button gone, the stuck notification listed); a channel
+ * that keeps failing is shown on the fleet; a recovery clears the acknowledgement. Leaves gb10-c
+ * idle for the other specs.
  */
 import { expect, test } from "@playwright/test";
 import { screenshot, sim, signInThroughPage } from "./support/helpers";
@@ -39,7 +40,18 @@ test("maintenance and acknowledge through the backend page's buttons", async ({ 
     await expect(panel.getByTestId("ack-gb10-c")).toHaveText(new RegExp(`^acknowledged by ${OPERATOR.name} at \\d\\d:\\d\\d: on it$`));
     await expect(panel.getByTestId("acknowledge")).toHaveCount(0);
     await expect(page.getByTestId("notification-stuck")).toBeVisible({ timeout: 15_000 });
+    await expect(page.getByTestId("notification-stuck")).toContainText("pager: pending");
     await screenshot(page, "backend-acknowledged");
+  });
+
+  await test.step("the channel that keeps failing is shown on the fleet", async () => {
+    await page.goto("/");
+    // Three attempts (at once, +5 s, +10 s later) fail: then the banner shows, with the error.
+    const banner = page.getByTestId("channel-failing-pager");
+    await expect(banner).toContainText("notification channel pager (webhook) keeps failing", { timeout: 45_000 });
+    await expect(banner).toContainText("Messages are kept and retried");
+    await screenshot(page, "fleet-channel-failing");
+    await page.goto("/backends/gb10-c");
   });
 
   await test.step("once healthy again the acknowledgement is cleared", async () => {
