@@ -51,8 +51,6 @@ export interface Watcher {
   current(backendId: string): { verdict: Verdict | null; reading: Reading | null } | null;
   /** Called by the restart verb once its event is stored: show `restarting` without waiting for a poll. */
   notifyRestartRequested(backendId: string, pending?: PendingRestart & { eventId: number }): void;
-  /** Re-read a backend's acknowledgement and maintenance (the on-call verbs call it after a change). */
-  refreshOnCall(backendId: string): void;
   /** Runs the retention job now (also runs every retentionIntervalMs). */
   runRetention(): RetentionResult | null;
   /** Aborts every loop, waits for in-flight reads to end, writes what is queued. */
@@ -160,9 +158,6 @@ export function startWatcher(opts: WatcherOptions): Watcher {
     },
     notifyRestartRequested(id) {
       backends.get(id)?.refreshRestart();
-    },
-    refreshOnCall(id) {
-      book.refresh(id);
     },
     runRetention,
     stopNow() {
