@@ -145,11 +145,22 @@ export class Outbox {
     if (w) setImmediate(w);
   }
 
-  /** The delivery loop; ends when `signal` aborts (an attempt cut short is not recorded). */
+  /**
+   * The delivery loop; ends when `signal` aborts (an attempt cut short is not recorded). Attempts
+   * are not awaited round by round: a receiver that hangs until its deadline holds only its own
+   * delivery, never another channel's (at most `batch` attempts are in flight).
+   */
   async run(signal: AbortSignal): Promise<void> {
+    const running = new Set<Promise<void>>();
     while (!signal.aborted) {
       try {
-        await this.deliverDue(signal);
+        for (const p of this.launch(signal)) {
+          running.add(p);
+          void p.finally(() => {
+            running.delete(p);
+            this.kick(); // room for the next due delivery
+          });
+        }
       } catch (e) {
         this.log(`stepwatch: notification delivery round failed (retried): ${(e as Error)?.message ?? String(e)}`);
       }
@@ -178,13 +189,21 @@ export class Outbox {
       });
       this.kicked = false;
     }
+    await Promise.allSettled(running);
   }
 
-  /** One round: every due delivery not already in flight, concurrently. Returns how many were tried. */
+  /** One round, awaited (tests): every due delivery not already in flight, concurrently. Returns how many were tried. */
   async deliverDue(signal?: AbortSignal): Promise<number> {
-    const due = dueDeliveries(this.db, this.now(), this.tuning.batch, [...this.inFlight]);
-    await Promise.all(due.map((d) => this.attempt(d, signal)));
-    return due.length;
+    const started = this.launch(signal);
+    await Promise.all(started);
+    return started.length;
+  }
+
+  /** Starts the due deliveries that are not in flight yet, up to `batch` in flight. */
+  private launch(signal?: AbortSignal): Promise<void>[] {
+    const room = this.tuning.batch - this.inFlight.size;
+    if (room <= 0) return [];
+    return dueDeliveries(this.db, this.now(), room, [...this.inFlight]).map((d) => this.attempt(d, signal));
   }
 
   private async attempt({ delivery, notification }: DueDelivery, signal?: AbortSignal): Promise<void> {

@@ -228,6 +228,39 @@ describe("notification channels against real receivers", () => {
   });
 });
 
+describe("a receiver that hangs", () => {
+  it("holds only its own delivery: another channel's is delivered meanwhile", async () => {
+    hook = await startHttpReceiver({ holdPaths: ["/hold"] });
+    const db = freshDb("hold");
+    const box = new Outbox(
+      db.db,
+      notificationsOf([
+        { id: "hangs", type: "webhook", url: `${hook.url}/hold` },
+        { id: "fine", type: "webhook", url: `${hook.url}/fine` },
+      ]),
+      { log: () => {}, tuning: { attemptTimeoutMs: 60_000 } },
+    );
+    const c = new AbortController();
+    stops.push(c);
+    const loop = box.run(c.signal);
+    box.write(draft());
+    const deadline = Date.now() + 10_000;
+    while (!hook.received.some((r) => r.path === "/hold") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    box.write(draft({ event: "recovered", state: "idle" }));
+    while (hook.received.filter((r) => r.path === "/fine").length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(hook.received.filter((r) => r.path === "/fine" && r.status === 200)).toHaveLength(2);
+    const hangs = recentNotifications(db.db).flatMap((n) => n.deliveries.filter((d) => d.channelId === "hangs"));
+    expect(hangs.every((d) => d.status === "pending" && d.attempts === 0)).toBe(true); // still in flight, nothing invented
+    c.abort();
+    await loop;
+    // Cut short by the shutdown: not recorded as an attempt, still pending for the next start.
+    expect(recentNotifications(db.db).flatMap((n) => n.deliveries.filter((d) => d.channelId === "hangs")).map((d) => [d.status, d.attempts])).toEqual([
+      ["pending", 0],
+      ["pending", 0],
+    ]);
+  });
+});
+
 describe("retryDelayMs", () => {
   it("doubles from the first retry up to the cap", () => {
     const t = { firstRetryMs: 5000, maxRetryMs: 30 * 60_000 };

@@ -48,7 +48,7 @@ beforeAll(async () => {
   assertBuilt();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-oncall-"));
   for (const id of IDS) sims[id] = await startSimulator({ weightsLoadSeconds: 1 });
-  hook = await startHttpReceiver({ failFirst: 0 });
+  hook = await startHttpReceiver({ failFirst: 0, holdPaths: ["/hold"] });
   smtp = await startSmtpReceiver();
   // The restart "command" of the unattended backend: restart the simulator (a hang is cured by it).
   const restartAuto = nodeScript(
@@ -84,6 +84,7 @@ beforeAll(async () => {
           { id: "ops", type: "webhook", url: `${hook.url}/ops`, backends: ["hung"], headers: { "x-token": "env:SW_HOOK_TOKEN" } },
           { id: "all", type: "webhook", url: `${hook.url}/all`, backends: ["ackme", "maint", "auto"] },
           { id: "broken", type: "webhook", url: "http://127.0.0.1:9/nobody-listens", backends: ["hung"] },
+          { id: "hold", type: "webhook", url: `${hook.url}/hold`, backends: ["hung"], events: ["stuck"] },
           { id: "mail", type: "email", smtp: { host: "127.0.0.1", port: smtp.port }, from: "sw@example.org", to: ["oncall@example.org"], events: ["restart-scheduled"] },
         ],
       },
@@ -137,6 +138,17 @@ describe("the outbox across a restart of stepwatch", () => {
     // Still stuck after the restart of stepwatch: no second "stuck" opened for the same problem.
     expect(sentTo("/ops").filter((p) => p.event === "stuck" && !p.details.reminder).length).toBe(1);
   }, 150_000);
+
+  it("a receiver that never answers delays no poll: reads go on while its delivery hangs", async () => {
+    await waitFor("a delivery to the hanging receiver in flight", () => hook.received.some((r) => r.path === "/hold"), 30_000);
+    const t = Date.now();
+    // Its attempt is cut at 10 s; meanwhile every backend is read about once a second.
+    const f = await waitFor("five more polls of every backend", async () => {
+      const x = await fleet();
+      return x.backends.every((b) => (b.lastReadAt ?? 0) > t + 5000) ? x : null;
+    }, 20_000, 250);
+    expect(f.backends.find((b) => b.id === "hung")!.state).toBe("stuck");
+  }, 60_000);
 
   it("a channel that keeps failing is shown in the fleet, with its error", async () => {
     const ch = await waitFor(
@@ -267,7 +279,7 @@ describe("unattended restart end to end", () => {
 describe("GET /api/notifications", () => {
   it("lists recent notifications with their deliveries, filters by backend, and rejects an unknown one", async () => {
     const all = await notifications();
-    expect(all.channels.map((c) => c.id)).toEqual(["ops", "all", "broken", "mail"]);
+    expect(all.channels.map((c) => c.id)).toEqual(["ops", "all", "broken", "hold", "mail"]);
     const auto = (await notifications("auto")).notifications as NotificationDTO[];
     expect(auto.length).toBeGreaterThan(0);
     expect(auto.every((n) => n.backendId === "auto")).toBe(true);

@@ -23,9 +23,15 @@ export interface HttpReceiver {
   close(): Promise<void>;
 }
 
-export async function startHttpReceiver(opts: { failFirst?: number; port?: number } = {}): Promise<HttpReceiver> {
+/** `holdPaths`: requests to these paths are read but never answered (a receiver that hangs). */
+export async function startHttpReceiver(opts: { failFirst?: number; port?: number; holdPaths?: string[] } = {}): Promise<HttpReceiver> {
   const r: HttpReceiver = { url: "", port: 0, received: [], failFirst: opts.failFirst ?? 0, close: async () => {} };
   const server = http.createServer((req, res) => {
+    if (opts.holdPaths?.includes(req.url ?? "")) {
+      req.resume();
+      r.received.push({ path: req.url ?? "", headers: req.headers, body: "", status: 0 });
+      return;
+    }
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
