@@ -10,9 +10,9 @@ import useSWR from "swr";
 import type { FleetBackend, NotificationsResponse } from "@/lib/api/types";
 import { EVENT_TITLES } from "@/lib/notify/events";
 import { ApiError, getJson, sendJson } from "@/lib/ui/fetcher";
-import { formatDateTime } from "@/lib/ui/format";
 import { canAcknowledge } from "@/lib/ui/oncall";
 import { OnCallStatus } from "./OnCallStatus";
+import { useTimeZone } from "./TimeZone";
 
 const MAINTENANCE_CHOICES = [30, 60, 120, 240, 480];
 
@@ -22,6 +22,7 @@ export function OnCallPanel({ b, operator, onChanged }: { b: FleetBackend; opera
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const base = `/api/backends/${encodeURIComponent(b.id)}`;
+  const { fmt } = useTimeZone();
 
   async function act(f: () => Promise<unknown>) {
     setBusy(true);
@@ -45,7 +46,7 @@ export function OnCallPanel({ b, operator, onChanged }: { b: FleetBackend; opera
       <div className="panel">
         {b.problem ? (
           <p className="small" data-testid="problem">
-            Problem open: {b.problem.event} since {formatDateTime(b.problem.since)}
+            Problem open: {b.problem.event} since {fmt(b.problem.since)}
             {b.unattendedConfigured ? " · unattended restart configured" : ""}
           </p>
         ) : (
@@ -99,6 +100,7 @@ export function OnCallPanel({ b, operator, onChanged }: { b: FleetBackend; opera
 }
 
 function NotificationsList({ id }: { id: string }) {
+  const { fmt } = useTimeZone();
   const { data, error } = useSWR<NotificationsResponse>(`/api/notifications?backend=${encodeURIComponent(id)}&limit=20`, getJson, { refreshInterval: 5000 });
   return (
     <div className="panel" style={{ marginTop: ".8rem" }}>
@@ -117,7 +119,7 @@ function NotificationsList({ id }: { id: string }) {
           <tbody>
             {data.notifications.map((n) => (
               <tr key={n.id} data-testid={`notification-${n.event}`}>
-                <td>{formatDateTime(n.at)}</td>
+                <td>{fmt(n.at)}</td>
                 <td>
                   {EVENT_TITLES[n.event]}
                   {n.details.reminder ? " (reminder)" : ""}
@@ -130,7 +132,7 @@ function NotificationsList({ id }: { id: string }) {
                       {d.channelId}: {d.status}
                       {d.attempts > 1 ? ` after ${d.attempts} attempts` : ""}
                       {d.status !== "delivered" && d.lastError ? ` (${d.lastError})` : ""}
-                      {d.nextAttemptAt ? `; next try ${formatDateTime(d.nextAttemptAt).slice(11)}` : ""}
+                      {d.nextAttemptAt ? `; next try ${fmt(d.nextAttemptAt).slice(11)}` : ""}
                     </div>
                   ))}
                 </td>

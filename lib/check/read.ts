@@ -71,6 +71,7 @@ export async function readBackend(target: BackendTarget, opts: ReadOptions = {})
     const parsed = parseVllmMetrics(res.body);
     if (parsed.metrics) {
       reading.metrics = parsed.metrics;
+      if (parsed.latency) reading.latency = parsed.latency;
       return reading;
     }
     reading.error = parsed.error ?? "no vLLM metrics";

@@ -3,7 +3,7 @@
  * webhook JSON, the Slack-compatible body, ntfy's headers and the email's subject and text. No I/O.
  */
 import type { NotificationRow } from "../../db/schema";
-import { formatClock, formatDuration } from "../ui/format";
+import { formatClock, formatDuration, zoneName, type TimeZone } from "../ui/format";
 import type { NotificationEvent } from "./events";
 
 /** The webhook body (README "Notifications" documents it). `id` is the same on every retry. */
@@ -40,9 +40,9 @@ export function linkOf(publicUrl: string | null, backendId: string): string | nu
   return publicUrl ? `${publicUrl}/backends/${encodeURIComponent(backendId)}` : null;
 }
 
-/** "03:15 UTC": the server's clock and zone (a message is read later, somewhere else). */
-export function clockWithZone(at: number, timeZone: string = Intl.DateTimeFormat().resolvedOptions().timeZone): string {
-  return `${formatClock(at)} ${timeZone}`;
+/** "03:15 UTC": the server's clock, its zone named (a message is read later, somewhere else). */
+export function clockWithZone(at: number, timeZone: TimeZone = "local"): string {
+  return `${formatClock(at, timeZone)} ${zoneName(at, timeZone)}`;
 }
 
 const str = (v: unknown): string | null => (typeof v === "string" && v !== "" ? v : null);

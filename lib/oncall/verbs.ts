@@ -11,7 +11,7 @@ import { isHealthy } from "../check/states";
 import type { Verdict } from "../check/types";
 import type { BackendConfig } from "../config";
 import { DomainError } from "../errors";
-import { formatClock } from "../ui/format";
+import { formatDateTime } from "../ui/format";
 import type { OnCallBook } from "./book";
 
 export interface OnCallVerbDeps {
@@ -85,7 +85,7 @@ export function endMaintenance(input: { backendId: string; by: string; now: numb
   if (ended === 0) {
     const m = deps.book.maintenance(b.id, input.now);
     if (m?.source === "config") {
-      throw new DomainError("conflict", `"${b.id}" is in a maintenance window from the config until ${formatClock(m.until)}; change the config to end it`, {
+      throw new DomainError("conflict", `"${b.id}" is in a maintenance window from the config until ${formatDateTime(m.until)}; change the config to end it`, {
         reason: "config-window",
       });
     }

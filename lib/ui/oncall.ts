@@ -3,20 +3,25 @@
  * tests/unit/ui-oncall.test.ts): "maintenance until 14:30 (alice: driver update)".
  */
 import type { ChannelStatusDTO, FleetBackend } from "../api/types";
-import { formatClock } from "./format";
+import { formatClock, zoneName, type TimeZone } from "./format";
 
-export function maintenanceLine(m: NonNullable<FleetBackend["maintenance"]>, tzOffsetMinutes?: number): string {
+/** "14:30 UTC": the dashboard's chosen zone, named (components/TimeZone.tsx). */
+function clock(at: number, timeZone: TimeZone): string {
+  return `${formatClock(at, timeZone)} ${zoneName(at, timeZone)}`;
+}
+
+export function maintenanceLine(m: NonNullable<FleetBackend["maintenance"]>, timeZone: TimeZone = "UTC"): string {
   const who = m.source === "config" ? "config" : (m.by ?? "someone");
   const why = m.note ? `${who}: ${m.note}` : who;
-  return `maintenance until ${formatClock(m.until, tzOffsetMinutes)} (${why})`;
+  return `maintenance until ${clock(m.until, timeZone)} (${why})`;
 }
 
-export function acknowledgedLine(a: NonNullable<FleetBackend["acknowledged"]>, tzOffsetMinutes?: number): string {
-  return `acknowledged by ${a.by} at ${formatClock(a.at, tzOffsetMinutes)}${a.note ? `: ${a.note}` : ""}`;
+export function acknowledgedLine(a: NonNullable<FleetBackend["acknowledged"]>, timeZone: TimeZone = "UTC"): string {
+  return `acknowledged by ${a.by} at ${clock(a.at, timeZone)}${a.note ? `: ${a.note}` : ""}`;
 }
 
-export function unattendedLine(id: string, at: number, tzOffsetMinutes?: number): string {
-  return `${id} will be restarted at ${formatClock(at, tzOffsetMinutes)} unless someone acknowledges`;
+export function unattendedLine(id: string, at: number, timeZone: TimeZone = "UTC"): string {
+  return `${id} will be restarted at ${clock(at, timeZone)} unless someone acknowledges`;
 }
 
 export function failingChannelLine(c: ChannelStatusDTO): string {

@@ -15,6 +15,7 @@ import type { OnCallBook } from "../oncall/book";
 import { decide, NO_PROBLEM, seedProblemState, type ProblemState } from "../notify/policy";
 import type { NotificationDraft } from "../notify/outbox";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
+import { latencyOf } from "./latency";
 import { judgeProxy } from "../check/proxy";
 import type { WatchStore } from "./store";
 
@@ -129,6 +130,7 @@ export class BackendMonitor {
 
     if (pendingRow && pending) this.resolvePending(pendingRow, verdict, reading);
 
+    const previous = this.history;
     this.history = trimHistory([...this.history, reading], now(), thresholds);
     this.last = { reading, verdict };
     this.pushRecent(reading, verdict.rates.generationTokensPerSecond);
@@ -136,7 +138,7 @@ export class BackendMonitor {
     recordState(this, store, "backend", reading.at, verdict.state, verdict.reasons);
     if (this.storedState !== before) this.previousState = before;
     this.onCall(reading, verdict);
-    store.enqueueSample(sampleRow(this.config.id, reading, verdict));
+    store.enqueueSample({ ...sampleRow(this.config.id, reading, verdict), ...latencyOf(previous, reading) });
   }
 
   /** Notifications, acknowledgement clearing and the unattended restart for this verdict (lib/notify/policy.ts decides). */
