@@ -39,8 +39,8 @@ test("maintenance and acknowledge through the backend page's buttons", async ({ 
     await panel.getByTestId("acknowledge").click();
     await expect(panel.getByTestId("ack-gb10-c")).toHaveText(new RegExp(`^acknowledged by ${OPERATOR.name} at \\d\\d:\\d\\d \\S+: on it$`));
     await expect(panel.getByTestId("acknowledge")).toHaveCount(0);
-    await expect(page.getByTestId("notification-stuck")).toBeVisible({ timeout: 15_000 });
-    await expect(page.getByTestId("notification-stuck")).toContainText("pager: pending");
+    await expect(page.getByTestId("notification-stuck").first()).toBeVisible({ timeout: 15_000 });
+    await expect(page.getByTestId("notification-stuck").first()).toContainText("pager: pending");
     await screenshot(page, "backend-acknowledged");
   });
 
@@ -58,6 +58,6 @@ test("maintenance and acknowledge through the backend page's buttons", async ({ 
     await sim("gb10-c", "mode", { mode: "restart", weightsLoadSeconds: 1 });
     await expect(page.getByTestId("state-gb10-c")).toHaveText("Idle", { timeout: 60_000 });
     await expect(panel.getByTestId("ack-gb10-c")).toHaveCount(0, { timeout: 20_000 });
-    await expect(page.getByTestId("notification-recovered")).toBeVisible({ timeout: 15_000 });
+    await expect(page.getByTestId("notification-recovered").first()).toBeVisible({ timeout: 15_000 });
   });
 });
