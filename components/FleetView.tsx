@@ -23,6 +23,7 @@ import {
 import { formatAgo, formatCount, formatPercent, formatRate } from "@/lib/ui/format";
 import { stateLabel } from "@/lib/ui/state";
 import { useTimeZone } from "./TimeZone";
+import { FailingChannels, OnCallStatus } from "./OnCallStatus";
 import { ProxyBadge, StateBadge } from "./StateBadge";
 import { RestartDialog } from "./RestartDialog";
 import { TimeChart } from "./TimeChart";
@@ -116,6 +117,7 @@ function BackendCard({ b, points, now, onRestart }: { b: FleetBackend; points: S
         </div>
       </dl>
       <Sparkline b={b} points={points} />
+      <OnCallStatus b={b} />
       {b.configProblem ? (
         <div className="recommend config" data-testid={`config-problem-${b.id}`}>
           <strong>Configuration problem</strong>
@@ -262,6 +264,7 @@ export function FleetView({ initial, operator }: { initial: FleetResponse | null
           {data.storageError} — live states still update, but history is not being saved.
         </div>
       ) : null}
+      <FailingChannels channels={data?.notificationChannels} />
       {error ? (
         <div className="banner error" role="alert">
           <strong>Cannot reach stepwatch</strong>

@@ -8,6 +8,7 @@ import { openDb, resolveDbPath, type DbHandle } from "../db/client";
 import { ConfigError, loadConfig, parseConfig, resolveConfigPath, type Config } from "./config";
 import { restartOutcomeCounts } from "../db/queries";
 import { getStepwatchMetrics, type StepwatchMetrics } from "./export/metrics";
+import { requestUnattendedRestart } from "./oncall/unattended";
 import { startWatcher, type Watcher } from "./watcher";
 import { fleetSnapshot } from "./api/snapshot";
 
@@ -78,7 +79,16 @@ async function startRuntime(): Promise<Runtime> {
     console.error(`stepwatch: cannot read restart counts for /metrics (counting from 0): ${(e as Error).message}`);
     metrics.seedRestarts(config.backends.map((b) => b.id), []);
   }
-  const watcher = startWatcher({ config, db: db.db, telemetry: metrics.telemetry });
+  // The watcher finds an unattended restart due; the restart verb needs the whole runtime.
+  let rtRef: Runtime | null = null;
+  const watcher = startWatcher({
+    config,
+    db: db.db,
+    telemetry: metrics.telemetry,
+    onUnattendedDue: (id) => {
+      if (rtRef) requestUnattendedRestart(rtRef, id, Date.now());
+    },
+  });
   const demo = stopDemo !== null;
   metrics.attach(() => ({
     fleet: fleetSnapshot(watcher, { demo, now: Date.now(), restartCooldownSeconds: config.restartCooldownSeconds, pollIntervalSeconds: config.pollIntervalSeconds }),
@@ -101,6 +111,8 @@ async function startRuntime(): Promise<Runtime> {
         db.close();
       })()),
   };
+
+  rtRef = rt;
 
   // Synchronous on purpose: Next's own SIGTERM handler may exit right after ours returns, and a
   // better-sqlite3 write is synchronous, so the queued readings are on disk before that.

@@ -228,6 +228,8 @@ export class StepwatchMetrics {
     },
     storageError: () => this.storageErrors.inc(),
     restartResolved: (backend, outcome) => this.restarts.inc({ backend, outcome }),
+    notificationChannel: (channel) => this.notificationChannel(channel),
+    notificationFailed: (channel) => this.notificationFailed(channel),
   };
 
   get contentType(): string {

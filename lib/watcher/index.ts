@@ -12,6 +12,8 @@ import { readProxy as realReadProxy, type ReadOptions } from "../check/read";
 import type { PendingRestart, Reading, Verdict } from "../check/types";
 import { thresholdsOf, type Config } from "../config";
 import { realClock, runEvery, type LoopClock } from "./loop";
+import { OnCallBook } from "../oncall/book";
+import { Outbox, type NotificationDraft, type OutboxOptions } from "../notify/outbox";
 import { BackendMonitor, ProxyMonitor, type MonitorDeps } from "./monitors";
 import { WatchStore, STORE_LIMITS, type StoreLimits } from "./store";
 import { NO_TELEMETRY, type WatcherTelemetry } from "./telemetry";
@@ -33,12 +35,22 @@ export interface WatcherOptions {
   readProxy?: MonitorDeps["readProxy"];
   /** Where the watcher's own health goes (lib/runtime passes the Prometheus export's); none by default. */
   telemetry?: WatcherTelemetry;
+  /** Outbox options (an undici dispatcher, a sender, retry tuning) for tests. */
+  outbox?: Pick<OutboxOptions, "dispatcher" | "send" | "tuning">;
+  /** Called when an unattended restart is due (lib/runtime asks the restart verb). */
+  onUnattendedDue?: (backendId: string) => void;
 }
 
 export interface Watcher {
   readonly backends: ReadonlyMap<string, BackendMonitor>;
   readonly proxies: ReadonlyMap<string, ProxyMonitor>;
   readonly store: WatchStore;
+  /** The notification outbox (its delivery loop runs with the watcher). */
+  readonly outbox: Outbox;
+  /** Acknowledgements and maintenance, in memory (lib/oncall/book.ts). */
+  readonly book: OnCallBook;
+  /** Writes a notification now (inside the caller's transaction), unless the backend is in maintenance. */
+  notify(draft: NotificationDraft): void;
   readonly startedAt: number;
   /** What the watcher believes now about a backend (the restart verb records it as evidence). */
   current(backendId: string): { verdict: Verdict | null; reading: Reading | null } | null;
@@ -72,8 +84,34 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   const signal = controller.signal;
   // One listener per poll loop (runEvery), by design: a fleet of 1000 is not a leak to warn about.
   setMaxListeners(0, signal);
+  const book = new OnCallBook(
+    opts.db,
+    config.maintenance,
+    config.backends.map((b) => b.id),
+    () => clock.now(),
+    (what, e) => store.fail(what, e),
+  );
+  const outbox = new Outbox(opts.db, config.notifications, {
+    ...opts.outbox,
+    now: () => clock.now(),
+    log,
+    onAttemptFailed: (channelId) => telemetry.notificationFailed(channelId),
+  });
+  // Every configured channel's failure series exists at 0 before its first failure.
+  for (const c of config.notifications.channels) telemetry.notificationChannel(c.id);
+  // While in maintenance nothing is sent at all; the policy already holds back its own events.
+  const notify = (draft: NotificationDraft) => {
+    if (book.maintenance(draft.backendId, draft.at) === null) outbox.write(draft);
+  };
   const deps: MonitorDeps = {
     store,
+    oncall: {
+      book,
+      renotifyMinutes: config.notifications.renotifyMinutes,
+      recoveredAfterSeconds: config.notifications.recoveredAfterSeconds,
+      notify,
+      onUnattendedDue: opts.onUnattendedDue,
+    },
     thresholds: thresholdsOf(config),
     now: () => clock.now(),
     read: { timeoutMs: readTimeoutMs(config.pollIntervalSeconds), probeTimeoutMs: config.probeTimeoutSeconds * 1000, ...opts.read },
@@ -119,6 +157,8 @@ export function startWatcher(opts: WatcherOptions): Watcher {
     ),
     runEvery(() => void store.flush(), { intervalMs: opts.flushIntervalMs ?? WATCHER_DEFAULTS.flushIntervalMs, signal, clock }),
     runEvery(() => void runRetention(), { intervalMs: opts.retentionIntervalMs ?? WATCHER_DEFAULTS.retentionIntervalMs, signal, clock }),
+    // Delivery is its own loop: a slow receiver never delays a poll (polls only write rows).
+    ...(config.notifications.channels.length > 0 ? [outbox.run(signal)] : []),
   ];
 
   let stopping: Promise<void> | null = null;
@@ -126,6 +166,9 @@ export function startWatcher(opts: WatcherOptions): Watcher {
     backends,
     proxies,
     store,
+    outbox,
+    book,
+    notify,
     startedAt: clock.now(),
     signal,
     current(id) {

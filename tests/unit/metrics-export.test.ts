@@ -45,6 +45,7 @@ function fleet(backends: FleetBackend[]): FleetResponse {
     demo: false,
     pollIntervalSeconds: 5,
     storageError: null,
+    notificationChannels: [],
     backends,
     proxies: [
       { id: "lb", url: "http://127.0.0.1/lb", state: "up", models: ["m"], lastReadAt: NOW, since: NOW, error: null },

@@ -207,6 +207,8 @@ describe("watcher", () => {
       read: (kind: string, _ms: number, outcome: string) => void reads.push(`${kind} ${outcome}`),
       storageError() {},
       restartResolved: (id: string, outcome: string) => void resolved.push(`${id} ${outcome}`),
+      notificationChannel() {},
+      notificationFailed() {},
     };
     start({ states: { fast: () => "restarting" }, telemetry, config: config({ backends: [{ id: "fast", url: "http://127.0.0.1:1" }] }) });
     await vi.advanceTimersByTimeAsync(13_500);
@@ -284,5 +286,81 @@ describe("watcher", () => {
     expect(h.sqlite.prepare("SELECT COUNT(*) AS c FROM sample_minutes").get()).toEqual({ c: 1 });
     await vi.advanceTimersByTimeAsync(24 * 3600_000); // a day passes in milliseconds
     expect(h.sqlite.prepare("SELECT COUNT(*) AS c FROM sample_minutes").get()).toEqual({ c: 0 });
+  });
+});
+
+describe("watcher: the on-call loop", () => {
+  const oneBackend = (extra: Record<string, unknown> = {}) =>
+    config({
+      backends: [{ id: "fast", url: "http://127.0.0.1:1", restart: { command: ["/bin/true"], unattended: { afterSeconds: 3, maxPerDay: 1 } } }],
+      proxies: [],
+      notifications: { renotifyMinutes: 0.05, recoveredAfterSeconds: 2 },
+      ...extra,
+    });
+  const events = () =>
+    (h.sqlite.prepare("SELECT event, details FROM notifications ORDER BY id").all() as Array<{ event: string; details: string }>).map(
+      (r) => r.event + (JSON.parse(r.details).reminder ? "(reminder)" : ""),
+    );
+
+  it("notifies stuck with the transition, reminds, announces and asks the unattended restart once, and a restart of stepwatch repeats nothing", async () => {
+    let s: BackendState = "busy";
+    const due: string[] = [];
+    const first = start({ states: { fast: () => s }, config: oneBackend(), onUnattendedDue: (id) => due.push(id) });
+    await vi.advanceTimersByTimeAsync(1500);
+    s = "stuck";
+    await vi.advanceTimersByTimeAsync(2000); // flushed with its transition
+    expect(events()).toEqual(["stuck", "restart-scheduled"]);
+    const stuckRow = h.sqlite.prepare("SELECT at FROM notifications WHERE event = 'stuck'").get() as { at: number };
+    expect(lastTransition(h.db, "backend", "fast")).toMatchObject({ toState: "stuck", at: stuckRow.at });
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(due).toEqual(["fast"]); // afterSeconds 3 after the recommendation, once
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(events()).toContain("stuck(reminder)"); // renotifyMinutes 0.05 = 3 s
+    await first.w.stop();
+    const before = events().length;
+
+    // A new process of stepwatch: the open problem and the announced schedule are seeded.
+    const second = start({ states: { fast: () => s }, config: oneBackend(), onUnattendedDue: (id) => due.push(id) });
+    await vi.advanceTimersByTimeAsync(1500);
+    expect(events().slice(before)).toEqual([]);
+    expect(second.w.backends.get("fast")!.problem.open?.event).toBe("stuck");
+  });
+
+  it("an acknowledgement stops reminders and the unattended restart; recovery clears it and sends recovered", async () => {
+    let s: BackendState = "stuck";
+    const due: string[] = [];
+    const { w } = start({ states: { fast: () => s }, config: oneBackend(), onUnattendedDue: (id) => due.push(id) });
+    await vi.advanceTimersByTimeAsync(1500);
+    h.sqlite.prepare("INSERT INTO acknowledgements (backend_id, at, by, note, state_at_ack) VALUES ('fast', ?, 'ana', 'on it', 'stuck')").run(Date.now());
+    w.book.refresh("fast");
+    await vi.advanceTimersByTimeAsync(8000);
+    expect(events()).toEqual(["stuck", "restart-scheduled"]);
+    expect(due).toEqual([]);
+    expect(fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600, pollIntervalSeconds: 1 }).backends[0]).toMatchObject({
+      acknowledged: { by: "ana", note: "on it" },
+      unattendedRestartAt: null,
+      problem: { event: "stuck" },
+    });
+    s = "busy";
+    await vi.advanceTimersByTimeAsync(4000);
+    expect(events()).toEqual(["stuck", "restart-scheduled", "recovered"]);
+    expect(w.book.acknowledgement("fast")).toBeNull();
+    const row = h.sqlite.prepare("SELECT cleared_at, cleared_reason FROM acknowledgements").get() as { cleared_at: number | null; cleared_reason: string };
+    expect(row.cleared_at).not.toBeNull();
+    expect(row.cleared_reason).toMatch(/healthy again/);
+  });
+
+  it("maintenance from the config: stuck is not notified, not recommended, not restarted", async () => {
+    const due: string[] = [];
+    const cfg = oneBackend({ maintenance: [{ start: new Date(T0 - 60_000).toISOString(), end: new Date(T0 + 3600_000).toISOString(), note: "driver update" }] });
+    const { w } = start({ states: { fast: () => "stuck" }, config: cfg, onUnattendedDue: (id) => due.push(id) });
+    await vi.advanceTimersByTimeAsync(8000);
+    expect(events()).toEqual([]);
+    expect(due).toEqual([]);
+    expect(fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600, pollIntervalSeconds: 1 }).backends[0]).toMatchObject({
+      state: "stuck",
+      restartRecommended: false,
+      maintenance: { until: T0 + 3600_000, by: null, note: "driver update", source: "config" },
+    });
   });
 });
