@@ -48,12 +48,21 @@ export function encodeJson(value: unknown): EncodedJson {
  */
 export const FLEET_JSON_MAX_AGE_MS = 250;
 
-function cachedEncoding(build: (now: number) => Promise<unknown>): (now?: number) => Promise<EncodedJson> {
-  let cache: { at: number; encoded: Promise<EncodedJson> } | null = null;
-  return (now = Date.now()) => {
-    if (cache && now - cache.at >= 0 && now - cache.at < FLEET_JSON_MAX_AGE_MS) return cache.encoded;
+/**
+ * `revision` (the watcher's: it moves when an acknowledgement, a maintenance or a restart request
+ * changed the fleet between polls) is part of the cache key, so the dashboard's refetch right
+ * after such a POST gets the new snapshot (and a new ETag), never the bytes from just before it.
+ */
+export function cachedEncoding(
+  build: (now: number) => Promise<unknown>,
+  revision: () => Promise<number> = async () => 0,
+): (now?: number) => Promise<EncodedJson> {
+  let cache: { at: number; revision: number; encoded: Promise<EncodedJson> } | null = null;
+  return async (now = Date.now()) => {
+    const rev = await revision();
+    if (cache && cache.revision === rev && now - cache.at >= 0 && now - cache.at < FLEET_JSON_MAX_AGE_MS) return cache.encoded;
     const encoded = build(now).then(encodeJson);
-    const entry = { at: now, encoded };
+    const entry = { at: now, revision: rev, encoded };
     cache = entry;
     encoded.catch(() => {
       if (cache === entry) cache = null; // a failure is not cached
@@ -62,8 +71,10 @@ function cachedEncoding(build: (now: number) => Promise<unknown>): (now?: number
   };
 }
 
+const watcherRevision = async () => (await getRuntime()).watcher.revision();
+
 /** GET /api/fleet, encoded (see cachedEncoding). */
-export const getFleetJson = cachedEncoding(getFleet);
+export const getFleetJson = cachedEncoding(getFleet, watcherRevision);
 /** GET /api/fleet/recent, encoded. */
 export const getFleetRecentJson = cachedEncoding(getFleetRecent);
 

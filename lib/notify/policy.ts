@@ -8,6 +8,8 @@
  * one `stuck`/`down`. It stays open until the backend has been healthy for recoveredAfterSeconds
  * on end, then sends one `recovered` and clears the acknowledgement.
  *
+ * `sleeping` is healthy: never a problem, and a stuck server put to sleep counts as over.
+ *
  * Flap debounce: a stuck -> busy -> stuck flap shorter than recoveredAfterSeconds neither closes
  * the problem nor opens a new one, so it sends nothing; the check itself already needs two waits
  * (stuck) or two refused reads (down) before it recommends anything. A problem that stays
@@ -58,10 +60,26 @@ export interface Decision {
   restartNow: boolean;
 }
 
+/**
+ * Why a verdict is not a proven problem, or null when it is one: the one test behind a `stuck`/
+ * `down` notification and the unattended restart (lib/oncall/unattended.ts asks it again at the
+ * last moment). A sleeping server was put to sleep on purpose; a down one inside
+ * startupGraceSeconds may be loading its weights (the classifier then leaves restartRecommended
+ * false); a configuration problem (the probe needs the API key) is stepwatch's, not the engine's.
+ */
+export function notProvenProblem(verdict: Verdict): string | null {
+  if (verdict.state === "sleeping") return "it is sleeping (put to sleep on purpose)";
+  if (verdict.configProblem) return `a configuration problem keeps it from being judged (${verdict.configProblem})`;
+  if (!verdict.restartRecommended) {
+    return verdict.state === "down" ? "down, but inside startupGraceSeconds (it may be loading its weights)" : `${verdict.state}: no restart recommended`;
+  }
+  return null;
+}
+
 export function decide(prev: ProblemState, i: DecideInput): Decision {
   const { verdict, at } = i;
   const healthy = verdict.healthy && isHealthy(verdict.state);
-  const recommended = verdict.restartRecommended && !i.inMaintenance;
+  const recommended = notProvenProblem(verdict) === null && !i.inMaintenance;
   const state: ProblemState = {
     ...prev,
     healthySince: healthy ? (prev.healthySince ?? at) : null,

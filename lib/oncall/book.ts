@@ -46,6 +46,7 @@ export function configWindowAt(windows: MaintenanceWindowConfig[], backendId: st
 export class OnCallBook {
   private readonly acks = new Map<string, AcknowledgementRow | null>();
   private readonly periods = new Map<string, MaintenancePeriodRow[]>();
+  private changes = 0;
 
   constructor(
     private readonly db: Db,
@@ -57,8 +58,17 @@ export class OnCallBook {
     for (const id of backendIds) this.refresh(id);
   }
 
+  /**
+   * Counts the changes to what the book holds: the fleet's encoded snapshot (lib/api/fleet.ts) is
+   * re-made when it moved, so an acknowledgement or a maintenance shows (a new ETag) at once.
+   */
+  get revision(): number {
+    return this.changes;
+  }
+
   /** Re-read one backend's acknowledgement and maintenance (after a verb changed them). */
   refresh(backendId: string): void {
+    this.changes++;
     try {
       this.acks.set(backendId, activeAcknowledgement(this.db, backendId) ?? null);
       this.periods.set(backendId, openMaintenance(this.db, backendId, this.now()));
@@ -74,6 +84,7 @@ export class OnCallBook {
   /** Clears the acknowledgement in memory; the returned function writes it (inside the caller's transaction). */
   clearAcknowledgement(backendId: string, at: number, reason: string): () => void {
     this.acks.set(backendId, null);
+    this.changes++;
     return () => void clearAcknowledgements(this.db, backendId, at, reason);
   }
 

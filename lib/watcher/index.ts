@@ -58,6 +58,11 @@ export interface Watcher {
   notifyRestartRequested(backendId: string, pending?: PendingRestart & { eventId: number }): void;
   /** Called by the restart verb when it resolved an event itself (a failed action). */
   notifyRestartResolved(backendId: string, outcome: RestartOutcome): void;
+  /**
+   * Moves whenever an operator's verb changed what the fleet shows between polls (acknowledge,
+   * maintenance, a restart asked for or resolved by the verb): cached fleet answers are re-made.
+   */
+  revision(): number;
   /** Runs the retention job now (also runs every retentionIntervalMs). */
   runRetention(): RetentionResult | null;
   /** Aborts every loop, waits for in-flight reads to end, writes what is queued. */
@@ -162,6 +167,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   ];
 
   let stopping: Promise<void> | null = null;
+  let restartChanges = 0;
   return {
     backends,
     proxies,
@@ -177,12 +183,15 @@ export function startWatcher(opts: WatcherOptions): Watcher {
       return { verdict: m.last?.verdict ?? null, reading: m.last?.reading ?? null };
     },
     notifyRestartRequested(id) {
+      restartChanges++;
       backends.get(id)?.refreshRestart();
     },
     notifyRestartResolved(id, outcome) {
+      restartChanges++;
       telemetry.restartResolved(id, outcome);
       backends.get(id)?.refreshRestart();
     },
+    revision: () => book.revision + restartChanges,
     runRetention,
     stopNow() {
       controller.abort();

@@ -11,6 +11,9 @@ import { openDb, type DbHandle } from "@/db/client";
 import { recentNotifications } from "@/db/queries-oncall";
 import { parseConfig, type NotificationsConfig } from "@/lib/config";
 import { Outbox, retryDelayMs, type NotificationDraft } from "@/lib/notify/outbox";
+import { StepwatchMetrics } from "@/lib/export/metrics";
+import { parsePrometheus } from "@/lib/metrics/prometheus";
+import { startWatcher } from "@/lib/watcher";
 import { startHttpReceiver, startSmtpReceiver, type HttpReceiver, type SmtpReceiver } from "../support/receivers";
 
 let dir: string;
@@ -258,6 +261,50 @@ describe("a receiver that hangs", () => {
       ["pending", 0],
       ["pending", 0],
     ]);
+  });
+});
+
+describe("failed deliveries on /metrics (stepwatch_notification_failures_total)", () => {
+  it("the watcher's outbox counts every failed attempt per channel; every channel's series exists at 0", async () => {
+    hook = await startHttpReceiver({ failFirst: 2 });
+    const db = freshDb("metrics");
+    const metrics = new StepwatchMetrics({ defaultMetrics: false });
+    const config = parseConfig(
+      {
+        // Nothing listens there: down inside the startup grace, which notifies nothing by itself.
+        backends: [{ id: "gb10-a", url: "http://127.0.0.1:1" }],
+        notifications: {
+          channels: [
+            { id: "ops", type: "webhook", url: `${hook.url}/ops` },
+            { id: "mail", type: "email", smtp: { host: "127.0.0.1", port: smtp.port }, from: "sw@example.org", to: ["o@example.org"], events: ["recovered"] },
+          ],
+        },
+      },
+      "test",
+      { env: {} },
+    );
+    const w = startWatcher({ config, db: db.db, telemetry: metrics.telemetry, log: () => {}, outbox: { tuning: { firstRetryMs: 30, tickMs: 50 } } });
+    try {
+      const failures = async () => {
+        const text = await metrics.render();
+        const parsed = parsePrometheus(text);
+        expect(parsed.errors).toEqual([]);
+        const of = (channel: string) => parsed.samples.find((x) => x.name === "stepwatch_notification_failures_total" && x.labels.channel === channel)?.value;
+        return { ops: of("ops"), mail: of("mail") };
+      };
+      expect(await failures()).toEqual({ ops: 0, mail: 0 });
+      db.db.$client.transaction(() => w.notify(draft()))();
+      const deadline = Date.now() + 15_000;
+      while (!hook.received.some((r) => r.status === 200)) {
+        if (Date.now() > deadline) throw new Error("timed out waiting for the delivery");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(hook.received.map((r) => r.status)).toEqual([503, 503, 200]);
+      // Two failed attempts, then delivered: the counter says 2 and stays there; mail took nothing.
+      expect(await failures()).toEqual({ ops: 2, mail: 0 });
+    } finally {
+      await w.stop();
+    }
   });
 });
 

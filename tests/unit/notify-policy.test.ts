@@ -3,7 +3,7 @@ import { restartRecommended, STATE_INFO, type BackendState } from "@/lib/check/s
 import type { Verdict } from "@/lib/check/types";
 import { configWindowAt } from "@/lib/oncall/book";
 import { parseConfig } from "@/lib/config";
-import { decide, NO_PROBLEM, seedProblemState, type DecideInput, type ProblemState } from "@/lib/notify/policy";
+import { decide, NO_PROBLEM, notProvenProblem, seedProblemState, type DecideInput, type ProblemState } from "@/lib/notify/policy";
 
 const T0 = Date.parse("2026-12-01T03:00:00Z");
 const S = 1000;
@@ -151,6 +151,39 @@ describe("notification policy", () => {
     // Healthy or sleeping-like (no recommendation): never.
     expect(run([[0, "idle", u], [400, "idle", u]]).restartAt).toBeNull();
     expect(run([[0, "down", { ...u, verdict: { restartRecommended: false } }], [400, "down", { ...u, verdict: { restartRecommended: false } }]]).restartAt).toBeNull();
+  });
+
+  it("sleeping, down inside the startup grace and a configuration problem are never a problem: nothing sent, no unattended restart", () => {
+    const u = { unattended: { afterSeconds: 10, maxPerDay: 5 }, unattendedAllowed: true };
+    const auth = "the probe needs the API key: 401";
+    const cases: Array<[BackendState, Over]> = [
+      ["sleeping", u],
+      // Even a verdict that claimed a recommendation is not acted on while sleeping or misconfigured.
+      ["sleeping", { ...u, verdict: { restartRecommended: true } }],
+      ["down", { ...u, verdict: { restartRecommended: false } }],
+      ["unknown", { ...u, verdict: { configProblem: auth } }],
+      ["stuck", { ...u, verdict: { configProblem: auth } }],
+    ];
+    for (const [state, over] of cases) {
+      const r = run([
+        [0, state, over],
+        [60, state, over],
+        [4000, state, over],
+      ]);
+      expect(r.sent, `${state} ${JSON.stringify(over.verdict ?? {})}`).toEqual([]);
+      expect(r.restartAt).toBeNull();
+      expect(r.state.recommendedSince).toBeNull();
+    }
+    expect(notProvenProblem(verdict("sleeping"))).toMatch(/sleeping/);
+    expect(notProvenProblem(verdict("down", { restartRecommended: false }))).toMatch(/startupGraceSeconds/);
+    expect(notProvenProblem(verdict("unknown", { configProblem: auth }))).toContain(auth);
+    expect(notProvenProblem(verdict("stuck"))).toBeNull();
+    expect(notProvenProblem(verdict("down"))).toBeNull();
+    // A stuck server put to sleep: sleeping is healthy, so the problem is over after the quiet time.
+    expect(run([[0, "stuck"], [10, "sleeping"], [80, "sleeping"]]).sent).toEqual([
+      [0, "stuck"],
+      [80, "recovered"],
+    ]);
   });
 
   it("a new countdown after the restart announces a new time", () => {
