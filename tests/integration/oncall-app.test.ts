@@ -7,7 +7,10 @@
  * - acknowledge and maintenance over HTTP (auth, origin, who/when/note in the fleet, reminders
  *   stop, nothing sent in maintenance, DELETE ends it);
  * - the unattended restart: restart-scheduled at once, then the one restart verb as
- *   "stepwatch:unattended", restart-finished, recovered; at most maxPerDay.
+ *   "stepwatch:unattended", restart-finished, recovered; at most maxPerDay;
+ * - never a problem, with restart.unattended configured: a sleeping simulator, a backend down inside
+ *   startupGraceSeconds, one whose probe needs the API key (a configuration problem);
+ * - failed deliveries on GET /metrics; the fleet's ETag moves with an acknowledgement or maintenance.
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -15,11 +18,14 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FleetBackend, FleetResponse, NotificationDTO, NotificationsResponse, RestartEventDTO } from "@/lib/api/types";
 import type { NotificationPayload } from "@/lib/notify/message";
+import { parsePrometheus } from "@/lib/metrics/prometheus";
 import { startSimulator, type Simulator } from "@/lib/sim/server";
 import { startHttpReceiver, startSmtpReceiver, type HttpReceiver, type SmtpReceiver } from "../support/receivers";
 import { assertBuilt, call, getJson, nodeScript, signIn, startApp, waitFor, type RunningApp } from "./faults-support";
 
-const IDS = ["hung", "ackme", "maint", "auto", "calm"] as const;
+const IDS = ["hung", "ackme", "maint", "auto", "calm", "sleepy", "keyed"] as const;
+/** Backends that are never a problem (with restart.unattended): asleep, down in the grace, a config problem. */
+const QUIET = ["sleepy", "keyed", "gone"];
 let dir: string;
 let env: Record<string, string>;
 let app: RunningApp | null = null;
@@ -47,7 +53,7 @@ async function hang(s: Simulator): Promise<void> {
 beforeAll(async () => {
   assertBuilt();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-oncall-"));
-  for (const id of IDS) sims[id] = await startSimulator({ weightsLoadSeconds: 1 });
+  for (const id of IDS) sims[id] = await startSimulator({ weightsLoadSeconds: 1, ...(id === "keyed" ? { apiKey: "sim-only-key" } : {}) });
   hook = await startHttpReceiver({ failFirst: 0, holdPaths: ["/hold"] });
   smtp = await startSmtpReceiver();
   // The restart "command" of the unattended backend: restart the simulator (a hang is cured by it).
@@ -58,6 +64,7 @@ beforeAll(async () => {
        .then(r=>{console.log("sim restart",r.status);process.exit(r.ok?0:1)},e=>{console.error(e.message);process.exit(1)});`,
     [sims.auto.url],
   );
+  const noop = { command: [process.execPath, "-e", "process.exit(0)"], unattended: { afterSeconds: 1, maxPerDay: 5 } };
   const configPath = path.join(dir, "stepwatch.config.json");
   fs.writeFileSync(
     configPath,
@@ -68,12 +75,17 @@ beforeAll(async () => {
       idleProbeSeconds: 60,
       restartCooldownSeconds: 0,
       recoveryTimeoutSeconds: 60,
+      // "gone" stays inside it for the whole file: down, never recommended.
+      startupGraceSeconds: 3600,
       backends: [
         { id: "hung", url: sims.hung.url },
         { id: "ackme", url: sims.ackme.url },
         { id: "maint", url: sims.maint.url },
         { id: "auto", url: sims.auto.url, restart: { command: restartAuto, unattended: { afterSeconds: 2, maxPerDay: 1 } } },
         { id: "calm", url: sims.calm.url },
+        { id: "sleepy", url: sims.sleepy.url, restart: noop },
+        { id: "keyed", url: sims.keyed.url, restart: noop },
+        { id: "gone", url: "http://127.0.0.1:1", restart: noop },
       ],
       operators: [{ name: "olga", password: "env:SW_ONCALL_PW" }],
       notifications: {
@@ -85,6 +97,7 @@ beforeAll(async () => {
           { id: "all", type: "webhook", url: `${hook.url}/all`, backends: ["ackme", "maint", "auto"] },
           { id: "broken", type: "webhook", url: "http://127.0.0.1:9/nobody-listens", backends: ["hung"] },
           { id: "hold", type: "webhook", url: `${hook.url}/hold`, backends: ["hung"], events: ["stuck"] },
+          { id: "quiet", type: "webhook", url: `${hook.url}/quiet`, backends: QUIET },
           { id: "mail", type: "email", smtp: { host: "127.0.0.1", port: smtp.port }, from: "sw@example.org", to: ["oncall@example.org"], events: ["restart-scheduled"] },
         ],
       },
@@ -93,7 +106,7 @@ beforeAll(async () => {
   env = { STEPWATCH_CONFIG: configPath, STEPWATCH_DB: path.join(dir, "db", "stepwatch.db"), SW_ONCALL_PW: "oncall-pw-1", SW_HOOK_TOKEN: "hook-secret-1" };
   app = await startApp(env);
   cookie = await signIn(app, "olga", "oncall-pw-1");
-  await waitFor("every backend read", async () => (await fleet()).backends.every((b) => b.state === "idle"), 30_000);
+  await waitFor("every backend read", async () => (await fleet()).backends.every((b) => QUIET.includes(b.id) || b.state === "idle"), 30_000);
 }, 120_000);
 
 afterAll(async () => {
@@ -159,6 +172,14 @@ describe("the outbox across a restart of stepwatch", () => {
     );
     expect(ch.lastError).toMatch(/refused|ECONNREFUSED|connect/i);
     expect((await fleet()).notificationChannels.find((c) => c.id === "ops")?.failing).toBe(false);
+    // The same failures on GET /metrics, per channel; a channel that failed nothing is there at 0.
+    const m = await call(`${app!.url}/metrics`);
+    expect(m.status).toBe(200);
+    const parsed = parsePrometheus(m.text);
+    expect(parsed.errors).toEqual([]);
+    const failures = (channel: string) => parsed.samples.find((x) => x.name === "stepwatch_notification_failures_total" && x.labels.channel === channel)?.value;
+    expect(failures("broken")).toBeGreaterThan(0);
+    expect(failures("mail")).toBe(0);
     expect(JSON.stringify(await fleet())).not.toContain("hook-secret-1");
     expect(JSON.stringify(await notifications())).not.toContain("hook-secret-1");
   }, 90_000);
@@ -178,9 +199,16 @@ describe("acknowledge over HTTP", () => {
   it("stops reminders for the current problem, shows who and when, and clears once healthy again", async () => {
     await hang(sims.ackme);
     await waitFor("a stuck and a reminder for ackme", () => eventsOf("ackme").includes("stuck(reminder)"), 40_000);
+    const seen = await call(`${app!.url}/api/fleet`); // what the dashboard holds (and the server just encoded)
+    const etag = seen.headers.get("etag")!;
+    expect(etag).toBeTruthy();
     const r = await post("/api/backends/ackme/acknowledge", { note: "looking at it" }, asOlga);
     expect(r.status, r.text).toBe(201);
-    const b = await backend("ackme");
+    // The dashboard's refetch right after its POST: a new ETag and the acknowledgement, never a 304.
+    const again = await call(`${app!.url}/api/fleet`, { headers: { "if-none-match": etag } });
+    expect(again.status).toBe(200);
+    expect(again.headers.get("etag")).not.toBe(etag);
+    const b = (again.json as FleetResponse).backends.find((x) => x.id === "ackme")!;
     expect(b.acknowledged).toMatchObject({ by: "olga", note: "looking at it" });
     expect(b.acknowledged!.at).toBeGreaterThan(Date.now() - 60_000);
     expect(b.problem).toMatchObject({ event: "stuck" });
@@ -205,8 +233,12 @@ describe("maintenance over HTTP", () => {
     expect((await post("/api/backends/maint/maintenance", { minutes: 30 })).status).toBe(401);
     expect((await post("/api/backends/maint/maintenance", { minutes: 30 }, { cookie, origin: "http://evil.example" })).status).toBe(403);
     expect((await post("/api/backends/maint/maintenance", { minutes: -1 }, asOlga)).status).toBe(400);
+    const etag = (await call(`${app!.url}/api/fleet`)).headers.get("etag")!;
     const r = await post("/api/backends/maint/maintenance", { minutes: 30, note: "driver update" }, asOlga);
     expect(r.status, r.text).toBe(201);
+    const again = await call(`${app!.url}/api/fleet`, { headers: { "if-none-match": etag } });
+    expect(again.status).toBe(200);
+    expect((again.json as FleetResponse).backends.find((x) => x.id === "maint")!.maintenance).toMatchObject({ by: "olga", note: "driver update" });
 
     await hang(sims.maint);
     const b = await waitFor("maint stuck", async () => {
@@ -279,11 +311,42 @@ describe("unattended restart end to end", () => {
 describe("GET /api/notifications", () => {
   it("lists recent notifications with their deliveries, filters by backend, and rejects an unknown one", async () => {
     const all = await notifications();
-    expect(all.channels.map((c) => c.id)).toEqual(["ops", "all", "broken", "hold", "mail"]);
+    expect(all.channels.map((c) => c.id)).toEqual(["ops", "all", "broken", "hold", "quiet", "mail"]);
     const auto = (await notifications("auto")).notifications as NotificationDTO[];
     expect(auto.length).toBeGreaterThan(0);
     expect(auto.every((n) => n.backendId === "auto")).toBe(true);
     expect(auto.some((n) => n.deliveries.some((d) => d.channelId === "mail" && d.status === "delivered"))).toBe(true);
     expect((await getJson(`${app!.url}/api/notifications?backend=nope`))!.status).toBe(404);
   });
+});
+
+describe("never a problem, although restart.unattended is configured", () => {
+  it("a sleeping server, one down inside startupGraceSeconds, one whose probe needs the API key: nothing sent, nothing restarted", async () => {
+    const slept = await fetch(`${sims.sleepy.url}/sleep?level=1`, { method: "POST", signal: AbortSignal.timeout(10_000) });
+    expect(slept.ok).toBe(true);
+    const by = (f: FleetResponse, id: string) => f.backends.find((b) => b.id === id)!;
+    await waitFor("sleepy sleeping, gone down, keyed with its configuration problem", async () => {
+      const f = await fleet();
+      return by(f, "sleepy").state === "sleeping" && by(f, "gone").state === "down" && by(f, "keyed").configProblem !== null;
+    }, 30_000);
+    const seenAsleepAt = Date.now();
+    // Many times afterSeconds (1 s): an unattended restart would have been asked by now.
+    const t = Date.now();
+    await waitFor("five more polls", async () => ((await backend("sleepy")).lastReadAt ?? 0) > t + 5000, 20_000);
+    const f = await fleet();
+    expect(by(f, "sleepy")).toMatchObject({ state: "sleeping", healthy: true });
+    expect(by(f, "gone").reasons.join(" ")).toMatch(/may be loading weights/);
+    expect(by(f, "keyed")).toMatchObject({ state: "unknown", configProblem: "the probe needs the API key: 401" });
+    for (const id of QUIET) {
+      expect(by(f, id), id).toMatchObject({ restartRecommended: false, problem: null, unattendedRestartAt: null, unattendedConfigured: true });
+      expect((await notifications(id)).notifications, id).toEqual([]);
+      expect((await getJson<RestartEventDTO[]>(`${app!.url}/api/restarts?backend=${id}`))!.body, id).toEqual([]);
+    }
+    expect(hook.received.filter((r) => r.path === "/quiet")).toEqual([]);
+    // The sleeping simulator was never woken, and no probe (POST /v1/...) was sent to it while asleep.
+    const asleep = (await (await fetch(`${sims.sleepy.url}/is_sleeping`, { signal: AbortSignal.timeout(10_000) })).json()) as { is_sleeping: boolean };
+    expect(asleep.is_sleeping).toBe(true);
+    expect(sims.sleepy.model.sleepLevel).toBe(1);
+    expect(sims.sleepy.received().filter((q) => q.at >= seenAsleepAt && q.path.startsWith("/v1/"))).toEqual([]);
+  }, 60_000);
 });
