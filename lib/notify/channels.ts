@@ -3,7 +3,7 @@
  * (lib/net/http.ts: deadline, size cap, no redirects, never throws); email through nodemailer.
  * Retrying is the outbox's job (lib/notify/outbox.ts): this file only says how the attempt went.
  */
-import nodemailer, { type Transporter } from "nodemailer";
+import type { Transporter } from "nodemailer";
 import type { Dispatcher } from "undici";
 import type { ChannelConfig } from "../config";
 import { httpRequest } from "../net/http";
@@ -67,12 +67,14 @@ function retryAfter(h: string | string[] | undefined): number | null {
 const TRANSPORTS = Symbol.for("stepwatch.notify.smtp");
 type Holder = { [TRANSPORTS]?: Map<string, Transporter> };
 
-function transportFor(channel: Extract<ChannelConfig, { type: "email" }>, timeoutMs: number): Transporter {
+async function transportFor(channel: Extract<ChannelConfig, { type: "email" }>, timeoutMs: number): Promise<Transporter> {
   const g = globalThis as Holder;
   const map = (g[TRANSPORTS] ??= new Map());
   const key = JSON.stringify([channel.id, channel.smtp, timeoutMs]);
   let t = map.get(key);
   if (!t) {
+    // Loaded on the first email only: a stepwatch without an email channel never loads it.
+    const { default: nodemailer } = await import("nodemailer");
     t = nodemailer.createTransport({
       host: channel.smtp.host,
       port: channel.smtp.port,
@@ -90,7 +92,7 @@ function transportFor(channel: Extract<ChannelConfig, { type: "email" }>, timeou
 async function sendEmail(channel: Extract<ChannelConfig, { type: "email" }>, payload: NotificationPayload, opts: SendOptions): Promise<AttemptResult> {
   const { subject, text } = emailContent(payload);
   try {
-    await transportFor(channel, opts.timeoutMs).sendMail({
+    await (await transportFor(channel, opts.timeoutMs)).sendMail({
       from: channel.from,
       to: channel.to,
       subject,
