@@ -16,6 +16,7 @@ export async function getFleet(now: number = Date.now()): Promise<FleetResponse>
     demo: rt.demo,
     now,
     restartCooldownSeconds: rt.config.restartCooldownSeconds,
+    configError: rt.configStatus.error,
     pollIntervalSeconds: rt.config.pollIntervalSeconds,
   });
 }
@@ -49,20 +50,25 @@ export function encodeJson(value: unknown): EncodedJson {
 export const FLEET_JSON_MAX_AGE_MS = 250;
 
 /**
- * `revision` (the watcher's: it moves when an acknowledgement, a maintenance or a restart request
- * changed the fleet between polls) is part of the cache key, so the dashboard's refetch right
- * after such a POST gets the new snapshot (and a new ETag), never the bytes from just before it.
+ * `keyOf` names what the answer was built from besides the clock: when it changes (a config
+ * reload replaces the runtime's configStatus, good file or bad), the cached bytes are not served
+ * again, so the first answer after a reload is the new fleet with a new ETag. `revision` (the
+ * watcher's: it moves when an acknowledgement, a maintenance or a restart request changed the
+ * fleet between polls) likewise, so the dashboard's refetch right after such a POST gets the new
+ * snapshot and a new ETag, never the bytes from just before it.
  */
 export function cachedEncoding(
   build: (now: number) => Promise<unknown>,
+  keyOf: () => Promise<unknown>,
   revision: () => Promise<number> = async () => 0,
 ): (now?: number) => Promise<EncodedJson> {
-  let cache: { at: number; revision: number; encoded: Promise<EncodedJson> } | null = null;
+  let cache: { at: number; key: unknown; revision: number; encoded: Promise<EncodedJson> } | null = null;
   return async (now = Date.now()) => {
+    const key = await keyOf();
     const rev = await revision();
-    if (cache && cache.revision === rev && now - cache.at >= 0 && now - cache.at < FLEET_JSON_MAX_AGE_MS) return cache.encoded;
+    if (cache && cache.key === key && cache.revision === rev && now - cache.at >= 0 && now - cache.at < FLEET_JSON_MAX_AGE_MS) return cache.encoded;
     const encoded = build(now).then(encodeJson);
-    const entry = { at: now, revision: rev, encoded };
+    const entry = { at: now, key, revision: rev, encoded };
     cache = entry;
     encoded.catch(() => {
       if (cache === entry) cache = null; // a failure is not cached
@@ -71,12 +77,14 @@ export function cachedEncoding(
   };
 }
 
+/** Replaced by every reload attempt (lib/reload.ts), so it keys the cached fleet answers. */
+const configGeneration = async (): Promise<unknown> => (await getRuntime()).configStatus;
 const watcherRevision = async () => (await getRuntime()).watcher.revision();
 
 /** GET /api/fleet, encoded (see cachedEncoding). */
-export const getFleetJson = cachedEncoding(getFleet, watcherRevision);
+export const getFleetJson = cachedEncoding(getFleet, configGeneration, watcherRevision);
 /** GET /api/fleet/recent, encoded. */
-export const getFleetRecentJson = cachedEncoding(getFleetRecent);
+export const getFleetRecentJson = cachedEncoding(getFleetRecent, configGeneration);
 
 function knownBackend(rt: Runtime, id: string): void {
   if (!rt.config.backends.some((b) => b.id === id)) throw new DomainError("not-found", `no backend "${id}" in the config`);

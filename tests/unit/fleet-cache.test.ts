@@ -16,6 +16,7 @@ describe("the fleet's encoded answer", () => {
         builds++;
         return { acknowledged: ack };
       },
+      async () => "one config",
       async () => revision,
     );
     const t = 1_000_000;
