@@ -23,8 +23,11 @@ const csp = [
 ].join("; ");
 
 const nextConfig: NextConfig = {
-  // Native addon: loaded from node_modules at run time, never bundled.
-  serverExternalPackages: ["better-sqlite3"],
+  // Loaded from node_modules at run time, never bundled: better-sqlite3 is a native addon;
+  // nodemailer (~270 KB) would otherwise be copied into every route's server chunk and evaluated
+  // once per route on its first request, long enough on a loaded machine to stall the watcher's
+  // reads in the same process past their deadline (tests/integration/watcher-app.test.ts saw it).
+  serverExternalPackages: ["better-sqlite3", "nodemailer"],
   poweredByHeader: false,
   async headers() {
     return [

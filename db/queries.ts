@@ -269,6 +269,8 @@ export function insertRestartUnlessBlocked(
   db: Db,
   r: NewRestartRequest,
   cooldownStart: number | null,
+  /** Runs inside the transaction once the row is in (the restart-requested notification). */
+  onInserted?: (row: RestartEventRow) => void,
 ): { inserted: RestartEventRow } | { blocked: RestartBlock } {
   const sqlite = db.$client;
   const params = {
@@ -286,6 +288,7 @@ export function insertRestartUnlessBlocked(
       // Same connection, inside the open transaction: drizzle maps columns, JSON and booleans.
       const row = restartEventById(db, Number(info.lastInsertRowid));
       if (!row) throw new Error(`restart event #${info.lastInsertRowid} vanished inside its own transaction`);
+      onInserted?.(row);
       return { inserted: row };
     }
     const block = restartBlockOf(db, r.backendId, cooldownStart);
@@ -304,6 +307,8 @@ export function recordActionResult(
   id: number,
   result: { exitCode: number | null; output: string; error: string | null; finishedAt: number },
   failed: { resolution: string } | null,
+  /** Runs inside the transaction when this call closed the event as failed (the restart-finished notification). */
+  onFailed?: () => void,
 ): boolean {
   return db.$client.transaction(() => {
     db.update(restartEvents)
@@ -311,7 +316,9 @@ export function recordActionResult(
       .where(eq(restartEvents.id, id))
       .run();
     // Conditional on still pending: the watcher may have resolved it meanwhile (it came back anyway).
-    return failed ? resolveRestart(db, id, { outcome: "failed", resolvedAt: result.finishedAt, resolution: failed.resolution }) : false;
+    const closed = failed ? resolveRestart(db, id, { outcome: "failed", resolvedAt: result.finishedAt, resolution: failed.resolution }) : false;
+    if (closed) onFailed?.();
+    return closed;
   })();
 }
 

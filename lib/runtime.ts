@@ -8,6 +8,7 @@ import { openDb, resolveDbPath, type DbHandle } from "../db/client";
 import { ConfigError, parseConfig, parseConfigText, readConfigText, resolveConfigPath, type Config } from "./config";
 import { restartOutcomeCounts } from "../db/queries";
 import { getStepwatchMetrics, type StepwatchMetrics } from "./export/metrics";
+import { requestUnattendedRestart } from "./oncall/unattended";
 import { describeReload, emptyStatus, startReloader, type ConfigStatus, type ReloadResult, type ReloadTrigger } from "./reload";
 import { startWatcher, type Watcher } from "./watcher";
 import { fleetSnapshot } from "./api/snapshot";
@@ -86,7 +87,16 @@ async function startRuntime(): Promise<Runtime> {
     console.error(`stepwatch: cannot read restart counts for /metrics (counting from 0): ${(e as Error).message}`);
     metrics.seedRestarts(config.backends.map((b) => b.id), []);
   }
-  const watcher = startWatcher({ config, db: db.db, telemetry: metrics.telemetry });
+  // The watcher finds an unattended restart due; the restart verb needs the whole runtime.
+  let rtRef: Runtime | null = null;
+  const watcher = startWatcher({
+    config,
+    db: db.db,
+    telemetry: metrics.telemetry,
+    onUnattendedDue: (id) => {
+      if (rtRef) requestUnattendedRestart(rtRef, id, Date.now());
+    },
+  });
   const demo = stopDemo !== null;
   console.log(`stepwatch: database ${dbPath}; polling every ${config.pollIntervalSeconds} s`);
 
@@ -108,6 +118,8 @@ async function startRuntime(): Promise<Runtime> {
         db.close();
       })()),
   };
+
+  rtRef = rt;
 
   // /metrics' restart counters follow the backends a reload added or removed (seeded as at start).
   const backendIds = (list: string[]) => list.filter((t) => t.startsWith("backend ")).map((t) => t.slice("backend ".length));

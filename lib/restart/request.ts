@@ -20,6 +20,7 @@ import type { DbHandle } from "../../db/client";
 import type { RestartEventRow } from "../../db/schema";
 import { insertRestartUnlessBlocked, recordActionResult, restartBlockOf, type RestartBlock } from "../../db/queries";
 import { DomainError } from "../errors";
+import type { NotificationDraft } from "../notify/outbox";
 import type { Runtime } from "../runtime";
 import { cooldownStart, cooldownUntil } from "./cooldown";
 import { describeAction, executeAction, restartCommandEnv, type ActionResult, type Env, type WebhookContext } from "./execute";
@@ -58,6 +59,11 @@ export interface RestartDeps {
   onResolved?(backendId: string, outcome: "failed"): void;
   execute?: (action: RestartAction, ctx: WebhookContext) => Promise<ActionResult>;
   now?: () => number;
+  /**
+   * Writes a notification (lib/notify) inside the transaction that records the event:
+   * restart-requested with the insert, restart-finished with a failed action's resolution.
+   */
+  notify?: (draft: NotificationDraft) => void;
 }
 
 /** The verb's dependencies in a running stepwatch: its config, its database, its watcher. */
@@ -70,6 +76,7 @@ export function restartDeps(rt: Pick<Runtime, "config" | "db" | "watcher">, env:
     current: (b) => rt.watcher.current(b),
     onPending: (b, p) => rt.watcher.notifyRestartRequested(b, p),
     onResolved: (b, outcome) => rt.watcher.notifyRestartResolved(b, outcome),
+    notify: (d) => rt.watcher.notify(d),
   };
 }
 
@@ -124,7 +131,17 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
 
   let row: RestartEventRow;
   try {
-    const result = insertRestartUnlessBlocked(deps.db.db, request, since);
+    const result = insertRestartUnlessBlocked(deps.db.db, request, since, (inserted) =>
+      deps.notify?.({
+        event: "restart-requested",
+        backendId: backend.id,
+        state,
+        previousState: null,
+        reasons: verdict?.reasons ?? [],
+        at: input.now,
+        details: { restartId: inserted.id, requestedBy: input.operator, note: inserted.note, overrideCooldown: override, action: inserted.action },
+      }),
+    );
     if ("blocked" in result) throw conflictFor(backend.id, result.blocked, deps.restartCooldownSeconds);
     row = result.inserted;
   } catch (e) {
@@ -197,7 +214,17 @@ async function runAndRecord(row: RestartEventRow, action: RestartAction, deps: R
   try {
     // A failed action closes the event at once; nothing is retried without an operator.
     const failed = result.ok ? null : { resolution: `the restart action failed: ${result.error ?? "unknown error"}; not retried` };
-    failedHere = recordActionResult(deps.db.db, row.id, result, failed);
+    failedHere = recordActionResult(deps.db.db, row.id, result, failed, () =>
+      deps.notify?.({
+        event: "restart-finished",
+        backendId: row.backendId,
+        state: deps.current(row.backendId)?.verdict?.state ?? row.stateAtRequest,
+        previousState: "restarting",
+        reasons: [failed!.resolution],
+        at: result.finishedAt,
+        details: { restartId: row.id, requestedBy: row.requestedBy, outcome: "failed", downtimeSeconds: null, resolution: failed!.resolution },
+      }),
+    );
   } catch (e) {
     console.error(`[restart] could not record the result of restart #${row.id} of ${row.backendId}: ${(e as Error).message}`);
   }
