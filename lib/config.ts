@@ -7,6 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import type { Thresholds } from "./check/types";
+import { buildNetPolicy } from "./auth/net-policy";
 
 /** Every default of the config, and only here. */
 export const DEFAULTS = {
@@ -63,6 +64,10 @@ export interface Config {
   backends: BackendConfig[];
   proxies: ProxyConfig[];
   operators: OperatorConfig[];
+  /** The URL operators open stepwatch at (behind a proxy); its host passes the Host check. */
+  publicUrl?: string;
+  /** Who may speak for clients (trustProxy) and under which names stepwatch is served (allowedHosts). */
+  server: { trustProxy: string[]; allowedHosts: string[] };
   /**
    * Every variable an "env:NAME" secret was read from, sorted. Restart commands run without them
    * (lib/restart/execute.ts restartCommandEnv): a command's output is shown to every reader.
@@ -179,6 +184,22 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
   });
   const proxy = z.strictObject({ id, url: httpUrl, apiKey: secret.optional() });
   const operator = z.strictObject({ name: z.string().min(1), password });
+  const proxyAddress = z.string().superRefine((entry, ctx) => {
+    try {
+      buildNetPolicy({ trustProxy: [entry], allowedHosts: [] });
+    } catch {
+      ctx.addIssue({ code: "custom", message: `"${entry}" is not an IP address or CIDR range (e.g. "127.0.0.1", "10.0.0.0/8", "::1")` });
+    }
+  });
+  const hostName = z
+    .string()
+    .regex(/^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$/, "must be a host name without scheme or port (e.g. stepwatch.example.internal)");
+  const server = z
+    .strictObject({
+      trustProxy: z.array(proxyAddress).default([]),
+      allowedHosts: z.array(hostName).default([]),
+    })
+    .default({ trustProxy: [], allowedHosts: [] });
 
   return z
     .strictObject({
@@ -197,6 +218,8 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       backends: z.array(backend).default([]),
       proxies: z.array(proxy).default([]),
       operators: z.array(operator).default([]),
+      publicUrl: httpUrl.optional(),
+      server,
     })
     .superRefine((c, ctx) => {
       // Backends and proxies share one id space: transitions and logs name them by id alone.

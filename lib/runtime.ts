@@ -6,6 +6,8 @@
  */
 import { openDb, resolveDbPath, type DbHandle } from "../db/client";
 import { ConfigError, loadConfig, parseConfig, resolveConfigPath, type Config } from "./config";
+import { buildNetPolicy, setNetPolicy } from "./auth/net-policy";
+import { warmPasswords } from "./auth/password";
 import { startWatcher, type Watcher } from "./watcher";
 
 export interface Runtime {
@@ -56,6 +58,9 @@ async function startRuntime(): Promise<Runtime> {
     console.log(`stepwatch: ${why}: watching the embedded DEMO fleet of simulated backends`);
   }
   for (const w of config.warnings) console.warn(`stepwatch: ${w}`);
+  setNetPolicy(buildNetPolicy({ ...config.server, publicUrl: config.publicUrl }));
+  // Every sign-in then costs exactly one scrypt, the first one too (lib/auth/password.ts).
+  void warmPasswords(config.operators.map((o) => o.password)).catch(() => {});
 
   const dbPath = resolveDbPath();
   let db: DbHandle;

@@ -5,6 +5,7 @@
  * decides exactly as before. The rules are product.md's state table; each one that fires leaves a
  * reason a person can read.
  */
+import { countOf } from "./caps";
 import { STATE_INFO, restartRecommended, type BackendState } from "./states";
 import type { PendingRestart, Rates, Reading, Thresholds, Verdict, VllmMetrics } from "./types";
 
@@ -154,7 +155,7 @@ function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
   const cur = all[all.length - 1];
   if (cur.noMetrics) {
     if (cur.models?.outcome === "ok") {
-      const n = cur.models.ids.length;
+      const n = countOf(cur.models.ids);
       return {
         state: "no-metrics",
         reasons: [

@@ -8,6 +8,7 @@
 import type { Dispatcher } from "undici";
 import { parseVllmMetrics } from "../metrics/vllm";
 import { httpRequest } from "../net/http";
+import { capList, capText } from "./caps";
 import type { ProbeResult, ProxyReading, Reading } from "./types";
 
 export interface BackendTarget {
@@ -46,6 +47,13 @@ function authHeaders(apiKey?: string): Record<string, string> {
 }
 
 export async function readBackend(target: BackendTarget, opts: ReadOptions = {}): Promise<Reading> {
+  const reading = await readBackendUncapped(target, opts);
+  // The error may quote what the backend sent: bounded like everything kept from it (caps.ts).
+  if (reading.error !== undefined) reading.error = capText(reading.error);
+  return reading;
+}
+
+async function readBackendUncapped(target: BackendTarget, opts: ReadOptions): Promise<Reading> {
   const now = opts.now ?? Date.now;
   const timeoutMs = opts.timeoutMs ?? READ_DEFAULTS.timeoutMs;
   const maxBytes = opts.maxBytes ?? READ_DEFAULTS.maxBytes;
@@ -104,7 +112,7 @@ async function listModels(
   try {
     const json = JSON.parse(res.body) as { data?: Array<{ id?: unknown }> };
     if (!Array.isArray(json.data)) throw new Error("no data array");
-    const models = json.data.map((m) => m.id).filter((id): id is string => typeof id === "string");
+    const models = capList(json.data.map((m) => m.id).filter((id): id is string => typeof id === "string"));
     return { outcome: "ok", status: res.status, models, bytes: res.bytes, latencyMs: res.latencyMs };
   } catch (err) {
     return {
@@ -113,7 +121,7 @@ async function listModels(
       models: [],
       bytes: res.bytes,
       latencyMs: res.latencyMs,
-      error: `/v1/models is not an OpenAI model list (${(err as Error).message})`,
+      error: capText(`/v1/models is not an OpenAI model list (${(err as Error).message})`),
     };
   }
 }
@@ -148,7 +156,7 @@ export async function probeBackend(target: BackendTarget, opts: ReadOptions & { 
   });
   const latencyMs = Math.round(performance.now() - started);
   if (res.outcome === "ok") return { ok: true, at, latencyMs, status: res.status };
-  return { ok: false, at, latencyMs, status: res.status, error: res.error ?? res.outcome };
+  return { ok: false, at, latencyMs, status: res.status, error: capText(res.error ?? res.outcome) };
 }
 
 /**
@@ -158,5 +166,5 @@ export async function probeBackend(target: BackendTarget, opts: ReadOptions & { 
 export async function readProxy(target: { url: string; apiKey?: string }, opts: ReadOptions = {}): Promise<ProxyReading> {
   const at = (opts.now ?? Date.now)();
   const res = await listModels(target, opts);
-  return { at, latencyMs: res.latencyMs, outcome: res.outcome, status: res.status, error: res.error, models: res.models };
+  return { at, latencyMs: res.latencyMs, outcome: res.outcome, status: res.status, error: res.error === undefined ? undefined : capText(res.error), models: res.models };
 }

@@ -19,6 +19,7 @@
  *   null means "cannot tell", as it already does for a family the server does not expose.
  */
 import type { VllmMetrics } from "@/lib/check/types";
+import { capList } from "../check/caps";
 import { parsePrometheus, type ParseResult, type Sample } from "./prometheus";
 
 export interface VllmExtraction {
@@ -173,7 +174,8 @@ export function extractVllmDetailed(result: ParseResult): VllmExtraction {
     generationTokens: optional(index, "vllm:generation_tokens_total", "count", "sum", warnings),
     finishedRequests: optional(index, "vllm:request_success_total", "count", "sum", warnings),
     kvCacheUsage,
-    models: [...models].sort(),
+    // Bounded (lib/check/caps): a hostile exposition with 30,000 model_name labels stays small.
+    models: capList([...models].sort()),
   };
   return { metrics, warnings };
 }
