@@ -89,9 +89,10 @@ export function transitionsInRange(db: Db, kind: TargetKind, targetId: string, f
 
 export function listRestartEvents(
   db: Db,
-  filter: { backendId?: string; from?: number; to?: number; limit?: number } = {},
+  filter: { backendId?: string; from?: number; to?: number; limit?: number; beforeId?: number } = {},
 ): RestartEventRow[] {
   const conds = [
+    filter.beforeId !== undefined ? lt(restartEvents.id, filter.beforeId) : undefined,
     filter.backendId !== undefined ? eq(restartEvents.backendId, filter.backendId) : undefined,
     filter.from !== undefined ? gte(restartEvents.requestedAt, filter.from) : undefined,
     filter.to !== undefined ? lte(restartEvents.requestedAt, filter.to) : undefined,

@@ -1,25 +1,40 @@
 import { z } from "zod";
-import { respond } from "@/lib/api/respond";
+import { errorResponse } from "@/lib/api/respond";
 import { DomainError } from "@/lib/errors";
-import { listRestarts } from "@/lib/fleet";
+import { RESTARTS_MAX_LIMIT, listRestarts } from "@/lib/fleet";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
 
 const Query = z.object({
   backend: z.string().min(1).max(64).optional(),
-  limit: z.coerce.number().int().min(1).max(1000).optional(),
+  limit: z.coerce.number().int().min(1).max(RESTARTS_MAX_LIMIT).optional(),
+  before: z.coerce.number().int().min(1).optional(),
 });
 
-/** GET /api/restarts?backend=&limit= : the restart log, newest first. */
-export function GET(req: Request): Promise<Response> {
-  return respond(() => {
-    const sp = new URL(req.url).searchParams;
-    const q = Query.safeParse({ backend: sp.get("backend") ?? undefined, limit: sp.get("limit") ?? undefined });
+/**
+ * GET /api/restarts?backend=&limit=&before= : the restart log, newest first, one page (at most
+ * `limit`, default 100, max 500). The body is the array of events; when there are older ones, a
+ * `Link: <...&before=ID>; rel="next"` header names the next page.
+ */
+export async function GET(req: Request): Promise<Response> {
+  try {
+    const url = new URL(req.url);
+    const sp = url.searchParams;
+    const q = Query.safeParse({ backend: sp.get("backend") ?? undefined, limit: sp.get("limit") ?? undefined, before: sp.get("before") ?? undefined });
     if (!q.success) {
       const i = q.error.issues[0];
       throw new DomainError("bad-request", `${i.path.join(".") || "query"}: ${i.message}`);
     }
-    return listRestarts({ backendId: q.data.backend, limit: q.data.limit });
-  });
+    const page = await listRestarts({ backendId: q.data.backend, limit: q.data.limit, beforeId: q.data.before });
+    const headers: Record<string, string> = { "cache-control": "no-store" };
+    if (page.nextBefore !== null) {
+      const next = new URLSearchParams(sp);
+      next.set("before", String(page.nextBefore));
+      headers.link = `</api/restarts?${next.toString()}>; rel="next"`;
+    }
+    return Response.json(page.events, { headers });
+  } catch (e) {
+    return errorResponse(e);
+  }
 }
