@@ -46,9 +46,20 @@ export interface ProxyConfig {
   apiKey?: string;
 }
 
+/** operator: reads and restarts. viewer: reads only (when access.read is "signed-in"), never restarts. */
+export type Role = "operator" | "viewer";
+
 export interface OperatorConfig {
   name: string;
   password: PasswordSpec;
+  role: Role;
+}
+
+/** An API token for scripts (`Authorization: Bearer <token>`); `name` is recorded as the actor. */
+export interface TokenConfig {
+  name: string;
+  token: string;
+  role: Role;
 }
 
 export interface Config {
@@ -64,6 +75,11 @@ export interface Config {
   backends: BackendConfig[];
   proxies: ProxyConfig[];
   operators: OperatorConfig[];
+  tokens: TokenConfig[];
+  /** "public": anyone who reaches the port reads (the default); "signed-in": reading needs a viewer or operator. */
+  access: { read: "public" | "signed-in" };
+  /** Trusted reverse-proxy sign-in: the header (from server.trustProxy only) naming the signed-in user. */
+  auth: { proxyHeader?: string };
   /** The URL operators open stepwatch at (behind a proxy); its host passes the Host check. */
   publicUrl?: string;
   /** Who may speak for clients (trustProxy) and under which names stepwatch is served (allowedHosts). */
@@ -183,7 +199,17 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
     restart: restart.optional(),
   });
   const proxy = z.strictObject({ id, url: httpUrl, apiKey: secret.optional() });
-  const operator = z.strictObject({ name: z.string().min(1), password });
+  const role = z.enum(["operator", "viewer"]).default("operator");
+  const operator = z.strictObject({ name: z.string().min(1).max(100), password, role });
+  const token = z.strictObject({
+    name: z.string().min(1).max(100),
+    token: z
+      .string()
+      .refine((s) => s.startsWith("env:"), 'must be "env:NAME": a token is a secret and never written in the config')
+      .pipe(secret)
+      .refine((s) => s.length >= 16, "the token must be at least 16 characters"),
+    role,
+  });
   const proxyAddress = z.string().superRefine((entry, ctx) => {
     try {
       buildNetPolicy({ trustProxy: [entry], allowedHosts: [] });
@@ -218,6 +244,17 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       backends: z.array(backend).default([]),
       proxies: z.array(proxy).default([]),
       operators: z.array(operator).default([]),
+      tokens: z.array(token).default([]),
+      access: z.strictObject({ read: z.enum(["public", "signed-in"]).default("public") }).default({ read: "public" }),
+      auth: z
+        .strictObject({
+          proxyHeader: z
+            .string()
+            .regex(/^[A-Za-z0-9-]+$/, "must be a header name (e.g. X-Forwarded-User)")
+            .transform((h) => h.toLowerCase())
+            .optional(),
+        })
+        .default({}),
       publicUrl: httpUrl.optional(),
       server,
     })
@@ -238,6 +275,12 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
         if (names.has(o.name)) ctx.addIssue({ code: "custom", path: ["operators", i, "name"], message: `"${o.name}" appears twice` });
         names.add(o.name);
       });
+      c.tokens.forEach((t, i) => {
+        if (names.has(t.name)) ctx.addIssue({ code: "custom", path: ["tokens", i, "name"], message: `"${t.name}" is already an operator's or another token's name` });
+        names.add(t.name);
+      });
+      if (c.auth.proxyHeader && c.server.trustProxy.length === 0)
+        ctx.addIssue({ code: "custom", path: ["auth", "proxyHeader"], message: "needs server.trustProxy: the header is believed only from those addresses" });
     });
 }
 

@@ -10,6 +10,7 @@ import type { NextResponse } from "next/server";
 import { DomainError } from "../errors";
 import { getRuntime, type Runtime } from "../runtime";
 import { buildNetPolicy, clientAddressOf, currentNetPolicy, isForeignOriginFor, requestOrigin, setNetPolicy, type HeaderSource, type NetPolicy } from "./net-policy";
+import { principalOf, type Principal } from "./principal";
 import { SECURE_SESSION_COOKIE, SESSION_COOKIE, loadSessionKey, resolveSession, type Session } from "./session";
 import { ConcurrencyGate, SignInThrottle } from "./throttle";
 
@@ -65,25 +66,47 @@ export async function currentSession(now: number = Date.now()): Promise<Session 
   return resolveSession(rt.db.db, token, { operators: rt.config.operators, key, now });
 }
 
+/** Who is asking (API token, trusted proxy user, or session), or null. */
+export async function currentPrincipal(now: number = Date.now()): Promise<Principal | null> {
+  const { rt, key } = await authState();
+  const h = await headers();
+  const policy = netPolicyOf(rt);
+  return principalOf(h, tokenFrom(await cookies(), httpsOf(h, policy)), { config: rt.config, db: rt.db.db, key, policy, now });
+}
+
 /** The raw session token of this request (for sign-out), or undefined. */
 export async function currentToken(req: Request): Promise<string | undefined> {
   const rt = await getRuntime();
   return tokenFrom(await cookies(), isHttps(req, rt));
 }
 
-/** For server pages: the operator's name, or null (never throws: a page still renders read-only). */
+/** For server pages: the signed-in user's name (operator or viewer), or null (never throws: a page still renders read-only). */
 export async function currentOperatorName(): Promise<string | null> {
   try {
-    return (await currentSession())?.name ?? null;
+    return (await currentPrincipal())?.name ?? null;
   } catch {
     return null;
   }
 }
 
-export async function requireOperator(): Promise<Session> {
-  const s = await currentSession();
-  if (!s) throw new DomainError("unauthenticated", "sign in as an operator first");
-  return s;
+/**
+ * For every state-changing route: the operator acting (a session, an API token or a trusted
+ * proxy's user with the operator role). 401 without one, 403 for a viewer. `.name` is the actor to
+ * record.
+ */
+export async function requireOperator(): Promise<Principal> {
+  const p = await currentPrincipal();
+  if (!p) throw new DomainError("unauthenticated", "sign in as an operator first");
+  if (p.role !== "operator") throw new DomainError("forbidden", `${p.name} is a viewer: only operators can do this`);
+  return p;
+}
+
+/** For read routes: anyone when access.read is "public", else a viewer or an operator (401). */
+export async function requireReader(): Promise<Principal | null> {
+  const rt = await getRuntime();
+  const p = await currentPrincipal();
+  if (rt.config.access.read === "signed-in" && !p) throw new DomainError("unauthenticated", "sign in to read this stepwatch (access.read is signed-in)");
+  return p;
 }
 
 /**

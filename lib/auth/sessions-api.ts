@@ -30,7 +30,7 @@ export async function listOwnSessions(): Promise<{ operator: string; sessions: S
       lastSeenAt: r.lastSeenAt,
       address: r.address,
       userAgent: r.userAgent,
-      current: r.id === me.id,
+      current: r.id === me.sessionId,
     })),
   };
 }

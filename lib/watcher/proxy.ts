@@ -2,6 +2,7 @@
  * A proxy is judged only from GET /v1/models: never its /metrics (behind least-connection
  * balancing each read may come from a different backend), never a backend from its errors.
  */
+import { countOf } from "../check/caps";
 import type { ProxyState } from "../check/states";
 import type { ProxyReading } from "../check/types";
 
@@ -13,7 +14,7 @@ export interface ProxyJudgement {
 /** Pure: `previous` is the reading before this one (null on the first). One miss is not "down". */
 export function judgeProxy(previous: ProxyReading | null, reading: ProxyReading): ProxyJudgement {
   if (reading.outcome === "ok") {
-    return { state: "up", reasons: [`/v1/models answered in ${Math.round(reading.latencyMs)} ms: ${reading.models.length} model(s)`] };
+    return { state: "up", reasons: [`/v1/models answered in ${Math.round(reading.latencyMs)} ms: ${countOf(reading.models)} model(s)`] };
   }
   const why = `/v1/models failed: ${reading.error ?? reading.outcome}${reading.status ? ` (HTTP ${reading.status})` : ""}`;
   if (previous && previous.outcome !== "ok") return { state: "down", reasons: [why, "failed on two consecutive reads"] };

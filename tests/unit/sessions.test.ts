@@ -10,7 +10,7 @@ import { MAX_SESSIONS_PER_OPERATOR, SESSION_TTL_MS, createSession, endSessionByT
 let dir: string;
 let h: DbHandle;
 const key = Buffer.alloc(32, 3);
-const ana: OperatorConfig = { name: "ana", password: { kind: "plain", value: "pw", source: "env" } };
+const ana: OperatorConfig = { name: "ana", password: { kind: "plain", value: "pw", source: "env" }, role: "operator" };
 
 beforeEach(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-sess-"));
@@ -30,7 +30,7 @@ describe("server-side sessions", () => {
   });
   it("ends on a changed password, on removal from the config, and at the fixed expiry", () => {
     const a = createSession(h.db, { operator: ana, key, now: 0 });
-    const changed: OperatorConfig = { name: "ana", password: { kind: "plain", value: "new", source: "env" } };
+    const changed: OperatorConfig = { name: "ana", password: { kind: "plain", value: "new", source: "env" }, role: "operator" };
     expect(resolveSession(h.db, a.token, { operators: [changed], key, now: 1 })).toBeNull();
     expect(resolveSession(h.db, a.token, { operators: [ana], key, now: 2 })).toBeNull(); // deleted, not just refused
     const b = createSession(h.db, { operator: ana, key, now: 0 });

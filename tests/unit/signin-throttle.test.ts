@@ -99,7 +99,7 @@ describe("signIn", () => {
     const slept: number[] = [];
     const failures: string[] = [];
     return {
-      operators: [{ name: "ana", password: { kind: "scrypt", hash } }],
+      operators: [{ name: "ana", password: { kind: "scrypt", hash }, role: "operator" }],
       throttle: new SignInThrottle({ perPair: 2, perAddress: 20, windowMs: W, maxKeys: 100 }),
       gate: new ConcurrencyGate(),
       sleep: async (ms: number) => void slept.push(ms),

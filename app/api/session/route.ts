@@ -1,7 +1,7 @@
 import { NextResponse } from "next/server";
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
-import { assertSameOrigin, authState, clearSessionCookie, clientAddress, currentSession, currentToken, setSessionCookie } from "@/lib/auth/server";
+import { assertSameOrigin, authState, clearSessionCookie, clientAddress, currentPrincipal, currentSession, currentToken, setSessionCookie } from "@/lib/auth/server";
 import { createSession, endSessionByToken } from "@/lib/auth/session";
 import { signIn } from "@/lib/auth/signin";
 import { auditSignInFailure } from "@/lib/auth/audit";
@@ -21,11 +21,14 @@ function withRetryAfter(res: Response, e: unknown): Response {
   return res;
 }
 
-/** Who am I: {operator, expiresAt} or {operator: null}. */
+/** Who am I: {operator: name, role, via, expiresAt} or {operator: null}. (`operator` is the name, viewers included.) */
 export async function GET(): Promise<Response> {
   try {
-    const s = await currentSession();
-    return NextResponse.json({ operator: s?.name ?? null, expiresAt: s?.expiresAt ?? null }, { headers: { "cache-control": "no-store" } });
+    const p = await currentPrincipal();
+    return NextResponse.json(
+      { operator: p?.name ?? null, role: p?.role ?? null, via: p?.via ?? null, expiresAt: p?.expiresAt ?? null },
+      { headers: { "cache-control": "no-store" } },
+    );
   } catch (e) {
     return errorResponse(e);
   }
