@@ -6,12 +6,17 @@
  * 2. the Content-Security-Policy with a fresh nonce per request and 'strict-dynamic' (no
  *    'unsafe-inline' scripts): the nonce travels to Next on the request's CSP header, and Next puts
  *    it on every script it renders;
- * 3. HSTS when the browser came over TLS, and the security headers on every answer, refusals and
+ * 3. the read gate: with access.read "signed-in", a page without a viewer or operator (session,
+ *    API token or trusted proxy user) is sent to /signin, an API answer is 401;
+ * 4. HSTS when the browser came over TLS, and the security headers on every answer, refusals and
  *    error pages included.
  */
 import { NextResponse, type NextRequest } from "next/server";
 import { buildNetPolicy, currentNetPolicy, isAllowedHost, requestOrigin, type NetPolicy } from "./lib/auth/net-policy";
 import { contentSecurityPolicy, escapeHtml, SECURITY_HEADERS } from "./lib/auth/headers";
+import { principalOf } from "./lib/auth/principal";
+import { sessionTokenFrom } from "./lib/auth/session";
+import { authHolder, startedRuntime } from "./lib/auth/state";
 
 const FALLBACK = buildNetPolicy({ trustProxy: [], allowedHosts: [] });
 
@@ -41,13 +46,37 @@ their own names at this address (DNS rebinding).</p>
   );
 }
 
-export function proxy(request: NextRequest): Response {
+/** Reachable without signing in even when access.read is "signed-in": the sign-in itself. */
+function isOpenPath(p: string): boolean {
+  return p === "/signin" || p === "/api/session" || p.startsWith("/_next/") || p === "/favicon.ico" || p === "/robots.txt";
+}
+
+/** null when the request may go on; else the refusal (401 for the API, a redirect to /signin for pages). */
+async function readGate(request: NextRequest, policy: NetPolicy, https: boolean): Promise<Response | null> {
+  const started = startedRuntime();
+  if (!started) return null; // the route itself will start the runtime; instrumentation normally has
+  const rt = await started;
+  if (rt.config.access.read !== "signed-in" || isOpenPath(request.nextUrl.pathname)) return null;
+  const { key } = authHolder(rt);
+  const who = principalOf(request.headers, sessionTokenFrom(request.cookies, https), { config: rt.config, db: rt.db.db, key, policy, now: Date.now() });
+  if (who) return null;
+  if (request.nextUrl.pathname.startsWith("/api/")) {
+    return Response.json({ error: "unauthenticated", message: "sign in to read this stepwatch (access.read is signed-in)" }, { status: 401, headers: { "cache-control": "no-store" } });
+  }
+  // A relative Location: behind a TLS proxy, Next's idea of the scheme and host may not be the browser's.
+  const next = new URLSearchParams({ next: `${request.nextUrl.pathname}${request.nextUrl.search}` });
+  return new Response(null, { status: 303, headers: { location: `/signin?${next}`, "cache-control": "no-store" } });
+}
+
+export async function proxy(request: NextRequest): Promise<Response> {
   const policy: NetPolicy = currentNetPolicy() ?? FALLBACK;
   const { scheme, host } = requestOrigin(request.headers, policy);
   const https = scheme === "https";
   const nonce = Buffer.from(crypto.getRandomValues(new Uint8Array(18))).toString("base64");
   const csp = contentSecurityPolicy(nonce, process.env.NODE_ENV !== "production");
   if (!isAllowedHost(host, policy)) return hostRefused(host, csp, https);
+  const refused = await readGate(request, policy, https);
+  if (refused) return withSecurityHeaders(refused, csp, https);
 
   const headers = new Headers(request.headers);
   headers.set("x-nonce", nonce);

@@ -33,9 +33,9 @@ export function TopBar({ operator }: { operator: string | null }) {
       <div className="who">
         {operator ? (
           <>
-            <span className="muted name" data-testid="operator-name">
+            <Link href="/account" className="muted name" data-testid="operator-name" title="Your sessions">
               {operator}
-            </span>
+            </Link>
             <button type="button" className="link" onClick={signOut} data-testid="sign-out">
               Sign out
             </button>

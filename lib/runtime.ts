@@ -5,6 +5,7 @@
  * Routes may be hit before instrumentation finished starting: they await the same promise.
  */
 import { openDb, resolveDbPath, type DbHandle } from "../db/client";
+import { recordAudit } from "../db/queries";
 import { ConfigError, loadConfig, parseConfig, resolveConfigPath, type Config } from "./config";
 import { buildNetPolicy, setNetPolicy } from "./auth/net-policy";
 import { warmPasswords } from "./auth/password";
@@ -69,6 +70,18 @@ async function startRuntime(): Promise<Runtime> {
   } catch (e) {
     await stopDemo?.();
     throw e;
+  }
+  try {
+    recordAudit(db.db, {
+      at: startedAt,
+      actor: null,
+      actorKind: "system",
+      action: "config.loaded",
+      target: configPath ?? "demo",
+      detail: `${config.backends.length} backend(s), ${config.proxies.length} proxy(ies), ${config.operators.length} operator(s), ${config.tokens.length} token(s); reading ${config.access.read}`,
+    });
+  } catch (e) {
+    console.error(`stepwatch: cannot write the audit log: ${(e as Error).message}`);
   }
   const watcher = startWatcher({ config, db: db.db });
   console.log(`stepwatch: database ${dbPath}; polling every ${config.pollIntervalSeconds} s`);

@@ -11,29 +11,13 @@ import { DomainError } from "../errors";
 import { getRuntime, type Runtime } from "../runtime";
 import { buildNetPolicy, clientAddressOf, currentNetPolicy, isForeignOriginFor, requestOrigin, setNetPolicy, type HeaderSource, type NetPolicy } from "./net-policy";
 import { principalOf, type Principal } from "./principal";
-import { SECURE_SESSION_COOKIE, SESSION_COOKIE, loadSessionKey, resolveSession, type Session } from "./session";
-import { ConcurrencyGate, SignInThrottle } from "./throttle";
-
-const KEY = Symbol.for("stepwatch.auth");
-type AuthHolder = { key: Buffer; dbPath: string; throttle: SignInThrottle; gate: ConcurrencyGate };
-type Holder = { [KEY]?: AuthHolder };
-
-function state(rt: Runtime): AuthHolder {
-  const g = globalThis as Holder;
-  if (!g[KEY] || g[KEY].dbPath !== rt.db.path) {
-    g[KEY] = {
-      key: loadSessionKey(rt.db.path),
-      dbPath: rt.db.path,
-      throttle: g[KEY]?.throttle ?? new SignInThrottle(),
-      gate: g[KEY]?.gate ?? new ConcurrencyGate(),
-    };
-  }
-  return g[KEY];
-}
+import { SECURE_SESSION_COOKIE, SESSION_COOKIE, resolveSession, sessionTokenFrom, type Session } from "./session";
+import { authHolder } from "./state";
+import type { ConcurrencyGate, SignInThrottle } from "./throttle";
 
 export async function authState(): Promise<{ rt: Runtime; key: Buffer; throttle: SignInThrottle; gate: ConcurrencyGate }> {
   const rt = await getRuntime();
-  const s = state(rt);
+  const s = authHolder(rt);
   return { rt, key: s.key, throttle: s.throttle, gate: s.gate };
 }
 
@@ -52,16 +36,11 @@ function httpsOf(h: HeaderSource, policy: NetPolicy): boolean {
   return requestOrigin(h, policy).scheme === "https";
 }
 
-/** The session cookie's token: over https only the `__Host-` one (an http page cannot set it). */
-function tokenFrom(jar: { get(name: string): { value: string } | undefined }, https: boolean): string | undefined {
-  return https ? jar.get(SECURE_SESSION_COOKIE)?.value : (jar.get(SESSION_COOKIE)?.value ?? jar.get(SECURE_SESSION_COOKIE)?.value);
-}
-
 /** The signed-in operator's session from the cookie, or null. */
 export async function currentSession(now: number = Date.now()): Promise<Session | null> {
   const { rt, key } = await authState();
   const https = httpsOf(await headers(), netPolicyOf(rt));
-  const token = tokenFrom(await cookies(), https);
+  const token = sessionTokenFrom(await cookies(), https);
   if (!token) return null;
   return resolveSession(rt.db.db, token, { operators: rt.config.operators, key, now });
 }
@@ -71,13 +50,13 @@ export async function currentPrincipal(now: number = Date.now()): Promise<Princi
   const { rt, key } = await authState();
   const h = await headers();
   const policy = netPolicyOf(rt);
-  return principalOf(h, tokenFrom(await cookies(), httpsOf(h, policy)), { config: rt.config, db: rt.db.db, key, policy, now });
+  return principalOf(h, sessionTokenFrom(await cookies(), httpsOf(h, policy)), { config: rt.config, db: rt.db.db, key, policy, now });
 }
 
 /** The raw session token of this request (for sign-out), or undefined. */
 export async function currentToken(req: Request): Promise<string | undefined> {
   const rt = await getRuntime();
-  return tokenFrom(await cookies(), isHttps(req, rt));
+  return sessionTokenFrom(await cookies(), isHttps(req, rt));
 }
 
 /** For server pages: the signed-in user's name (operator or viewer), or null (never throws: a page still renders read-only). */

@@ -32,6 +32,11 @@ export interface Session {
   expiresAt: number;
 }
 
+/** The session cookie's token: over https only the `__Host-` one (a plain-http page cannot set that one). */
+export function sessionTokenFrom(jar: { get(name: string): { value: string } | undefined }, https: boolean): string | undefined {
+  return https ? jar.get(SECURE_SESSION_COOKIE)?.value : (jar.get(SESSION_COOKIE)?.value ?? jar.get(SECURE_SESSION_COOKIE)?.value);
+}
+
 export function tokenId(token: string): string {
   return createHash("sha256").update(token, "utf8").digest("hex");
 }
