@@ -1,6 +1,6 @@
 import { FleetView } from "@/components/FleetView";
 import { currentOperatorName } from "@/lib/auth/server";
-import { getFleet } from "@/lib/fleet";
+import { getFleet } from "@/lib/api/fleet";
 import type { FleetResponse } from "@/lib/api/types";
 
 export const dynamic = "force-dynamic";

@@ -8,7 +8,7 @@
  * per-minute rows, as it does once samples are older than retention.rawHours.
  * History: the same rows tiled over 7 days ending now, for one backend, inserted with the real
  * insertSamples; retention then leaves the last 48 h raw and the rest as rollups, and the real
- * history view (lib/watcher/snapshot.ts historyOf, which GET /api/backends/{id}/history serves)
+ * history view (lib/api/snapshot.ts historyOf, which GET /api/backends/{id}/history serves)
  * is timed over 7 days, 24 h and 1 h.
  */
 import fs from "node:fs";
@@ -16,7 +16,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { openDb } from "../db/client";
 import { applyRetention, insertSamples, type NewSample } from "../db/queries";
-import { historyOf } from "../lib/watcher/snapshot";
+import { historyOf } from "../lib/api/snapshot";
 import { DEFAULTS } from "../lib/config";
 import { percentile, round } from "./stats";
 

@@ -3,9 +3,8 @@
  * never builds SQL. Transitions and restart events are kept forever: only the retention of raw
  * samples and minute rollups deletes anything.
  */
-import type { HistoryPoint } from "../lib/api/types";
 import { and, asc, desc, eq, gt, gte, isNull, lt, lte } from "drizzle-orm";
-import type { Reading, Verdict } from "../lib/check/types";
+import { figuresOf, type Figures, type Reading, type Verdict } from "../lib/check/types";
 import type { BackendState } from "../lib/check/states";
 import type { Db } from "./client";
 import { auditLog, restartEvents, samples, sessions, transitions, type AuditRow, type RestartEventRow, type SessionRow, type TransitionRow } from "./schema";
@@ -24,17 +23,12 @@ export function sampleRow(backendId: string, reading: Reading, verdict: Verdict)
     outcome: reading.outcome,
     error: reading.error ?? null,
     latencyMs: Math.round(reading.latencyMs),
-    running: m?.running ?? null,
-    waiting: m?.waiting ?? null,
+    ...figuresOf(reading, verdict),
     steps: m?.steps ?? null,
     promptTokens: m?.promptTokens ?? null,
     generationTokens: m?.generationTokens ?? null,
     finishedRequests: m?.finishedRequests ?? null,
-    kvCacheUsage: m?.kvCacheUsage ?? null,
     processStartTime: m?.processStartTime ?? null,
-    stepsPerSecond: verdict.rates.stepsPerSecond,
-    generationTokensPerSecond: verdict.rates.generationTokensPerSecond,
-    promptTokensPerSecond: verdict.rates.promptTokensPerSecond,
     probeOk: reading.probe ? reading.probe.ok : null,
     probeLatencyMs: reading.probe ? Math.round(reading.probe.latencyMs) : null,
     reading,
@@ -126,6 +120,113 @@ export function lastRestartOf(db: Db, backendId: string): RestartEventRow | unde
     .get();
 }
 
+/** A restart event by id. */
+export function restartEventById(db: Db, id: number): RestartEventRow | undefined {
+  return db.select().from(restartEvents).where(eq(restartEvents.id, id)).get();
+}
+
+/** What the restart verb records when an operator asks for a restart (the rest is filled in later). */
+export interface NewRestartRequest {
+  backendId: string;
+  requestedAt: number;
+  requestedBy: string;
+  note: string | null;
+  state: BackendState;
+  healthy: boolean;
+  running: number | null;
+  waiting: number | null;
+  processStartTime: number | null;
+  evidence: { reasons: string[]; readings: unknown[] };
+  overrideCooldown: boolean;
+  confirmedHealthy: boolean;
+  action: string;
+}
+
+/**
+ * Why a backend cannot get a new restart now: its pending restart, or else its newest restart when
+ * that one is still inside the cooldown. Without a cooldownStart (an override), only a pending one blocks.
+ */
+export type RestartBlock = { reason: "pending"; event: RestartEventRow } | { reason: "cooldown"; event: RestartEventRow };
+
+export function restartBlockOf(db: Db, backendId: string, cooldownStart: number | null): RestartBlock | null {
+  const pending = pendingRestartOf(db, backendId);
+  if (pending) return { reason: "pending", event: pending };
+  if (cooldownStart === null) return null;
+  const last = lastRestartOf(db, backendId);
+  return last && last.requestedAt > cooldownStart ? { reason: "cooldown", event: last } : null;
+}
+
+const INSERT_RESTART_UNLESS_BLOCKED = `
+INSERT INTO restart_events (
+  backend_id, requested_at, requested_by, note, state_at_request, healthy_at_request,
+  running_at_request, waiting_at_request, process_start_time_at_request, evidence,
+  override_cooldown, confirmed_healthy, action)
+SELECT @backendId, @requestedAt, @requestedBy, @note, @state, @healthy,
+  @running, @waiting, @processStartTime, @evidence,
+  @overrideCooldown, @confirmedHealthy, @action
+WHERE NOT EXISTS (
+  SELECT 1 FROM restart_events
+  WHERE backend_id = @backendId
+    AND (outcome IS NULL OR (@enforceCooldown = 1 AND requested_at > @cooldownStart))
+)`;
+
+/**
+ * ONE transaction (BEGIN IMMEDIATE): insert the restart unless a pending restart, or one inside
+ * the cooldown (when cooldownStart is given), exists; no check-then-act in JS. Returns the inserted
+ * row, or what blocked it, read inside the same transaction. The partial unique index
+ * restart_events_one_pending backs the NOT EXISTS up across processes: a concurrent insert from
+ * another process throws SQLITE_CONSTRAINT_UNIQUE, for the caller to map.
+ */
+export function insertRestartUnlessBlocked(
+  db: Db,
+  r: NewRestartRequest,
+  cooldownStart: number | null,
+): { inserted: RestartEventRow } | { blocked: RestartBlock } {
+  const sqlite = db.$client;
+  const params = {
+    ...r,
+    healthy: r.healthy ? 1 : 0,
+    evidence: JSON.stringify(r.evidence),
+    overrideCooldown: r.overrideCooldown ? 1 : 0,
+    confirmedHealthy: r.confirmedHealthy ? 1 : 0,
+    enforceCooldown: cooldownStart === null ? 0 : 1,
+    cooldownStart: cooldownStart ?? 0,
+  };
+  const tx = sqlite.transaction(() => {
+    const info = sqlite.prepare(INSERT_RESTART_UNLESS_BLOCKED).run(params);
+    if (info.changes === 1) {
+      // Same connection, inside the open transaction: drizzle maps columns, JSON and booleans.
+      const row = restartEventById(db, Number(info.lastInsertRowid));
+      if (!row) throw new Error(`restart event #${info.lastInsertRowid} vanished inside its own transaction`);
+      return { inserted: row };
+    }
+    const block = restartBlockOf(db, r.backendId, cooldownStart);
+    // NOT EXISTS found a row, so one of the two holds; the fallback only satisfies the types.
+    return { blocked: block ?? { reason: "pending" as const, event: lastRestartOf(db, r.backendId)! } };
+  });
+  return tx.immediate();
+}
+
+/**
+ * What the restart action did (exit code, output, error), in one transaction with, when `failed`
+ * gives a resolution, closing the event as failed.
+ */
+export function recordActionResult(
+  db: Db,
+  id: number,
+  result: { exitCode: number | null; output: string; error: string | null; finishedAt: number },
+  failed: { resolution: string } | null,
+): void {
+  db.$client.transaction(() => {
+    db.update(restartEvents)
+      .set({ commandExitCode: result.exitCode, commandOutput: result.output, commandError: result.error, commandFinishedAt: result.finishedAt })
+      .where(eq(restartEvents.id, id))
+      .run();
+    // Conditional on still pending: the watcher may have resolved it meanwhile (it came back anyway).
+    if (failed) resolveRestart(db, id, { outcome: "failed", resolvedAt: result.finishedAt, resolution: failed.resolution });
+  })();
+}
+
 /**
  * Close a pending restart. Conditional on it still being pending, so the watcher and the restart
  * verb (a failed command) can race without overwriting each other; returns whether this call won.
@@ -174,8 +275,11 @@ const rankOf = (col: string) => `CASE ${col} ${RANKED.map(([s, r]) => `WHEN '${s
 const stateOfRank = (expr: string) => `CASE ${expr} ${RANKED.map(([s, r]) => `WHEN ${r} THEN '${s}'`).join(" ")} ELSE 'unknown' END`;
 const stateByRank = new Map(RANKED.map(([s, r]) => [r, s]));
 
-/** One point of a backend's history: the API's HistoryPoint, as the queries produce it. */
-export type HistoryRow = HistoryPoint;
+/** One point of a backend's history, as the queries produce it (the API serves it as a HistoryPoint). */
+export interface HistoryRow extends Figures {
+  at: number;
+  state: BackendState;
+}
 
 /** Up to this range, raw readings are shown; beyond it, per-minute (or coarser) buckets. */
 export const RAW_HISTORY_MAX_MS = 6 * 3600_000;

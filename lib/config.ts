@@ -6,17 +6,15 @@
 import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import type { Thresholds } from "./check/types";
+import { DEFAULT_THRESHOLDS, type Thresholds } from "./check/types";
 import { buildNetPolicy } from "./auth/net-policy";
 
-/** Every default of the config, and only here. */
+/** Every default of the config, and only here (the classifier's thresholds come from DEFAULT_THRESHOLDS). */
 export const DEFAULTS = {
   pollIntervalSeconds: 5,
-  stuckAfterSeconds: 120,
+  ...DEFAULT_THRESHOLDS,
   probeTimeoutSeconds: 10,
-  idleProbeSeconds: 60,
   restartCooldownSeconds: 600,
-  recoveryTimeoutSeconds: 900,
   retention: { rawHours: 48, rollupDays: 90 },
   restartCommandTimeoutSeconds: 120,
   webhookMethod: "POST",

@@ -46,7 +46,7 @@ async function startRuntime(): Promise<Runtime> {
     console.log(`stepwatch: config ${configPath}: ${config.backends.length} backend(s), ${config.proxies.length} proxy(ies)`);
   } else {
     // Loaded only when needed: the demo fleet is simulators and load generators.
-    const { startDemoFleet } = await import("./demo");
+    const { startDemoFleet } = await import("./sim/demo");
     const demo = await startDemoFleet();
     stopDemo = () => demo.stop();
     try {

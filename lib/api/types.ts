@@ -1,10 +1,11 @@
 /**
- * Shapes of the JSON API (product.md section 3). Shared by route handlers, the browser
+ * Shapes of the JSON API (docs/api.md). Shared by route handlers, the browser
  * components and the tests; imports nothing server-side, so client files may import it.
  */
 import type { BackendState, ProxyState } from "../check/states";
+import type { Figures } from "../check/types";
 
-export interface FleetBackend {
+export interface FleetBackend extends Figures {
   id: string;
   url: string;
   model: string | null;
@@ -12,12 +13,6 @@ export interface FleetBackend {
   healthy: boolean;
   /** When the current state began (ms since epoch), null before the first verdict. */
   since: number | null;
-  running: number | null;
-  waiting: number | null;
-  stepsPerSecond: number | null;
-  generationTokensPerSecond: number | null;
-  promptTokensPerSecond: number | null;
-  kvCacheUsage: number | null;
   processStartTime: number | null;
   lastReadAt: number | null;
   restartRecommended: boolean;
@@ -51,14 +46,8 @@ export interface FleetResponse {
   proxies: FleetProxy[];
 }
 
-export interface HistoryPoint {
+export interface HistoryPoint extends Figures {
   at: number;
-  running: number | null;
-  waiting: number | null;
-  stepsPerSecond: number | null;
-  generationTokensPerSecond: number | null;
-  promptTokensPerSecond: number | null;
-  kvCacheUsage: number | null;
   state: BackendState;
 }
 

@@ -80,6 +80,11 @@ export async function requireOperator(): Promise<Principal> {
   return p;
 }
 
+/** How the audit log names the kind of actor a principal is. */
+export function actorKindOf(p: Principal): "operator" | "token" | "proxy" {
+  return p.via === "token" ? "token" : p.via === "proxy" ? "proxy" : "operator";
+}
+
 /** For read routes: anyone when access.read is "public", else a viewer or an operator (401). */
 export async function requireReader(): Promise<Principal | null> {
   const rt = await getRuntime();

@@ -2,12 +2,13 @@
  * The classifier: readings in, a verdict out. Pure: no I/O, no clock of its own (`now` is passed
  * in), no mutable counters. Every debounce ("two waits", "two refused reads", "probe failed twice")
  * is computed from the readings handed in, so a restart of stepwatch that reloads its history
- * decides exactly as before. The rules are product.md's state table; each one that fires leaves a
+ * decides exactly as before. The rules are the state table of docs/states.md; each one that fires leaves a
  * reason a person can read.
  */
 import { countOf } from "./caps";
 import { STATE_INFO, restartRecommended, type BackendState } from "./states";
-import type { PendingRestart, Rates, Reading, Thresholds, Verdict, VllmMetrics } from "./types";
+import type { VllmMetrics } from "../metrics/vllm";
+import type { PendingRestart, Rates, Reading, Thresholds, Verdict } from "./types";
 
 export interface ClassifyInput {
   /** Earlier readings of this backend, oldest first, not including `reading`. */

@@ -21,7 +21,7 @@ export type ProxyState = (typeof PROXY_STATES)[number];
 /** "yes" healthy, "no" unhealthy, "watch" keep an eye on it, "unknown" cannot be judged. */
 export type Health = "yes" | "no" | "watch" | "unknown";
 
-/** The state table of product.md, as data. */
+/** The state table of docs/states.md, as data. */
 export const STATE_INFO: Record<BackendState, { health: Health; label: string; description: string }> = {
   idle: { health: "yes", label: "Idle", description: "Nothing running or waiting; a tiny probe answered." },
   busy: { health: "yes", label: "Busy", description: "Work running or waiting, and the engine made progress." },

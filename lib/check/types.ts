@@ -1,35 +1,6 @@
+import type { VllmMetrics } from "../metrics/vllm";
+import type { FetchOutcome } from "../net/http";
 import type { BackendState, Health } from "./states";
-
-/** What vLLM's own /metrics says, summed over every label set (one series per data-parallel engine). */
-export interface VllmMetrics {
-  /** process_start_time_seconds (unix seconds); null when vLLM runs several API servers. */
-  processStartTime: number | null;
-  running: number;
-  waiting: number;
-  /** Engine steps: the _count of vllm:iteration_tokens_total. null when the family is absent. */
-  steps: number | null;
-  promptTokens: number | null;
-  generationTokens: number | null;
-  /** vllm:request_success_total summed over finished_reason. */
-  finishedRequests: number | null;
-  /** 0..1, from vllm:kv_cache_usage_perc or the older vllm:gpu_cache_usage_perc. */
-  kvCacheUsage: number | null;
-  /** Served model names seen in the model_name label. */
-  models: string[];
-}
-
-/**
- * How a fetch ended. Connection-level failures are kept apart because "down" is decided from
- * them (refused/reset on two reads), while a timeout only means "slow" until stuckAfterSeconds.
- */
-export type FetchOutcome =
-  | "ok"
-  | "refused" // ECONNREFUSED: nothing listens (vLLM loading weights, or dead)
-  | "reset" // connection reset / closed mid-answer
-  | "timeout" // connect, headers or body timeout
-  | "http-error" // answered with a non-2xx status
-  | "too-large" // the body passed the size cap
-  | "error"; // anything else (DNS, TLS, redirect refused...)
 
 export interface ProbeResult {
   ok: boolean;
@@ -71,11 +42,38 @@ export interface Thresholds {
   recoveryTimeoutSeconds: number;
 }
 
-export const DEFAULT_THRESHOLDS: Thresholds = {
+/** The one home of the thresholds' defaults: the config's DEFAULTS and the CLI both take them from here. */
+export const DEFAULT_THRESHOLDS = {
   stuckAfterSeconds: 120,
   idleProbeSeconds: 60,
   recoveryTimeoutSeconds: 900,
-};
+} as const satisfies Thresholds;
+
+/**
+ * The figures a backend is shown and stored by: its gauges (from the reading) and its rates (from
+ * the verdict). One type for the fleet row, the history point, the CLI result and the sample row.
+ */
+export interface Figures {
+  running: number | null;
+  waiting: number | null;
+  stepsPerSecond: number | null;
+  generationTokensPerSecond: number | null;
+  promptTokensPerSecond: number | null;
+  kvCacheUsage: number | null;
+}
+
+/** The figures of a reading and the verdict drawn from it (all null when there is neither). */
+export function figuresOf(reading: Pick<Reading, "metrics"> | null, verdict: Pick<Verdict, "rates"> | null): Figures {
+  const m = reading?.metrics ?? null;
+  return {
+    running: m?.running ?? null,
+    waiting: m?.waiting ?? null,
+    stepsPerSecond: verdict?.rates.stepsPerSecond ?? null,
+    generationTokensPerSecond: verdict?.rates.generationTokensPerSecond ?? null,
+    promptTokensPerSecond: verdict?.rates.promptTokensPerSecond ?? null,
+    kvCacheUsage: m?.kvCacheUsage ?? null,
+  };
+}
 
 export interface Rates {
   stepsPerSecond: number | null;

@@ -4,7 +4,7 @@
  * up), 1 stuck, 2 down, 3 cannot judge (no-metrics, unknown, starting, stalled), 64 bad usage.
  */
 import { parseArgs } from "node:util";
-import { checkBackend, checkProxy, exitCode, EXIT, type CheckResult } from "../check/run";
+import { checkBackend, checkProxy, exitCode, EXIT, type CheckResult } from "../check/oneshot";
 import { STATE_INFO, type BackendState } from "../check/states";
 
 const USAGE = `usage: npm run --silent check -- <url> [--proxy] [--wait SECONDS] [--json]
@@ -12,7 +12,8 @@ const USAGE = `usage: npm run --silent check -- <url> [--proxy] [--wait SECONDS]
 
 Reads <url>/metrics (never sends a request while work is running or waiting). With work, waits
 --wait seconds (default 30) and reads again, once more if there was no progress. Idle: one
-tiny probe. --proxy: only GET <url>/v1/models.
+tiny probe. --proxy: only GET <url>/v1/models; a failed answer is asked once more after
+--wait seconds (two failures in a row: down).
 Exit: 0 healthy, 1 stuck, 2 down, 3 cannot judge, 64 usage error.`;
 
 function fail(message: string): never {

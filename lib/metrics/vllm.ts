@@ -18,9 +18,26 @@
  *   between reads, which a comparison of two reads would take for progress or for a counter reset;
  *   null means "cannot tell", as it already does for a family the server does not expose.
  */
-import type { VllmMetrics } from "@/lib/check/types";
 import { capList } from "../check/caps";
 import { parsePrometheus, type ParseResult, type Sample } from "./prometheus";
+
+/** What vLLM's own /metrics says, summed over every label set (one series per data-parallel engine). */
+export interface VllmMetrics {
+  /** process_start_time_seconds (unix seconds); null when vLLM runs several API servers. */
+  processStartTime: number | null;
+  running: number;
+  waiting: number;
+  /** Engine steps: the _count of vllm:iteration_tokens_total. null when the family is absent. */
+  steps: number | null;
+  promptTokens: number | null;
+  generationTokens: number | null;
+  /** vllm:request_success_total summed over finished_reason. */
+  finishedRequests: number | null;
+  /** 0..1, from vllm:kv_cache_usage_perc or the older vllm:gpu_cache_usage_perc. */
+  kvCacheUsage: number | null;
+  /** Served model names seen in the model_name label. */
+  models: string[];
+}
 
 export interface VllmExtraction {
   metrics: VllmMetrics | null;

@@ -1,9 +1,11 @@
 /**
  * The restart verb: the only way stepwatch ever restarts anything.
  *
- * 1. Validate against the config and the watcher's current verdict (unknown id, nothing
- *    configured, a healthy backend whose id was not typed).
- * 2. ONE SQLite transaction (BEGIN IMMEDIATE) inserts the audit row with INSERT ... SELECT ...
+ * 1. Validate against the config, the restart log and the watcher's current verdict, in this
+ *    order: unknown id (404), nothing configured (422), a pending restart or the cooldown (409,
+ *    with who asked and when, and until when), a healthy backend whose id was not typed (422).
+ * 2. ONE SQLite transaction (BEGIN IMMEDIATE, insertRestartUnlessBlocked in db/queries.ts) inserts
+ *    the audit row with INSERT ... SELECT ...
  *    WHERE NOT EXISTS (a pending restart, or one inside the cooldown). The partial unique index
  *    restart_events_one_pending backs it up across processes. Two concurrent confirms therefore
  *    cannot both insert, and only the one that inserted runs the action: no check-then-act in JS.
@@ -15,14 +17,12 @@ import type { Reading, Verdict, PendingRestart } from "../check/types";
 import { isHealthy } from "../check/states";
 import type { BackendConfig, RestartAction } from "../config";
 import type { DbHandle } from "../../db/client";
-import { eq } from "drizzle-orm";
-import { restartEvents, type RestartEventRow } from "../../db/schema";
-import { resolveRestart } from "../../db/queries";
-import { restartDTO } from "../watcher/snapshot";
-import type { RestartEventDTO } from "../api/types";
+import type { RestartEventRow } from "../../db/schema";
+import { insertRestartUnlessBlocked, recordActionResult, restartBlockOf, type RestartBlock } from "../../db/queries";
 import { DomainError } from "../errors";
-import { formatClock } from "../ui/format";
-import { describeAction, executeAction, type ActionResult, type Env, type WebhookContext } from "./execute";
+import type { Runtime } from "../runtime";
+import { cooldownStart, cooldownUntil } from "./cooldown";
+import { describeAction, executeAction, restartCommandEnv, type ActionResult, type Env, type WebhookContext } from "./execute";
 
 export interface RestartInput {
   backendId: string;
@@ -58,25 +58,24 @@ export interface RestartDeps {
   now?: () => number;
 }
 
+/** The verb's dependencies in a running stepwatch: its config, its database, its watcher. */
+export function restartDeps(rt: Pick<Runtime, "config" | "db" | "watcher">, env: NodeJS.ProcessEnv = process.env): RestartDeps {
+  return {
+    db: rt.db,
+    backends: rt.config.backends,
+    restartCooldownSeconds: rt.config.restartCooldownSeconds,
+    commandEnv: restartCommandEnv(env, rt.config.secretEnvNames),
+    current: (b) => rt.watcher.current(b),
+    onPending: (b, p) => rt.watcher.notifyRestartRequested(b, p),
+  };
+}
+
 export interface RestartAccepted {
-  event: RestartEventDTO;
+  /** The audit row as inserted (lib/api/ turns it into the API's RestartEventDTO). */
+  event: RestartEventRow;
   /** Settles when the action has run and its result is recorded (tests and shutdown wait on it). */
   done: Promise<void>;
 }
-
-const INSERT_SQL = `
-INSERT INTO restart_events (
-  backend_id, requested_at, requested_by, note, state_at_request, healthy_at_request,
-  running_at_request, waiting_at_request, process_start_time_at_request, evidence,
-  override_cooldown, confirmed_healthy, action)
-SELECT @backendId, @requestedAt, @requestedBy, @note, @state, @healthy,
-  @running, @waiting, @processStartTime, @evidence,
-  @overrideCooldown, @confirmedHealthy, @action
-WHERE NOT EXISTS (
-  SELECT 1 FROM restart_events
-  WHERE backend_id = @backendId
-    AND (outcome IS NULL OR (@enforceCooldown = 1 AND requested_at > @cooldownStart))
-)`;
 
 const MAX_NOTE = 500;
 
@@ -86,6 +85,12 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
   if (!backend.restart) {
     throw new DomainError("not-configured", `no restart action is configured for "${backend.id}" (backends[].restart in the config)`);
   }
+  const override = input.overrideCooldown === true;
+  const since = override ? null : cooldownStart(input.now, deps.restartCooldownSeconds);
+  // A pending restart or the cooldown is the stronger fact: the operator learns it (409) before
+  // being asked to type a healthy backend's id (422). The insert below checks again, atomically.
+  const block = storage(backend.id, () => restartBlockOf(deps.db.db, backend.id, since));
+  if (block) throw conflictFor(backend.id, block, deps.restartCooldownSeconds);
   const view = deps.current(backend.id);
   const verdict = view?.verdict ?? null;
   const state = verdict?.state ?? "unknown";
@@ -98,77 +103,77 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
     );
   }
   const metrics = view?.reading?.metrics ?? null;
-  const override = input.overrideCooldown === true;
-  const cooldownMs = deps.restartCooldownSeconds * 1000;
-  const params = {
+  const request = {
     backendId: backend.id,
     requestedAt: input.now,
     requestedBy: input.operator,
     note: input.note ? input.note.slice(0, MAX_NOTE) : null,
     state,
-    healthy: healthy ? 1 : 0,
+    healthy,
     running: metrics?.running ?? null,
     waiting: metrics?.waiting ?? null,
     processStartTime: metrics?.processStartTime ?? null,
-    evidence: JSON.stringify({ reasons: verdict?.reasons ?? ["no reading yet"], readings: verdict?.basis ?? [] }),
-    overrideCooldown: override ? 1 : 0,
-    confirmedHealthy: healthy ? 1 : 0,
+    evidence: { reasons: verdict?.reasons ?? ["no reading yet"], readings: verdict?.basis ?? [] },
+    overrideCooldown: override,
+    confirmedHealthy: healthy,
     action: describeAction(backend.restart),
-    enforceCooldown: override ? 0 : 1,
-    cooldownStart: input.now - cooldownMs,
   };
 
-  const sqlite = deps.db.sqlite;
-  const insertTx = sqlite.transaction((): RestartEventRow => {
-    const info = sqlite.prepare(INSERT_SQL).run(params);
-    if (info.changes === 1) return selectEvent(deps.db, Number(info.lastInsertRowid));
-    throw conflictFor(deps.db, backend.id, cooldownMs);
-  });
   let row: RestartEventRow;
   try {
-    row = insertTx.immediate();
+    const result = insertRestartUnlessBlocked(deps.db.db, request, since);
+    if ("blocked" in result) throw conflictFor(backend.id, result.blocked, deps.restartCooldownSeconds);
+    row = result.inserted;
   } catch (e) {
     // Another process inserted between our NOT EXISTS and the write: the unique index refused it.
     if ((e as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") {
       throw new DomainError("conflict", `"${backend.id}" is already restarting`, { reason: "pending" });
     }
     if (e instanceof DomainError) throw e;
-    // Disk full, read-only or locked: without the audit row there is no restart (nothing runs
-    // unrecorded), and the operator gets the reason instead of an anonymous 500.
-    throw new DomainError("unavailable", `cannot record the restart of "${backend.id}" in the database (${(e as Error).message}); nothing was run`);
+    throw unavailable(backend.id, e);
   }
 
   deps.onPending?.(backend.id, { requestedAt: row.requestedAt, processStartTime: row.processStartTimeAtRequest, eventId: row.id });
   const done = runAndRecord(row, backend.restart, deps);
-  return { event: restartDTO(row), done };
+  return { event: row, done };
 }
 
-function selectEvent(db: DbHandle, id: number): RestartEventRow {
-  // Same connection, inside the open transaction: drizzle maps columns, JSON and booleans.
-  const row = db.db.select().from(restartEvents).where(eq(restartEvents.id, id)).get();
-  if (!row) throw new Error(`restart event #${id} vanished inside its own transaction`);
-  return row;
+/**
+ * Disk full, read-only or locked: without the audit row there is no restart (nothing runs
+ * unrecorded), and the operator gets the reason instead of an anonymous 500.
+ */
+function unavailable(backendId: string, e: unknown): DomainError {
+  return new DomainError("unavailable", `cannot record the restart of "${backendId}" in the database (${(e as Error).message}); nothing was run`);
 }
 
-/** Why the conditional insert inserted nothing, read inside the same transaction. */
-function conflictFor(db: DbHandle, backendId: string, cooldownMs: number): DomainError {
-  const pending = db.sqlite
-    .prepare("SELECT id, requested_by, requested_at FROM restart_events WHERE backend_id = ? AND outcome IS NULL")
-    .get(backendId) as { id: number; requested_by: string; requested_at: number } | undefined;
-  if (pending) {
-    return new DomainError(
-      "conflict",
-      `"${backendId}" is already restarting (asked by ${pending.requested_by} at ${formatClock(pending.requested_at)})`,
-      { reason: "pending", pendingId: pending.id },
-    );
+function storage<T>(backendId: string, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    throw unavailable(backendId, e);
   }
-  const last = db.sqlite
-    .prepare("SELECT MAX(requested_at) AS at FROM restart_events WHERE backend_id = ?")
-    .get(backendId) as { at: number | null };
-  const until = (last.at ?? 0) + cooldownMs;
-  return new DomainError("conflict", `"${backendId}" is in cooldown until ${formatClock(until)}; override the cooldown to restart anyway`, {
+}
+
+/** The server's local wall clock, HH:MM, for a message (the exact time rides along in the details). */
+const clock = (at: number) => new Date(at).toTimeString().slice(0, 5);
+
+/** The 409 for what blocked the restart: who asked the pending one and when, or until when the cooldown runs. */
+function conflictFor(backendId: string, block: RestartBlock, cooldownSeconds: number): DomainError {
+  const e = block.event;
+  if (block.reason === "pending") {
+    return new DomainError("conflict", `"${backendId}" is already restarting (asked by ${e.requestedBy} at ${clock(e.requestedAt)})`, {
+      reason: "pending",
+      pendingId: e.id,
+      requestedBy: e.requestedBy,
+      requestedAt: e.requestedAt,
+    });
+  }
+  const until = cooldownUntil(e.requestedAt, cooldownSeconds);
+  return new DomainError("conflict", `"${backendId}" is in cooldown until ${clock(until)}; override the cooldown to restart anyway`, {
     reason: "cooldown",
     cooldownUntil: until,
+    requestedBy: e.requestedBy,
+    requestedAt: e.requestedAt,
   });
 }
 
@@ -182,22 +187,9 @@ async function runAndRecord(row: RestartEventRow, action: RestartAction, deps: R
     result = { ok: false, exitCode: null, output: "", error: `restart action crashed: ${(e as Error).message}`, finishedAt: now() };
   }
   try {
-    const sqlite = deps.db.sqlite;
-    sqlite.transaction(() => {
-      sqlite
-        .prepare(
-          "UPDATE restart_events SET command_exit_code = ?, command_output = ?, command_error = ?, command_finished_at = ? WHERE id = ?",
-        )
-        .run(result.exitCode, result.output, result.error, result.finishedAt, row.id);
-      if (!result.ok) {
-        // Conditional on still pending: the watcher may have resolved it meanwhile (it came back anyway).
-        resolveRestart(deps.db.db, row.id, {
-          outcome: "failed",
-          resolvedAt: result.finishedAt,
-          resolution: `the restart action failed: ${result.error ?? "unknown error"}; not retried`,
-        });
-      }
-    })();
+    // A failed action closes the event at once; nothing is retried without an operator.
+    const failed = result.ok ? null : { resolution: `the restart action failed: ${result.error ?? "unknown error"}; not retried` };
+    recordActionResult(deps.db.db, row.id, result, failed);
   } catch (e) {
     console.error(`[restart] could not record the result of restart #${row.id} of ${row.backendId}: ${(e as Error).message}`);
   }

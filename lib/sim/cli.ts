@@ -7,10 +7,11 @@
  *   npx tsx lib/sim/cli.ts --ports 9000-9999 --time-scale 10          (benchmark fleet)
  *   npx tsx lib/sim/cli.ts --demo                                     (the demo fleet + its config)
  */
-import { startDemoFleet } from "../demo";
+import { startDemoFleet } from "./demo";
 import { startIncidentLoad, type IncidentLoad } from "./load";
 import { startLeastConnProxy, type LeastConnProxy } from "./proxy";
-import { startSimulator, SIM_MODES, type SimMode, type Simulator, type SimulatorOptions } from "./server";
+import { SIM_MODES, type SimMode } from "./model";
+import { startSimulator, type Simulator, type SimulatorOptions } from "./server";
 
 export interface CliArgs {
   ports: number[];

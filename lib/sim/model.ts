@@ -9,6 +9,9 @@ import { DEFAULT_ENGINE_CONFIG, Engine, type EngineConfig, type EngineRequest, t
 /** Modes that keep the server listening; restart and crash close the socket (server.ts). */
 export const LIVE_MODES = ["normal", "hang", "waiting-hang", "no-metrics"] as const;
 export type LiveMode = (typeof LIVE_MODES)[number];
+/** The live modes, and the two that close the socket (the server's restart and crash). */
+export type SimMode = LiveMode | "restart" | "crash";
+export const SIM_MODES: readonly SimMode[] = [...LIVE_MODES, "restart", "crash"];
 
 export interface SimModelOptions {
   modelName: string;

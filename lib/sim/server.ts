@@ -1,6 +1,6 @@
 /**
  * The simulated vLLM server over real HTTP (node:http): /metrics, /health, /v1/models,
- * /v1/completions, /v1/chat/completions (streaming too), and an admin API under /_sim/.
+ * /v1/completions, /v1/chat/completions (streaming too), and an admin API under /_sim/ (admin.ts).
  *
  * Restart and crash really close the listening socket (connection refused, as while vLLM loads its
  * weights) and reopen on the same port. Everything a test needs to prove stepwatch's rule "a check
@@ -10,7 +10,7 @@ import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { DEFAULT_ENGINE_CONFIG, type EngineConfig, type RequestSpec } from "./engine";
 import { renderMetrics } from "./metrics";
-import { LIVE_MODES, VllmSimModel, type LiveMode, type SubmittedRequest } from "./model";
+import { LIVE_MODES, SIM_MODES, VllmSimModel, type LiveMode, type SimMode, type SubmittedRequest } from "./model";
 import {
   BadRequest,
   STREAM_DONE,
@@ -22,7 +22,8 @@ import {
   type ResponseMeta,
 } from "./openai";
 import { subscribeTick } from "./ticker";
-import { readBodyCapped } from "./body";
+import { ADMIN_PREFIX, handleAdmin } from "./admin";
+import { HttpError, readJson, sendJson } from "./reply";
 
 export interface SimulatorOptions {
   /** 0 (default) = an ephemeral port, kept across restarts. */
@@ -53,8 +54,6 @@ export interface SimulatorOptions {
   logLimit?: number;
 }
 
-export type SimMode = LiveMode | "restart" | "crash";
-export const SIM_MODES: readonly SimMode[] = [...LIVE_MODES, "restart", "crash"];
 
 /** listening: serving; loading: restarted, weights loading, refused; crashed: refused until recovered. */
 export type SimPhase = "listening" | "loading" | "crashed" | "closed";
@@ -141,41 +140,7 @@ interface InFlight {
   done: boolean;
 }
 
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
-const ADMIN_PREFIX = "/_sim/";
 const SHUTDOWN_MESSAGE = "cannot schedule new futures after shutdown";
-
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers });
-  res.end(text);
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return readBodyCapped(req, MAX_BODY_BYTES, {
-    tooLarge: () => new HttpError(413, `request body over ${MAX_BODY_BYTES} bytes`),
-    closed: () => new HttpError(400, "client closed the connection before the body ended"),
-  }).then((b) => b.toString("utf8"));
-}
-
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const text = await readBody(req);
-  if (text.trim() === "") return {};
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new BadRequest("request body is not valid JSON");
-  }
-}
 
 function listen(server: http.Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -478,7 +443,7 @@ class SimulatorImpl implements Simulator {
     this.model.advance();
     this.record(req, path);
     try {
-      if (path.startsWith(ADMIN_PREFIX)) return await this.handleAdmin(req, res, path, method);
+      if (path.startsWith(ADMIN_PREFIX)) return await handleAdmin(this, { weightsLoadSeconds: this.weightsLoadSeconds }, req, res, path, method);
       if (path === "/metrics") return this.handleMetrics(res, method);
       if (path === "/health") return this.routeGet(res, method, () => res.writeHead(200, { "content-length": 0 }).end());
       if (path === "/version") return this.routeGet(res, method, () => sendJson(res, 200, { version: "0.29.0" }));
@@ -608,67 +573,6 @@ class SimulatorImpl implements Simulator {
     if (!f.ask.stream) return sendJson(f.res, 200, completionBody(f.ask, f.meta, r));
     f.res.write(streamChunk(f.ask, f.meta, f.sent, r.generated, r.finishReason ?? "length"));
     f.res.end(STREAM_DONE);
-  }
-
-  // ---- admin ----------------------------------------------------------------------------------
-
-  private async handleAdmin(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
-    const route = path.slice(ADMIN_PREFIX.length);
-    const post = method === "POST" || method === "PUT";
-    if (route === "state" && method === "GET") return sendJson(res, 200, this.state());
-    if (route === "received" && method === "GET") return sendJson(res, 200, this.received());
-    if (route === "reset-log" && post) {
-      this.resetLog();
-      return sendJson(res, 200, { ok: true });
-    }
-    if (!post) return sendJson(res, route.match(/^(state|received|reset-log|mode|restart|crash|load)$/) ? 405 : 404, { error: `no admin route ${method} ${path}` });
-    // A restart webhook may carry any body (or none): only mode and load need a valid one.
-    const lenient = route === "restart" || route === "crash";
-    const body = (await readJson(req).catch((err) => {
-      if (lenient) return {};
-      throw err;
-    })) as Record<string, unknown>;
-    const num = (k: string): number | undefined => {
-      const v = body?.[k];
-      if (v === undefined) return undefined;
-      if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new BadRequest(`${k} must be a non-negative number`);
-      return v;
-    };
-    // Restart and crash close the socket this answer travels on: answer 202 first, act once it is sent.
-    const afterAnswer = (act: () => Promise<void>, info: unknown) => {
-      res.once("finish", () => void act().catch((err) => console.error(`[sim] ${this.url}:`, err)));
-      sendJson(res, 202, info);
-    };
-    switch (route) {
-      case "mode": {
-        const mode = body?.mode;
-        if (typeof mode !== "string" || !(SIM_MODES as readonly string[]).includes(mode))
-          throw new BadRequest(`mode must be one of ${SIM_MODES.join(", ")}`);
-        if (mode === "restart" || mode === "crash") {
-          const opts = { weightsLoadSeconds: num("weightsLoadSeconds"), forSeconds: num("forSeconds") };
-          return afterAnswer(() => this.setMode(mode, opts), { mode, accepted: true });
-        }
-        await this.setMode(mode as LiveMode, { waiting: num("waiting") });
-        return sendJson(res, 200, this.state());
-      }
-      case "restart": {
-        const weightsLoadSeconds = num("weightsLoadSeconds") ?? this.weightsLoadSeconds;
-        return afterAnswer(() => this.restart({ weightsLoadSeconds }), { restarting: true, weightsLoadSeconds });
-      }
-      case "crash": {
-        const forSeconds = num("forSeconds");
-        return afterAnswer(() => this.crash({ forSeconds }), { crashing: true, forSeconds: forSeconds ?? null });
-      }
-      case "load": {
-        const requests = num("requests");
-        if (requests === undefined) throw new BadRequest("requests is required");
-        const submitted = this.load({ requests, promptTokens: num("promptTokens"), maxTokens: num("maxTokens"), outputTokens: num("outputTokens") });
-        const s = this.state();
-        return sendJson(res, 200, { submitted, running: s.running, waiting: s.waiting });
-      }
-      default:
-        return sendJson(res, 404, { error: `no admin route ${method} ${path}` });
-    }
   }
 }
 

@@ -3,7 +3,7 @@
  * observe() (lib/check/observe.ts), the same code the CLI runs; this file only feeds it the
  * backend's history and pending restart, and records what it decided.
  */
-import { sampleRow } from "../../db/queries";
+import { sampleRow, type TargetKind } from "../../db/queries";
 import type { RestartEventRow } from "../../db/schema";
 import type { observe as observeFn } from "../check/observe";
 import type { BackendTarget, ReadOptions } from "../check/read";
@@ -12,7 +12,7 @@ import type { BackendState, ProxyState } from "../check/states";
 import type { PendingRestart, ProxyReading, Reading, Thresholds, Verdict } from "../check/types";
 import type { BackendConfig, ProxyConfig } from "../config";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
-import { judgeProxy } from "./proxy";
+import { judgeProxy } from "../check/proxy";
 import type { WatchStore } from "./store";
 
 /** Points kept for the fleet page's sparkline. */
@@ -25,6 +25,21 @@ export interface MonitorDeps {
   now: () => number;
   observe: typeof observeFn;
   readProxy: typeof readProxyFn;
+}
+
+/** What a monitor remembers of the state it stored last. */
+interface StoredState<S extends string> {
+  readonly config: { id: string };
+  storedState: S | null;
+  since: number | null;
+}
+
+/** A state other than the one stored last is queued as a transition (backends and proxies alike). */
+function recordState<S extends string>(m: StoredState<S>, store: WatchStore, kind: TargetKind, at: number, state: S, reasons: string[]): void {
+  if (state === m.storedState) return;
+  store.enqueueTransition({ kind, targetId: m.config.id, at, fromState: m.storedState, toState: state, reasons });
+  m.storedState = state;
+  m.since = at;
 }
 
 export class BackendMonitor {
@@ -89,18 +104,7 @@ export class BackendMonitor {
     this.history = trimHistory([...this.history, reading], now(), thresholds);
     this.last = { reading, verdict };
     this.pushRecent(reading, verdict.rates.generationTokensPerSecond);
-    if (verdict.state !== this.storedState) {
-      store.enqueueTransition({
-        kind: "backend",
-        targetId: this.config.id,
-        at: reading.at,
-        fromState: this.storedState,
-        toState: verdict.state,
-        reasons: verdict.reasons,
-      });
-      this.storedState = verdict.state;
-      this.since = reading.at;
-    }
+    recordState(this, store, "backend", reading.at, verdict.state, verdict.reasons);
     store.enqueueSample(sampleRow(this.config.id, reading, verdict));
   }
 
@@ -161,17 +165,6 @@ export class ProxyMonitor {
     this.last = reading;
     this.state = j.state;
     this.reasons = j.reasons;
-    if (j.state !== this.storedState) {
-      this.deps.store.enqueueTransition({
-        kind: "proxy",
-        targetId: this.config.id,
-        at: reading.at,
-        fromState: this.storedState,
-        toState: j.state,
-        reasons: j.reasons,
-      });
-      this.storedState = j.state;
-      this.since = reading.at;
-    }
+    recordState(this, this.deps.store, "proxy", reading.at, j.state, j.reasons);
   }
 }

@@ -1,5 +1,5 @@
 /**
- * POST /api/backends/{id}/restart answers exactly as product.md says, and two (here: six)
+ * POST /api/backends/{id}/restart answers exactly as docs/api.md says, and two (here: six)
  * concurrent confirms run the restart command once.
  */
 import { expect, test } from "@playwright/test";

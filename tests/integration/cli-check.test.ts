@@ -230,8 +230,21 @@ describe("check CLI against the simulator", () => {
     expect([...a.received(), ...b.received()].filter((x) => x.kind === "metrics")).toHaveLength(0);
 
     await proxy.close();
-    const down = await check(proxy.url, "--proxy");
+    const down = await check(proxy.url, "--proxy", "--wait", "0.2");
     expect(down).toMatchObject({ code: 2, json: { state: "down" } });
+  });
+
+  it("a proxy that fails once is asked once more: one miss is not down (the watcher's rule)", async () => {
+    const asked: string[] = [];
+    const url = await plainServer((req, res) => {
+      asked.push(`${req.method} ${req.url}`);
+      if (asked.length === 1) return void res.writeHead(503, { "content-type": "text/plain" }).end("reloading");
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ object: "list", data: [{ id: "m1", object: "model" }] }));
+    });
+    const r = await check(url, "--proxy", "--wait", "0.2");
+    expect(r.code).toBe(0);
+    expect(r.json).toMatchObject({ state: "up", healthy: true, reads: 2, models: ["m1"] });
+    expect(asked).toEqual(["GET /v1/models", "GET /v1/models"]);
   });
 
   it("usage errors exit 64 and say what is wrong", async () => {

@@ -191,6 +191,15 @@ describe("failing restart actions", () => {
     const again = await askRestart(app!, cookie, "fails", { confirm: "fails" });
     expect(again.status).toBe(409);
     expect((again.json as { message: string }).message).toMatch(/cooldown/);
+    // The conflict comes first: "fails" is idle (healthy), yet without its typed id the answer is
+    // the 409 with who asked, when, and until when, not the 422 asking for the id.
+    const unconfirmed = await askRestart(app!, cookie, "fails", {});
+    expect(unconfirmed.status, unconfirmed.text).toBe(409);
+    const failed = (await restarts()).find((e) => e.backendId === "fails")!;
+    expect(unconfirmed.json).toMatchObject({
+      error: "conflict",
+      details: { reason: "cooldown", requestedBy: "olga", requestedAt: failed.requestedAt, cooldownUntil: failed.requestedAt + 600_000 },
+    });
   }, 40_000);
 });
 
@@ -200,6 +209,13 @@ describe("stepwatch killed during a restart", () => {
     const r = await askRestart(app!, cookie, "phoenix", { confirm: "phoenix", note: "killed mid-restart" });
     expect(r.status, r.text).toBe(202);
     const eventId = (r.json as { event: RestartEventDTO }).event.id;
+    // Asked again while it is pending, even without the typed id and with the cooldown overridden: 409, who and when.
+    const twice = await askRestart(app!, cookie, "phoenix", { overrideCooldown: true });
+    expect(twice.status, twice.text).toBe(409);
+    expect(twice.json).toMatchObject({
+      error: "conflict",
+      details: { reason: "pending", pendingId: eventId, requestedBy: "olga", requestedAt: (r.json as { event: RestartEventDTO }).event.requestedAt },
+    });
     // The command is running (it restarted the simulator and now lingers): kill stepwatch hard.
     await waitFor("the restart command started", () => lines(path.join(dir, "phoenix.log")).length === 1, 10_000);
     await waitFor("the simulator restarting", () => sims.phoenix.phase() !== "listening" || sims.phoenix.state().processStartTime !== startBefore, 10_000);

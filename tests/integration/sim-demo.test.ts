@@ -3,7 +3,7 @@ import path from "node:path";
 import readline from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "@/lib/config";
-import { DEMO_SCRIPT, startDemoFleet, type DemoFleet } from "@/lib/demo";
+import { DEMO_SCRIPT, startDemoFleet, type DemoFleet } from "@/lib/sim/demo";
 import { call, waitFor } from "./sim-support";
 
 let fleet: DemoFleet | null = null;

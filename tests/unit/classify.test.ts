@@ -1,5 +1,5 @@
 /**
- * The state table of product.md, row by row, and every case of the incident, as data. Readings are
+ * The state table of docs/states.md, row by row, and every case of the incident, as data. Readings are
  * built from a real vLLM 0.29 scrape whose values are rewritten per read, so the classifier is fed
  * what the parser really produces.
  */
@@ -7,8 +7,8 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { classify, shouldProbe } from "@/lib/check/classify";
 import type { BackendState } from "@/lib/check/states";
-import type { PendingRestart, ProbeResult, Reading, Thresholds, VllmMetrics } from "@/lib/check/types";
-import { parseVllmMetrics } from "@/lib/metrics/vllm";
+import type { PendingRestart, ProbeResult, Reading, Thresholds } from "@/lib/check/types";
+import { parseVllmMetrics, type VllmMetrics } from "@/lib/metrics/vllm";
 
 const T: Thresholds = { stuckAfterSeconds: 120, idleProbeSeconds: 60, recoveryTimeoutSeconds: 900 };
 const REAL = readFileSync(new URL("../fixtures/real-metrics/vllm-0.29.0-inferstack.prom", import.meta.url), "utf8");
@@ -209,7 +209,9 @@ describe("classify on the other real scrape and on built data-parallel metrics",
   it("the lmswitch scrape judges like any vLLM V1 server", () => {
     const text = readFileSync(new URL("../fixtures/real-metrics/vllm-unstated-lmswitch.prom", import.meta.url), "utf8");
     const m = parseVllmMetrics(text).metrics!;
+    // Read off the fixture: one engine, 0 running and 0 waiting, so an answered probe says idle.
+    expect(m).toMatchObject({ running: 0, waiting: 0, processStartTime: 1788859833.25, models: ["deepseek-v4-flash-vision-exp-ablit-dual"] });
     const r0: Reading = { at: 0, latencyMs: 5, outcome: "ok", metrics: m, probe: ok(0) };
-    expect(judge([r0]).state).toBe(m.running + m.waiting > 0 ? "unknown" : "idle");
+    expect(judge([r0]).state).toBe("idle");
   });
 });

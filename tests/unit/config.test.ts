@@ -29,7 +29,7 @@ function problems(json: unknown, opts = {}): string[] {
 }
 
 describe("parseConfig", () => {
-  it("accepts product.md's shape, fills defaults and resolves env secrets", () => {
+  it("accepts the README's configuration shape, fills defaults and resolves env secrets", () => {
     const c = parseConfig(valid(), "test.json", { env });
     expect(c.pollIntervalSeconds).toBe(2);
     expect(c.stuckAfterSeconds).toBe(DEFAULTS.stuckAfterSeconds);

@@ -15,8 +15,9 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { classify, shouldProbe } from "@/lib/check/classify";
 import { BACKEND_STATES, STATE_INFO } from "@/lib/check/states";
-import type { FetchOutcome, PendingRestart, ProbeResult, Reading, Thresholds, VllmMetrics } from "@/lib/check/types";
-import { parseVllmMetrics } from "@/lib/metrics/vllm";
+import type { PendingRestart, ProbeResult, Reading, Thresholds } from "@/lib/check/types";
+import { parseVllmMetrics, type VllmMetrics } from "@/lib/metrics/vllm";
+import type { FetchOutcome } from "@/lib/net/http";
 
 const SEED = 20_260_601;
 const OUTCOMES: FetchOutcome[] = ["ok", "refused", "reset", "timeout", "http-error", "too-large", "error"];

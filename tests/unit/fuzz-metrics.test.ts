@@ -253,16 +253,35 @@ describe("mutations of real vLLM scrapes of a busy server", () => {
     }
   });
 
-  it("absurd but finite values on two engines never add up to Infinity", () => {
-    // 1e308 is a valid float64 per series; two series sum past Number.MAX_VALUE.
-    const [{ body }] = ORIGINALS; // two engines
-    const mutated = body
+  // Two engines whose values are each usable (at most 2^53) but add up past 2^53: only the guard
+  // on the SUM (combine in lib/metrics/vllm.ts) catches them; the per-series check lets each through.
+  const twoEngines = (value: string) =>
+    ORIGINALS[0].body // two engines of running; iteration_tokens gets a second engine here
       .split("\n")
-      .map((l) => (l.startsWith(`${RUNNING}{`) || l.startsWith("vllm:iteration_tokens_total_count{") ? `${l.slice(0, l.lastIndexOf(" "))} 1e308` : l))
+      .map((l) => (l.startsWith(`${RUNNING}{`) || l.startsWith("vllm:iteration_tokens_total_count{") ? `${l.slice(0, l.lastIndexOf(" "))} ${value}` : l))
       .join("\n")
       .replace(/^(vllm:iteration_tokens_total_count\{engine=)"0"(.*)$/m, (line) => `${line}\n${line.replace('engine="0"', 'engine="1"')}`);
+
+  it("values usable one by one that add up past 2^53 are unusable, never a sum that cannot show progress", () => {
+    const each = 2 ** 52 + 2 ** 51; // 6755399441055744 <= 2^53, twice that is not
+    const mutated = twoEngines(String(each));
     const r = parseVllmMetrics(mutated);
     checkInvariants(mutated, parsePrometheus(mutated), r);
+    expect(r.metrics).toBeNull();
+    expect(r.error).toBe(`unusable ${RUNNING}: the 2 series of ${RUNNING} add up past 2^53; cannot tell a busy server from an idle one`);
+    // The same sum on a counter only drops that counter, with a warning naming it.
+    const steps = parseVllmMetrics(twoEngines(String(each)).replace(new RegExp(`^(${RUNNING}\\{[^}]*\\}) \\S+$`, "gm"), "$1 1.0"));
+    expect(steps.metrics).not.toBeNull();
+    expect(steps.metrics!.steps).toBeNull();
+    expect(steps.warnings).toContain("vllm:iteration_tokens_total_count ignored: the 2 series of vllm:iteration_tokens_total_count add up past 2^53");
+  });
+
+  it("1e308 on two engines (Infinity if summed) is refused per series, never summed", () => {
+    const mutated = twoEngines("1e308");
+    const r = parseVllmMetrics(mutated);
+    checkInvariants(mutated, parsePrometheus(mutated), r);
+    expect(r.metrics).toBeNull();
+    expect(r.error).toMatch(/^unusable vllm:num_requests_running: .* = 1e\+308 is not a finite number >= 0 \(at most 2\^53\)/);
   });
 });
 

@@ -6,6 +6,7 @@ import { openDb, type DbHandle } from "@/db/client";
 import {
   applyRetention,
   historyPoints,
+  insertRestartUnlessBlocked,
   insertSamples,
   insertTransition,
   lastRestartOf,
@@ -13,6 +14,7 @@ import {
   listRestartEvents,
   pendingRestartOf,
   recentReadings,
+  recordActionResult,
   resolveRestart,
   sampleRow,
   transitionsInRange,
@@ -124,6 +126,45 @@ describe("db", () => {
     const row = listRestartEvents(h.db, { backendId: "a" })[0];
     expect(row).toMatchObject({ outcome: "recovered", recoveredAt: 250, downtimeSeconds: 0.05 });
     expect(pendingRestartOf(h.db, "a")).toBeUndefined();
+  });
+
+  it("insertRestartUnlessBlocked: inserts, then reports the pending one, then the cooldown; recordActionResult", () => {
+    const ask = (at: number, by: string) => ({
+      backendId: "b",
+      requestedAt: at,
+      requestedBy: by,
+      note: null,
+      state: "stuck" as const,
+      healthy: false,
+      running: 2,
+      waiting: 0,
+      processStartTime: 5,
+      evidence: { reasons: ["r"], readings: [] },
+      overrideCooldown: false,
+      confirmedHealthy: false,
+      action: "command: /bin/true",
+    });
+    const first = insertRestartUnlessBlocked(h.db, ask(1_000, "ana"), 0);
+    if (!("inserted" in first)) throw new Error("the first restart was blocked");
+    expect(first.inserted).toMatchObject({ backendId: "b", requestedBy: "ana", runningAtRequest: 2, healthyAtRequest: false, outcome: null });
+    expect(first.inserted.evidence).toEqual({ reasons: ["r"], readings: [] });
+
+    const pending = insertRestartUnlessBlocked(h.db, ask(2_000, "bo"), null);
+    expect(pending).toEqual({ blocked: { reason: "pending", event: expect.objectContaining({ id: first.inserted.id, requestedBy: "ana" }) } });
+
+    recordActionResult(h.db, first.inserted.id, { exitCode: 0, output: "ok", error: null, finishedAt: 1_500 }, null);
+    expect(pendingRestartOf(h.db, "b")).toMatchObject({ commandExitCode: 0, commandOutput: "ok", commandFinishedAt: 1_500 });
+    resolveRestart(h.db, first.inserted.id, { outcome: "recovered", resolvedAt: 3_000, resolution: "back" });
+
+    // Inside the cooldown (asked after cooldownStart): blocked; with an override (null): inserted.
+    const cooling = insertRestartUnlessBlocked(h.db, ask(4_000, "bo"), 999);
+    expect(cooling).toEqual({ blocked: { reason: "cooldown", event: expect.objectContaining({ id: first.inserted.id }) } });
+    expect(insertRestartUnlessBlocked(h.db, ask(4_000, "bo"), 1_000)).toHaveProperty("inserted");
+
+    const second = pendingRestartOf(h.db, "b")!;
+    recordActionResult(h.db, second.id, { exitCode: 1, output: "", error: "exit 1", finishedAt: 4_100 }, { resolution: "failed: exit 1" });
+    expect(lastRestartOf(h.db, "b")).toMatchObject({ id: second.id, commandExitCode: 1, outcome: "failed", resolvedAt: 4_100, resolution: "failed: exit 1" });
+    expect(listRestartEvents(h.db)).toHaveLength(2);
   });
 
   it("history: raw readings for short ranges, minute buckets for long ones", () => {

@@ -118,6 +118,32 @@ describe("requestRestart", () => {
     expect(handle.sqlite.prepare("SELECT COUNT(*) AS n FROM restart_events").get()).toEqual({ n: 1 });
   });
 
+  it("answers the conflict (409) before asking for the typed id (422): pending, then cooldown", async () => {
+    const first = requestRestart({ backendId: "gb10-a", operator: "ana", now: 1_000_000 }, deps);
+    // Now it looks healthy, and nobody typed its id: the pending restart is still the first answer.
+    views["gb10-a"] = { verdict: verdict("busy"), reading: null };
+    const refusal = (input: { overrideCooldown?: boolean; now: number }): DomainError => {
+      try {
+        requestRestart({ backendId: "gb10-a", operator: "bo", ...input }, deps);
+      } catch (e) {
+        return e as DomainError;
+      }
+      throw new Error("the restart was accepted");
+    };
+    const pending = refusal({ overrideCooldown: true, now: 1_000_500 });
+    expect(pending.code).toBe("conflict");
+    expect(pending.details).toEqual({ reason: "pending", pendingId: first.event.id, requestedBy: "ana", requestedAt: 1_000_000 });
+    expect(pending.message).toMatch(/already restarting \(asked by ana at \d\d:\d\d\)/);
+    await first.done;
+    handle.sqlite.prepare("UPDATE restart_events SET outcome = 'recovered'").run();
+    const cooling = refusal({ now: 1_060_000 });
+    expect(cooling.code).toBe("conflict");
+    expect(cooling.details).toEqual({ reason: "cooldown", cooldownUntil: 1_600_000, requestedBy: "ana", requestedAt: 1_000_000 });
+    // With the cooldown overridden nothing blocks any more, and the typed id is asked for.
+    expect(refusal({ overrideCooldown: true, now: 1_060_000 }).code).toBe("confirmation-required");
+    expect(calls).toEqual(["gb10-a"]);
+  });
+
   it("refuses within the cooldown unless overridden, and records the override", async () => {
     const first = requestRestart({ backendId: "gb10-a", operator: "ana", now: 1_000_000 }, deps);
     await first.done;

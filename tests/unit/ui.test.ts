@@ -3,7 +3,7 @@ import type { HistoryPoint, RestartEventDTO } from "@/lib/api/types";
 import { parseRange, rangeMs, seriesMax, toHistorySeries, toMarkers, toSparkline, typicalStepMs } from "@/lib/ui/chart";
 import { formatAgo, formatClock, formatCount, formatDateTime, formatDuration, formatPercent, formatRate, truncate } from "@/lib/ui/format";
 import { STATE_TONE, inFlightWarning, needsTypedConfirmation } from "@/lib/ui/state";
-import { BACKEND_STATES } from "@/lib/check/states";
+import { BACKEND_STATES, STATE_INFO, isHealthy, restartRecommended, type BackendState } from "@/lib/check/states";
 
 const pt = (at: number, running: number | null, kv: number | null = 0.5): HistoryPoint => ({
   at,
@@ -42,8 +42,15 @@ describe("format", () => {
 });
 
 describe("state presentation", () => {
-  it("gives every state a tone and asks for typed confirmation only when healthy", () => {
-    for (const s of BACKEND_STATES) expect(STATE_TONE[s]).toBeTruthy();
+  it("a badge's tone says the state's health, and typed confirmation is asked only when healthy", () => {
+    // (That every state has a tone is the compiler's job: STATE_TONE is a Record<BackendState, Tone>.)
+    // Green exactly for the healthy states, red exactly where a restart is recommended, grey
+    // exactly where the state cannot be judged; everything else (watch) is amber or blue.
+    const tones = (pick: (s: BackendState) => boolean) => BACKEND_STATES.filter(pick);
+    expect(tones((s) => STATE_TONE[s] === "ok")).toEqual(tones(isHealthy));
+    expect(tones((s) => STATE_TONE[s] === "bad")).toEqual(tones(restartRecommended));
+    expect(tones((s) => STATE_TONE[s] === "muted")).toEqual(tones((s) => STATE_INFO[s].health === "unknown"));
+    expect(tones((s) => STATE_TONE[s] === "warn" || STATE_TONE[s] === "info")).toEqual(tones((s) => STATE_INFO[s].health === "watch"));
     expect(BACKEND_STATES.filter(needsTypedConfirmation)).toEqual(["idle", "busy"]);
   });
   it("says how many in-flight requests a restart will fail", () => {

@@ -1,9 +1,8 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import type { VllmMetrics } from "@/lib/check/types";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
-import { extractVllm, extractVllmDetailed, parseVllmMetrics } from "@/lib/metrics/vllm";
+import { extractVllm, extractVllmDetailed, parseVllmMetrics, type VllmMetrics } from "@/lib/metrics/vllm";
 
 const FIXTURES = path.join(__dirname, "../fixtures/real-metrics");
 const fixture = (name: string) => readFileSync(path.join(FIXTURES, name), "utf8");

@@ -9,7 +9,7 @@ import { restartRecommended, STATE_INFO, type BackendState } from "@/lib/check/s
 import type { PendingRestart, ProxyReading, Reading, Verdict } from "@/lib/check/types";
 import { parseConfig, type Config } from "@/lib/config";
 import { startWatcher, type Watcher, type WatcherOptions } from "@/lib/watcher";
-import { fleetSnapshot } from "@/lib/watcher/snapshot";
+import { fleetSnapshot } from "@/lib/api/snapshot";
 
 const T0 = Date.UTC(2025, 0, 1);
 let dir: string;

@@ -1,5 +1,5 @@
 import { respondEncoded } from "@/lib/api/respond";
-import { getFleetJson } from "@/lib/fleet";
+import { getFleetJson } from "@/lib/api/fleet";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";

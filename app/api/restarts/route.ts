@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
 import { DomainError } from "@/lib/errors";
-import { RESTARTS_MAX_LIMIT, listRestarts } from "@/lib/fleet";
+import { RESTARTS_MAX_LIMIT, listRestarts } from "@/lib/api/fleet";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { respond } from "@/lib/api/respond";
 import { DomainError } from "@/lib/errors";
-import { getHistory } from "@/lib/fleet";
+import { getHistory } from "@/lib/api/fleet";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";

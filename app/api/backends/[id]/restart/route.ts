@@ -1,8 +1,9 @@
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
-import { assertSameOrigin, requireOperator } from "@/lib/auth/server";
-import { restartCommandEnv } from "@/lib/restart/execute";
-import { requestRestart } from "@/lib/restart/request";
+import { actorKindOf, assertSameOrigin, clientAddress, requireOperator } from "@/lib/auth/server";
+import { recordAudit } from "@/db/queries";
+import { restartDTO } from "@/lib/api/snapshot";
+import { requestRestart, restartDeps } from "@/lib/restart/request";
 import { getRuntime } from "@/lib/runtime";
 import { readJson } from "../../../_lib/body";
 
@@ -17,8 +18,9 @@ const Body = z.strictObject({
 
 /**
  * POST /api/backends/{id}/restart {confirm?, overrideCooldown?, note?}
- * 403 foreign Origin, 401 no session, 404 unknown id, 409 pending or cooldown, 422 healthy and
- * the id not typed, 202 with the event (the action then runs in the background).
+ * 403 foreign Origin, 401 no session, 404 unknown id, 501 no restart configured, 409 pending or
+ * cooldown (before any 422 for the id), 422 healthy and the id not typed, 202 with the event (the
+ * action then runs in the background). See docs/api.md.
  */
 export async function POST(req: Request, ctx: { params: Promise<{ id: string }> }): Promise<Response> {
   try {
@@ -29,17 +31,24 @@ export async function POST(req: Request, ctx: { params: Promise<{ id: string }> 
     const rt = await getRuntime();
     const { event, done } = requestRestart(
       { backendId: id, operator: session.name, confirm: body.confirm, overrideCooldown: body.overrideCooldown, note: body.note, now: Date.now() },
-      {
-        db: rt.db,
-        backends: rt.config.backends,
-        restartCooldownSeconds: rt.config.restartCooldownSeconds,
-        commandEnv: restartCommandEnv(process.env, rt.config.secretEnvNames),
-        current: (b) => rt.watcher.current(b),
-        onPending: (b, p) => rt.watcher.notifyRestartRequested(b, p),
-      },
+      restartDeps(rt),
     );
     done.catch((e) => console.error(`stepwatch: restart #${event.id} of ${id}: ${(e as Error).message}`));
-    return Response.json({ event }, { status: 202, headers: { "cache-control": "no-store" } });
+    try {
+      recordAudit(rt.db.db, {
+        at: event.requestedAt,
+        actor: session.name,
+        actorKind: actorKindOf(session),
+        action: "restart",
+        target: id,
+        address: clientAddress(req),
+        detail: `restart #${event.id}${event.overrideCooldown ? ", cooldown overridden" : ""}${event.confirmedHealthy ? ", confirmed while healthy" : ""}`,
+      });
+    } catch (e) {
+      // The restart itself is recorded (restart_events); a failed audit line must not undo it.
+      console.error(`stepwatch: cannot write the audit log: ${(e as Error).message}`);
+    }
+    return Response.json({ event: restartDTO(event) }, { status: 202, headers: { "cache-control": "no-store" } });
   } catch (e) {
     return errorResponse(e);
   }

@@ -1,5 +1,5 @@
 /**
- * The embedded demo fleet: what a newcomer's first command shows (product.md section 4).
+ * The embedded demo fleet: what a newcomer's first command shows (README.md, the first command).
  *
  * Two simulated GB10 backends behind a simulated least-connection proxy, the incident's load (a
  * batch job of 2 to 4 long requests, both servers at their limit of 12 at times, idle pauses), and
@@ -10,9 +10,9 @@
  * Demo-short timings, on purpose: weights load in 20 s instead of minutes, and stepwatch calls a
  * backend stuck after 30 s instead of 120 s, so a visitor sees the whole story in minutes.
  */
-import { startIncidentLoad, type IncidentLoad } from "./sim/load";
-import { startLeastConnProxy, type LeastConnProxy } from "./sim/proxy";
-import { startSimulator, type Simulator } from "./sim/server";
+import { startIncidentLoad, type IncidentLoad } from "./load";
+import { startLeastConnProxy, type LeastConnProxy } from "./proxy";
+import { startSimulator, type Simulator } from "./server";
 
 export interface DemoOptions {
   /** Speeds up the engines, the load and the script together (1 = real GB10 speed). */

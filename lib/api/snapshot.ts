@@ -7,11 +7,13 @@
 import type { Db } from "../../db/client";
 import { historyPoints, listRestartEvents, transitionsInRange } from "../../db/queries";
 import type { RestartEventRow, TransitionRow } from "../../db/schema";
-import type { FleetBackend, FleetProxy, FleetResponse, HistoryResponse, RestartEventDTO, TransitionDTO } from "../api/types";
+import type { FleetBackend, FleetProxy, FleetResponse, HistoryResponse, RestartEventDTO, TransitionDTO } from "./types";
 import { STATE_INFO, restartRecommended } from "../check/states";
+import { figuresOf } from "../check/types";
 import { publicUrl } from "../net/public-url";
-import type { BackendMonitor, ProxyMonitor } from "./monitors";
-import type { Watcher } from "./index";
+import { cooldownUntil as cooldownEnd } from "../restart/cooldown";
+import type { BackendMonitor, ProxyMonitor } from "../watcher/monitors";
+import type { Watcher } from "../watcher";
 
 export function backendView(m: BackendMonitor, restartCooldownSeconds: number, now: number): FleetBackend {
   const reading = m.last?.reading ?? null;
@@ -19,7 +21,7 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
   const metrics = reading?.metrics ?? null;
   const state = verdict?.state ?? "unknown";
   const last = m.lastRestart;
-  const cooldownUntil = last ? last.requestedAt + restartCooldownSeconds * 1000 : null;
+  const cooldownUntil = last ? cooldownEnd(last.requestedAt, restartCooldownSeconds) : null;
   return {
     id: m.config.id,
     url: publicUrl(m.config.url),
@@ -27,12 +29,7 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
     state,
     healthy: verdict?.healthy ?? false,
     since: verdict ? m.since : null,
-    running: metrics?.running ?? null,
-    waiting: metrics?.waiting ?? null,
-    stepsPerSecond: verdict?.rates.stepsPerSecond ?? null,
-    generationTokensPerSecond: verdict?.rates.generationTokensPerSecond ?? null,
-    promptTokensPerSecond: verdict?.rates.promptTokensPerSecond ?? null,
-    kvCacheUsage: metrics?.kvCacheUsage ?? null,
+    ...figuresOf(reading, verdict),
     processStartTime: metrics?.processStartTime ?? null,
     lastReadAt: reading?.at ?? null,
     restartRecommended: verdict?.restartRecommended ?? restartRecommended(state),

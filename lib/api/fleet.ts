@@ -2,10 +2,10 @@
  * The read verbs of the JSON API: the fleet from the watcher's memory (no backend is touched),
  * a backend's history and the restart log from SQLite. Route handlers only parse and call these.
  */
-import type { FleetResponse, HistoryResponse, RestartEventDTO } from "./api/types";
-import { DomainError } from "./errors";
-import { getRuntime, type Runtime } from "./runtime";
-import { fleetSnapshot, historyOf, restartsOf } from "./watcher/snapshot";
+import type { FleetResponse, HistoryResponse, RestartEventDTO } from "./types";
+import { DomainError } from "../errors";
+import { getRuntime, type Runtime } from "../runtime";
+import { fleetSnapshot, historyOf, restartsOf } from "./snapshot";
 
 export async function getFleet(now: number = Date.now()): Promise<FleetResponse> {
   const rt = await getRuntime();

@@ -1,10 +1,13 @@
 /**
  * A proxy is judged only from GET /v1/models: never its /metrics (behind least-connection
  * balancing each read may come from a different backend), never a backend from its errors.
+ *
+ * The one proxy rule, used by the watcher and the CLI alike: one failed read is "unknown", two
+ * failed reads in a row are "down" (docs/decisions.md, "Proxy down rule").
  */
-import { countOf } from "../check/caps";
-import type { ProxyState } from "../check/states";
-import type { ProxyReading } from "../check/types";
+import { countOf } from "./caps";
+import type { ProxyState } from "./states";
+import type { ProxyReading } from "./types";
 
 export interface ProxyJudgement {
   state: ProxyState;

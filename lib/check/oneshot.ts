@@ -4,9 +4,10 @@
  * probe. Nothing else is sent.
  */
 import { observe } from "./observe";
+import { judgeProxy } from "./proxy";
 import { readProxy, type BackendTarget, type ReadOptions } from "./read";
 import type { BackendState, ProxyState } from "./states";
-import { DEFAULT_THRESHOLDS, type Reading, type Verdict } from "./types";
+import { DEFAULT_THRESHOLDS, figuresOf, type Figures, type Reading, type Verdict } from "./types";
 
 export interface CheckOptions {
   waitSeconds: number;
@@ -16,16 +17,10 @@ export interface CheckOptions {
   now?: () => number;
 }
 
-export interface CheckResult {
+export interface CheckResult extends Figures {
   url: string;
   state: BackendState | ProxyState;
   healthy: boolean;
-  running: number | null;
-  waiting: number | null;
-  stepsPerSecond: number | null;
-  generationTokensPerSecond: number | null;
-  promptTokensPerSecond: number | null;
-  kvCacheUsage: number | null;
   processStartTime: number | null;
   probeSent: boolean;
   reads: number;
@@ -70,12 +65,7 @@ export async function checkBackend(target: BackendTarget, opts: CheckOptions): P
     url: target.url,
     state: verdict!.state,
     healthy: verdict!.healthy,
-    running: last.metrics?.running ?? null,
-    waiting: last.metrics?.waiting ?? null,
-    stepsPerSecond: verdict!.rates.stepsPerSecond,
-    generationTokensPerSecond: verdict!.rates.generationTokensPerSecond,
-    promptTokensPerSecond: verdict!.rates.promptTokensPerSecond,
-    kvCacheUsage: last.metrics?.kvCacheUsage ?? null,
+    ...figuresOf(last, verdict!),
     processStartTime: m?.processStartTime ?? null,
     probeSent,
     reads: history.length,
@@ -83,25 +73,31 @@ export async function checkBackend(target: BackendTarget, opts: CheckOptions): P
   };
 }
 
+/**
+ * The proxy rule of the watcher (judgeProxy), run once: GET /v1/models; after a failed read, wait
+ * and ask once more, because one failed read is not "down".
+ */
 export async function checkProxy(target: { url: string; apiKey?: string }, opts: CheckOptions): Promise<CheckResult> {
-  const r = await readProxy(target, { ...opts.read, now: opts.now });
-  const up = r.outcome === "ok";
+  const sleep = opts.sleep ?? realSleep;
+  const read = () => readProxy(target, { ...opts.read, now: opts.now });
+  const first = await read();
+  let previous = null;
+  let r = first;
+  if (first.outcome !== "ok") {
+    await sleep(opts.waitSeconds * 1000);
+    previous = first;
+    r = await read();
+  }
+  const j = judgeProxy(previous, r);
   return {
     url: target.url,
-    state: up ? "up" : "down",
-    healthy: up,
-    running: null,
-    waiting: null,
-    stepsPerSecond: null,
-    generationTokensPerSecond: null,
-    promptTokensPerSecond: null,
-    kvCacheUsage: null,
+    state: j.state,
+    healthy: j.state === "up",
+    ...figuresOf(null, null),
     processStartTime: null,
     probeSent: false,
-    reads: 1,
-    reasons: up
-      ? [`/v1/models answers with ${r.models.length} model${r.models.length === 1 ? "" : "s"}: ${r.models.join(", ")}; a proxy is never read through /metrics`]
-      : [`/v1/models: ${r.error ?? r.outcome}`],
+    reads: previous ? 2 : 1,
+    reasons: j.reasons,
     models: r.models,
   };
 }
