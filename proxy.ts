@@ -46,9 +46,12 @@ their own names at this address (DNS rebinding).</p>
   );
 }
 
-/** Reachable without signing in even when access.read is "signed-in": the sign-in itself. */
+/**
+ * Not behind the read gate even when access.read is "signed-in": the sign-in itself, and the
+ * Prometheus export (/metrics), which has its own bearer option and is scraped by a machine.
+ */
 function isOpenPath(p: string): boolean {
-  return p === "/signin" || p === "/api/session" || p.startsWith("/_next/") || p === "/favicon.ico" || p === "/robots.txt";
+  return p === "/signin" || p === "/api/session" || p === "/metrics" || p.startsWith("/_next/") || p === "/favicon.ico" || p === "/robots.txt";
 }
 
 /** null when the request may go on; else the refusal (401 for the API, a redirect to /signin for pages). */
@@ -63,9 +66,11 @@ async function readGate(request: NextRequest, policy: NetPolicy, https: boolean)
   if (request.nextUrl.pathname.startsWith("/api/")) {
     return Response.json({ error: "unauthenticated", message: "sign in to read this stepwatch (access.read is signed-in)" }, { status: 401, headers: { "cache-control": "no-store" } });
   }
-  // A relative Location: behind a TLS proxy, Next's idea of the scheme and host may not be the browser's.
-  const next = new URLSearchParams({ next: `${request.nextUrl.pathname}${request.nextUrl.search}` });
-  return new Response(null, { status: 303, headers: { location: `/signin?${next}`, "cache-control": "no-store" } });
+  // Absolute (Next refuses relative redirects from a proxy), on the scheme and host the browser used.
+  const { scheme, host } = requestOrigin(request.headers, policy);
+  const to = new URL("/signin", `${scheme}://${host}`);
+  to.searchParams.set("next", `${request.nextUrl.pathname}${request.nextUrl.search}`);
+  return NextResponse.redirect(to, 303);
 }
 
 export async function proxy(request: NextRequest): Promise<Response> {

@@ -17,7 +17,9 @@ export async function startApp(env: Record<string, string>, port?: number): Prom
     "the app answering /api/fleet",
     async () => {
       if (a.proc.exitCode !== null || a.proc.signalCode !== null) throw new Error(`the app exited:\n${a.output()}`);
-      return (await getJson(`${a.url}/api/fleet`))?.status === 200;
+      // 401: up, with access.read "signed-in" (the read gate answers only once the runtime started).
+      const status = (await getJson(`${a.url}/api/fleet`))?.status;
+      return status === 200 || status === 401;
     },
     60_000,
   );

@@ -73,7 +73,7 @@ describe('access.read: "signed-in"', () => {
     for (const p of ["/", "/restarts", "/backends/b1"]) {
       const r = await call(`${app.url}${p}`);
       expect(r.status, p).toBe(303);
-      expect(r.headers.get("location")).toBe(`/signin?next=${encodeURIComponent(p)}`);
+      expect(new URL(r.headers.get("location") ?? "", app.url).href).toBe(`${app.url}/signin?next=${encodeURIComponent(p)}`);
     }
     expect((await call(`${app.url}/signin`)).status).toBe(200);
     expect((await call(`${app.url}/api/session`)).json).toMatchObject({ operator: null });
