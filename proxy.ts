@@ -57,7 +57,8 @@ function isOpenPath(p: string): boolean {
 /** null when the request may go on; else the refusal (401 for the API, a redirect to /signin for pages). */
 async function readGate(request: NextRequest, policy: NetPolicy, https: boolean): Promise<Response | null> {
   const started = startedRuntime();
-  if (!started) return null; // the route itself will start the runtime; instrumentation normally has
+  // instrumentation.ts starts the runtime before Next serves anything; if it has not, fail closed.
+  if (!started) return Response.json({ error: "unavailable", message: "stepwatch is starting" }, { status: 503, headers: { "retry-after": "2" } });
   const rt = await started;
   if (rt.config.access.read !== "signed-in" || isOpenPath(request.nextUrl.pathname)) return null;
   const { key } = authHolder(rt);
