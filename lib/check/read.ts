@@ -22,14 +22,18 @@ export interface ReadOptions {
   timeoutMs?: number;
   /** Deadline of the probe, default 10 s (probeTimeoutSeconds). */
   probeTimeoutMs?: number;
-  /** Cap on an answer's size, default 8 MB (a real 8-engine /metrics is well under 1 MB). */
+  /**
+   * Cap on an answer's size, default 2 MB: a real 8-engine /metrics is well under 100 KB (the
+   * largest real fixture is 75 KB), and parsing a hostile 8 MB exposition took ~0.5 s of the one
+   * event loop every poll, slowing every other backend and the API.
+   */
   maxBytes?: number;
   dispatcher?: Dispatcher;
   now?: () => number;
   signal?: AbortSignal;
 }
 
-export const READ_DEFAULTS = { timeoutMs: 10_000, probeTimeoutMs: 10_000, maxBytes: 8 * 1024 * 1024 };
+export const READ_DEFAULTS = { timeoutMs: 10_000, probeTimeoutMs: 10_000, maxBytes: 2 * 1024 * 1024 };
 
 /** `path` appended to the base URL's path; a query in the configured URL (a token) is kept. */
 export function endpoint(base: string, path: string): string {

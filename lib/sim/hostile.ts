@@ -31,16 +31,17 @@ function names(n: number, len: number | undefined): string[] {
   });
 }
 
+/** Every model name on the running gauge (the one series family a reading must have); one on the rest. */
 export function hostileExposition(models: string[], processStart: number): string {
   const lines: string[] = [];
-  for (const [family, type] of [
-    ["vllm:num_requests_running", "gauge"],
-    ["vllm:num_requests_waiting", "gauge"],
-    ["vllm:prompt_tokens_total", "counter"],
-    ["vllm:generation_tokens_total", "counter"],
+  for (const [family, type, labels] of [
+    ["vllm:num_requests_running", "gauge", models],
+    ["vllm:num_requests_waiting", "gauge", models.slice(0, 1)],
+    ["vllm:prompt_tokens_total", "counter", models.slice(0, 1)],
+    ["vllm:generation_tokens_total", "counter", models.slice(0, 1)],
   ] as const) {
     lines.push(`# HELP ${family} hostile`, `# TYPE ${family} ${type}`);
-    for (const m of models) lines.push(`${family}{model_name="${m}"} 0`);
+    for (const m of labels) lines.push(`${family}{model_name="${m}"} 0`);
   }
   lines.push("# TYPE process_start_time_seconds gauge", `process_start_time_seconds ${processStart}`);
   return lines.join("\n") + "\n";

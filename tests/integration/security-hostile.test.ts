@@ -1,7 +1,8 @@
 /**
  * A hostile backend cannot swell anything (real app over HTTP, real SQLite file): a /metrics with
- * 30,000 model_name labels (lib/sim/hostile.ts) and a proxy listing 15,000 models. Assertions are
- * on sizes, never on timings:
+ * 30,000 model_name labels (lib/sim/hostile.ts), one with 100,000 (over the 2 MB answer cap) and a
+ * proxy listing 15,000 models. Assertions are on sizes, never on timings:
+ * - an answer over the cap is not parsed at all: a reading with an error, never "stuck";
  * - the database grows by kilobytes per reading, not megabytes (before: 4.8 MB per reading);
  * - /api/fleet, /api/restarts and a restart event stay small; lists end with "… and N more";
  * - the restart log is paged (limit, before, Link rel="next");
@@ -21,6 +22,7 @@ let dbFile: string;
 let app: RunningApp;
 let hostile: HostileBackend;
 let hostileLb: HostileBackend;
+let huge: HostileBackend;
 let sim: Simulator;
 let cookie: string;
 
@@ -33,6 +35,7 @@ beforeAll(async () => {
   dbFile = path.join(dir, "db", "stepwatch.db");
   hostile = await startHostileBackend({ models: 30_000 });
   hostileLb = await startHostileBackend({ models: 15_000 });
+  huge = await startHostileBackend({ models: 100_000 });
   sim = await startSimulator();
   const ok = nodeScript(dir, "ok", "process.exit(0)");
   const configPath = path.join(dir, "stepwatch.config.json");
@@ -44,6 +47,7 @@ beforeAll(async () => {
       backends: [
         { id: "hostile", url: hostile.url, restart: { command: ok } },
         { id: "fine", url: sim.url, restart: { command: ok } },
+        { id: "huge", url: huge.url },
       ],
       proxies: [{ id: "hostile-lb", url: hostileLb.url }],
       operators: [{ name: "op", password: "env:SW_H_PW" }],
@@ -55,13 +59,13 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await app?.stop();
-  await Promise.allSettled([hostile?.close(), hostileLb?.close(), sim?.close()]);
+  await Promise.allSettled([hostile?.close(), hostileLb?.close(), huge?.close(), sim?.close()]);
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
 describe("a backend with 30,000 model_name labels", () => {
   it("is read as a valid vLLM server, and what is kept of it is bounded", async () => {
-    expect(hostile.metricsBytes).toBeGreaterThan(2_000_000); // the exposition itself is megabytes
+    expect(hostile.metricsBytes).toBeGreaterThan(1_500_000); // the exposition itself is megabytes
     await waitFor("the hostile backend read", async () => (await fleet()).backends.find((b) => b.id === "hostile")?.state === "idle", 30_000);
     const servedBefore = hostile.metricsServed();
     const simBefore = sim.state().received;
@@ -83,6 +87,18 @@ describe("a backend with 30,000 model_name labels", () => {
     expect(sim.state().received).toBeGreaterThanOrEqual(simBefore + 5);
     expect(body.backends.find((b) => b.id === "fine")!.state).toBe("idle");
   }, 120_000);
+
+  it("an answer over the 2 MB cap is cut and not parsed: an error in the reading, never stuck", async () => {
+    expect(huge.metricsBytes).toBeGreaterThan(2 * 1024 * 1024);
+    const b = await waitFor("the huge backend read", async () => {
+      const h = (await fleet()).backends.find((x) => x.id === "huge")!;
+      return h.lastReadAt !== null && huge.metricsServed() >= 2 ? h : null;
+    }, 30_000);
+    expect(b.state).not.toBe("stuck");
+    expect(b.state).not.toBe("idle");
+    expect(b.reasons.join(" ")).toMatch(/cap/);
+    expect(JSON.stringify(b).length).toBeLessThan(8 * 1024);
+  }, 60_000);
 
   it("a restart event of it is small, and so is the restart log", async () => {
     const r = await askRestart(app, cookie, "hostile", { confirm: "hostile", note: "hostile test" });
