@@ -16,6 +16,7 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { hashPassword } from "@/lib/auth/password";
 import { startSimulator, type Simulator } from "@/lib/sim/server";
 import { assertBuilt, call, startApp, type HttpAnswer, type RunningApp } from "./faults-support";
 
@@ -28,12 +29,14 @@ let configPath: string;
 let dbPath: string;
 let app: RunningApp;
 let sim: Simulator;
+/** burst's password is a scrypt hash: its comparison is asynchronous, which is where the old check-then-count raced. */
+let burstHash: string;
 const env = () => ({
   STEPWATCH_CONFIG: configPath,
   STEPWATCH_DB: dbPath,
   SW_T_OP: PW.op,
   SW_T_OTHER: PW.other,
-  SW_T_BURST: PW.burst,
+  SW_T_BURST: burstHash,
   SW_T_GONE: PW.gone,
 });
 
@@ -62,6 +65,7 @@ beforeAll(async () => {
   configPath = path.join(dir, "stepwatch.config.json");
   dbPath = path.join(dir, "db", "stepwatch.db");
   sim = await startSimulator();
+  burstHash = await hashPassword(PW.burst);
   writeConfig(OPERATORS);
   app = await startApp(env());
 }, 120_000);
