@@ -1,5 +1,6 @@
 import type { Metadata, Viewport } from "next";
 import type { ReactNode } from "react";
+import { TimeZoneProvider } from "@/components/TimeZone";
 import { TopBar } from "@/components/TopBar";
 import { currentOperatorName } from "@/lib/auth/server";
 import "./globals.css";
@@ -7,6 +8,12 @@ import "./globals.css";
 export const metadata: Metadata = {
   title: { default: "stepwatch", template: "%s · stepwatch" },
   description: "Model servers watched from their own metrics, restarted only when an operator confirms.",
+  // public/: favicon.ico (32 px), icon.svg, icon-192/512.png and apple-touch-icon.png (rendered from icon.svg).
+  icons: {
+    icon: [{ url: "/favicon.ico", sizes: "32x32" }, { url: "/icon.svg", type: "image/svg+xml" }],
+    apple: "/apple-touch-icon.png",
+  },
+  manifest: "/manifest.webmanifest",
 };
 
 export const viewport: Viewport = {
@@ -23,8 +30,10 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
   return (
     <html lang="en">
       <body>
-        <TopBar operator={operator} />
-        <main>{children}</main>
+        <TimeZoneProvider>
+          <TopBar operator={operator} />
+          <main>{children}</main>
+        </TimeZoneProvider>
       </body>
     </html>
   );

@@ -1,17 +1,35 @@
 "use client";
 /** The fleet page: one card per backend and the proxies, polled live from GET /api/fleet. */
 import Link from "next/link";
-import { useMemo, useState } from "react";
+import { usePathname, useRouter, useSearchParams } from "next/navigation";
+import { useEffect, useMemo, useState } from "react";
 import useSWR from "swr";
 import type { FleetBackend, FleetResponse } from "@/lib/api/types";
-import { toSparkline } from "@/lib/ui/chart";
+import { BACKEND_STATES } from "@/lib/check/states";
+import { sparklineText, toSparkline } from "@/lib/ui/chart";
 import { getJson } from "@/lib/ui/fetcher";
-import { formatAgo, formatCount, formatDateTime, formatPercent, formatRate } from "@/lib/ui/format";
+import {
+  attentionTitle,
+  distinct,
+  engineOf,
+  filterFleet,
+  fleetQueryString,
+  groupByModel,
+  parseFleetQuery,
+  sortFleet,
+  type FleetQuery,
+} from "@/lib/ui/fleet";
+import { formatAgo, formatCount, formatPercent, formatRate } from "@/lib/ui/format";
+import { stateLabel } from "@/lib/ui/state";
+import { useTimeZone } from "./TimeZone";
 import { ProxyBadge, StateBadge } from "./StateBadge";
 import { RestartDialog } from "./RestartDialog";
 import { TimeChart } from "./TimeChart";
 
-/** The watcher polls every few seconds; polling the API faster than ~1.5 s only costs requests. */
+/**
+ * How often this page asks stepwatch for the fleet. The backends themselves are read by the
+ * watcher every pollIntervalSeconds; asking faster than ~1.5 s only costs requests.
+ */
 export const FLEET_REFRESH_MS = 1500;
 
 const SPARK_SERIES = [
@@ -23,21 +41,25 @@ const SPARK_SERIES = [
 const SPARK_FLOORS = { req: 4, tok: 20 };
 
 function Sparkline({ b }: { b: FleetBackend }) {
-  const data = useMemo(() => toSparkline(b.recent), [b.recent]);
+  const data = useMemo(() => toSparkline(b.recent ?? []), [b.recent]);
   return (
-    <TimeChart
-      data={data}
-      series={SPARK_SERIES}
-      height={44}
-      yFloors={SPARK_FLOORS}
-      sparkline
-      ariaLabel={`${b.id}: running requests and generation tokens per second over the last minutes`}
-    />
+    <div>
+      <TimeChart data={data} series={SPARK_SERIES} height={44} yFloors={SPARK_FLOORS} sparkline ariaLabel={sparklineText(b.id, data)} />
+      <div className="spark-legend" aria-hidden="true">
+        {SPARK_SERIES.map((s) => (
+          <span key={s.label} style={{ ["--swatch" as string]: `var(${s.color})` }}>
+            {s.label === "running" ? "running requests" : "generation tokens/s"}
+          </span>
+        ))}
+      </div>
+    </div>
   );
 }
 
 function BackendCard({ b, now, onRestart }: { b: FleetBackend; now: number; onRestart: () => void }) {
   const pending = b.pendingRestartId !== null;
+  const { fmt } = useTimeZone();
+  const engine = engineOf(b);
   return (
     <article className={`card${b.restartRecommended ? " attention" : ""}`} data-testid={`backend-card-${b.id}`} data-state={b.state}>
       <div className="card-head">
@@ -46,13 +68,14 @@ function BackendCard({ b, now, onRestart }: { b: FleetBackend; now: number; onRe
             {b.id}
           </Link>
           <div className="card-sub" title={b.url}>
+            {engine ? `${engine} · ` : ""}
             {b.model ? `${b.model} · ` : ""}
             {b.url}
           </div>
         </div>
         <div style={{ textAlign: "right" }}>
           <StateBadge state={b.state} testId={`state-${b.id}`} />
-          <div className="muted small" style={{ whiteSpace: "nowrap" }} title={b.since ? formatDateTime(b.since) : undefined}>
+          <div className="muted small" style={{ whiteSpace: "nowrap" }} title={b.since ? `since ${fmt(b.since)}` : undefined}>
             since {formatAgo(b.since, now)}
           </div>
         </div>
@@ -117,17 +140,97 @@ function BackendCard({ b, now, onRestart }: { b: FleetBackend; now: number; onRe
   );
 }
 
+function FleetToolbar({ query, onChange, backends }: { query: FleetQuery; onChange: (q: FleetQuery) => void; backends: FleetBackend[] }) {
+  const models = distinct(backends.map((b) => b.model));
+  const engines = distinct(backends.map(engineOf));
+  const set = (patch: Partial<FleetQuery>) => onChange({ ...query, ...patch });
+  return (
+    <div className="filters fleet-filters" data-testid="fleet-filters">
+      <div>
+        <label htmlFor="fleet-search">Search</label>
+        <input id="fleet-search" type="search" placeholder="id, model or URL" value={query.q} onChange={(e) => set({ q: e.target.value })} data-testid="fleet-search" />
+      </div>
+      <div>
+        <label htmlFor="fleet-state">State</label>
+        <select id="fleet-state" value={query.state} onChange={(e) => set({ state: e.target.value as FleetQuery["state"] })} data-testid="fleet-state">
+          <option value="">All states</option>
+          <option value="attention">Needs attention</option>
+          {BACKEND_STATES.map((st) => (
+            <option key={st} value={st}>
+              {stateLabel(st)}
+            </option>
+          ))}
+        </select>
+      </div>
+      {engines.length > 0 ? (
+        <div>
+          <label htmlFor="fleet-engine">Engine</label>
+          <select id="fleet-engine" value={query.engine} onChange={(e) => set({ engine: e.target.value })} data-testid="fleet-engine">
+            <option value="">All engines</option>
+            {engines.map((e) => (
+              <option key={e}>{e}</option>
+            ))}
+          </select>
+        </div>
+      ) : null}
+      {models.length > 0 ? (
+        <div>
+          <label htmlFor="fleet-model">Model</label>
+          <select id="fleet-model" value={query.model} onChange={(e) => set({ model: e.target.value })} data-testid="fleet-model">
+            <option value="">All models</option>
+            {models.map((m) => (
+              <option key={m}>{m}</option>
+            ))}
+          </select>
+        </div>
+      ) : null}
+      <div>
+        <label htmlFor="fleet-sort">Sort</label>
+        <select id="fleet-sort" value={query.sort} onChange={(e) => set({ sort: e.target.value === "name" ? "name" : "attention" })} data-testid="fleet-sort">
+          <option value="attention">Needs attention first</option>
+          <option value="name">Name</option>
+        </select>
+      </div>
+      <label className="check">
+        <input type="checkbox" checked={query.group} onChange={(e) => set({ group: e.target.checked })} data-testid="fleet-group" />
+        Group by model
+      </label>
+    </div>
+  );
+}
+
 export function FleetView({ initial, operator }: { initial: FleetResponse | null; operator: string | null }) {
   const { data, error, mutate } = useSWR<FleetResponse>("/api/fleet", getJson, {
     refreshInterval: FLEET_REFRESH_MS,
     fallbackData: initial ?? undefined,
     revalidateOnFocus: true,
   });
+  const router = useRouter();
+  const path = usePathname();
+  const params = useSearchParams();
+  const [query, setQuery] = useState<FleetQuery>(() => parseFleetQuery(params));
   const [restarting, setRestarting] = useState<string | null>(null);
   const [flash, setFlash] = useState<string | null>(null);
+  const { fmt } = useTimeZone();
   const now = data?.generatedAt ?? Date.now();
-  const dialogBackend = restarting ? data?.backends.find((b) => b.id === restarting) : undefined;
-  const lastRead = data?.backends.reduce<number | null>((m, b) => (b.lastReadAt !== null && (m === null || b.lastReadAt > m) ? b.lastReadAt : m), null);
+  const all = useMemo(() => data?.backends ?? [], [data]);
+  const dialogBackend = restarting ? all.find((b) => b.id === restarting) : undefined;
+  const lastRead = all.reduce<number | null>((m, b) => (b.lastReadAt !== null && (m === null || b.lastReadAt > m) ? b.lastReadAt : m), null);
+  const shown = useMemo(() => sortFleet(filterFleet(all, query), query.sort), [all, query]);
+  const groups = useMemo(() => (query.group ? groupByModel(shown) : [{ model: null, backends: shown }]), [shown, query.group]);
+  const poll = (data as (FleetResponse & { pollIntervalSeconds?: number }) | undefined)?.pollIntervalSeconds;
+
+  const title = attentionTitle(all);
+  useEffect(() => {
+    document.title = title;
+  }, [title]);
+
+  function changeQuery(q: FleetQuery) {
+    setQuery(q);
+    router.replace(`${path}${fleetQueryString(q)}`, { scroll: false });
+  }
+
+  const card = (b: FleetBackend) => <BackendCard key={b.id} b={b} now={now} onRestart={() => setRestarting(b.id)} />;
 
   return (
     <>
@@ -157,19 +260,35 @@ export function FleetView({ initial, operator }: { initial: FleetResponse | null
       <div className="page-head">
         <h1>Fleet</h1>
         <span className="meta" data-testid="last-read">
-          {lastRead ? `last read ${formatDateTime(lastRead).slice(11)}` : "not read yet"} · updates every {FLEET_REFRESH_MS / 1000} s
+          {lastRead ? `last read ${fmt(lastRead)}` : "not read yet"}
+          {poll ? ` · each backend is read every ${poll} s` : ""} · this page refreshes every {FLEET_REFRESH_MS / 1000} s
         </span>
       </div>
+      {all.length > 1 ? <FleetToolbar query={query} onChange={changeQuery} backends={all} /> : null}
       {!data ? (
         <p className="empty">Loading…</p>
-      ) : data.backends.length === 0 ? (
+      ) : all.length === 0 ? (
         <p className="empty">No backends configured. Add them to stepwatch.config.json.</p>
+      ) : shown.length === 0 ? (
+        <p className="empty" data-testid="fleet-none-match">
+          No backend matches these filters ({all.length} in the fleet).{" "}
+          <button type="button" className="link" onClick={() => changeQuery({ ...query, q: "", state: "", engine: "", model: "" })}>
+            Clear filters
+          </button>
+        </p>
       ) : (
-        <div className="grid">
-          {data.backends.map((b) => (
-            <BackendCard key={b.id} b={b} now={now} onRestart={() => setRestarting(b.id)} />
-          ))}
-        </div>
+        groups.map((g) => (
+          <section key={g.model ?? ""} className={query.group ? "fleet-group" : undefined} data-testid={query.group ? "fleet-group-section" : undefined}>
+            {query.group ? (
+              <h2>
+                {g.model ?? "No model named"} <span className="muted small">{g.backends.length}</span>
+              </h2>
+            ) : null}
+            <div className="grid" data-testid="fleet-grid">
+              {g.backends.map(card)}
+            </div>
+          </section>
+        ))
       )}
       {data && data.proxies.length > 0 ? (
         <section className="section">

@@ -4,12 +4,15 @@
  * is inert (focus stays inside), Esc closes it, focus returns to the button that opened it. It
  * shows what the operator is about to break: the state, the evidence, and the requests in flight.
  * A healthy backend (idle/busy) needs its id typed; the server checks the same rule (422).
+ * Focus starts on Cancel, so a stray Enter never restarts anything.
  */
 import { usePathname } from "next/navigation";
 import { useEffect, useRef, useState } from "react";
-import type { FleetBackend, RestartEventDTO } from "@/lib/api/types";
-import { ApiError, sendJson } from "@/lib/ui/fetcher";
-import { formatClock } from "@/lib/ui/format";
+import useSWR from "swr";
+import type { FleetBackend, RestartEventDTO, RestartPlanDTO } from "@/lib/api/types";
+import { ApiError, getJson, sendJson } from "@/lib/ui/fetcher";
+import { formatDuration } from "@/lib/ui/format";
+import { Time } from "./TimeZone";
 import { inFlightWarning, needsTypedConfirmation } from "@/lib/ui/state";
 import { StateBadge } from "./StateBadge";
 
@@ -23,6 +26,7 @@ export interface RestartDialogProps {
 
 export function RestartDialog({ backend, operator, now, onClose, onAccepted }: RestartDialogProps) {
   const ref = useRef<HTMLDialogElement>(null);
+  const cancelRef = useRef<HTMLButtonElement>(null);
   const path = usePathname();
   const [typed, setTyped] = useState("");
   const [note, setNote] = useState("");
@@ -30,10 +34,13 @@ export function RestartDialog({ backend, operator, now, onClose, onAccepted }: R
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [cooldownUntil, setCooldownUntil] = useState<number | null>(backend.cooldownUntil);
+  const plan = useSWR<RestartPlanDTO>(`/api/backends/${encodeURIComponent(backend.id)}/restart-plan`, getJson, { revalidateOnFocus: false });
 
   useEffect(() => {
     const d = ref.current;
     if (d && !d.open) d.showModal();
+    // showModal() focuses the dialog's first focusable element itself; start on Cancel instead.
+    cancelRef.current?.focus();
     return () => d?.close();
   }, []);
 
@@ -81,6 +88,26 @@ export function RestartDialog({ backend, operator, now, onClose, onAccepted }: R
           <div className="warn-box" data-testid="restart-inflight">
             {inFlightWarning(backend.running, backend.waiting)} The model is unavailable until it has loaded again.
           </div>
+          <dl className="plan" data-testid="restart-plan">
+            <dt>Will run</dt>
+            <dd className="mono" data-testid="restart-plan-action">
+              {plan.data ? (plan.data.action ?? "no restart action configured") : plan.error ? "not known (the plan could not be read)" : "…"}
+            </dd>
+            <dt>Expected outage</dt>
+            <dd data-testid="restart-plan-outage">
+              {plan.data
+                ? plan.data.expectedOutageSeconds !== null
+                  ? `about ${formatDuration(plan.data.expectedOutageSeconds)} (the last restart's downtime)`
+                  : "not known yet: no earlier restart of this backend has recovered"
+                : "…"}
+            </dd>
+            <dt>Then</dt>
+            <dd data-testid="restart-plan-cooldown">
+              {plan.data
+                ? `a cooldown of ${formatDuration(plan.data.cooldownSeconds)} starts: another restart of ${backend.id} is refused until then unless the cooldown is overridden`
+                : "…"}
+            </dd>
+          </dl>
           {!operator ? (
             <p className="form-error">
               Restarts need a signed-in operator. <a href={`/signin?next=${encodeURIComponent(path || "/")}`}>Sign in</a>
@@ -99,14 +126,13 @@ export function RestartDialog({ backend, operator, now, onClose, onAccepted }: R
                 value={typed}
                 onChange={(e) => setTyped(e.target.value)}
                 data-testid="restart-confirm-input"
-                autoFocus
               />
             </div>
           ) : null}
           {inCooldown ? (
             <div className="field">
               <p className="small muted" style={{ margin: "0 0 .3rem" }}>
-                A restart was asked for recently: cooldown until {formatClock(cooldownUntil!)}.
+                A restart was asked for recently: cooldown until <Time at={cooldownUntil} />.
               </p>
               <label className="check">
                 <input type="checkbox" checked={override} onChange={(e) => setOverride(e.target.checked)} data-testid="restart-override" />
@@ -125,7 +151,7 @@ export function RestartDialog({ backend, operator, now, onClose, onAccepted }: R
           ) : null}
         </div>
         <div className="dialog-actions">
-          <button type="button" onClick={() => ref.current?.close()} data-testid="restart-cancel" autoFocus={!healthy}>
+          <button type="button" ref={cancelRef} onClick={() => ref.current?.close()} data-testid="restart-cancel">
             Cancel
           </button>
           <button type="submit" className="danger" disabled={!canConfirm} data-testid="restart-submit">

@@ -15,7 +15,13 @@ export function RestartsView({ backend, backendIds }: { backend: string | null; 
     <>
       <div className="page-head">
         <h1>Restarts</h1>
-        <span className="meta">every restart asked for from stepwatch, newest first</span>
+        <span className="meta">
+          every restart asked for from stepwatch, newest first ·{" "}
+          <a href={`/api/restarts?limit=1000&format=csv${backend ? `&backend=${encodeURIComponent(backend)}` : ""}`} download data-testid="restarts-csv">
+            CSV
+          </a>{" "}
+          · outages from any cause: <a href={`/history${backend ? `?backend=${encodeURIComponent(backend)}` : ""}`}>History</a>
+        </span>
       </div>
       <div className="filters">
         <div>

@@ -9,8 +9,10 @@
 import { useEffect, useRef, useState } from "react";
 import type uPlotType from "uplot";
 import "uplot/dist/uPlot.min.css";
-import type { Marker } from "@/lib/ui/chart";
+import { markerNear, type Marker } from "@/lib/ui/chart";
+import { formatAxisNumber, formatTick } from "@/lib/ui/format";
 import { STATE_TONE } from "@/lib/ui/state";
+import { useTimeZone } from "./TimeZone";
 
 export interface ChartSeries {
   label: string;
@@ -39,8 +41,25 @@ export interface TimeChartProps {
   yFloors?: Record<string, number>;
   /** No axes, legend or cursor: the fleet card's sparkline. */
   sparkline?: boolean;
+  /** The chart's text alternative: what it shows and its figures, for screen readers. */
   ariaLabel: string;
   testId?: string;
+}
+
+/**
+ * A y axis as wide as its longest label (uPlot's fixed default cut "10,000" to "0,000"):
+ * measured on the canvas with the axis's own font.
+ */
+function axisSize(self: uPlotType, values: string[] | null, axisIdx: number, cycleNum: number): number {
+  const axis = self.axes[axisIdx] as uPlotType.Axis & { _size?: number; font?: [string, number] | string };
+  if (cycleNum > 1 && axis._size) return axis._size;
+  const longest = (values ?? []).reduce((a, v) => (v.length > a.length ? v : a), "");
+  const font = Array.isArray(axis.font) ? axis.font[0] : "12px system-ui, sans-serif";
+  self.ctx.save();
+  self.ctx.font = font;
+  const w = longest ? self.ctx.measureText(longest).width / (window.devicePixelRatio || 1) : 0;
+  self.ctx.restore();
+  return Math.ceil(w + 18);
 }
 
 function cssVar(name: string): string {
@@ -69,6 +88,8 @@ function useColorScheme(): string {
 
 export function TimeChart(props: TimeChartProps) {
   const { data, series, height, markers, xRange, yRanges, yFloors, sparkline, ariaLabel, testId } = props;
+  const { timeZone, fmt } = useTimeZone();
+  const [tip, setTip] = useState<{ left: number; marker: Marker } | null>(null);
   const host = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlotType | null>(null);
   const markersRef = useRef<Marker[]>(markers ?? []);
@@ -90,6 +111,7 @@ export function TimeChart(props: TimeChartProps) {
       const el = host.current;
       const axisColor = cssVar("--muted");
       const grid = { stroke: cssVar("--grid"), width: 1 };
+      const tzDate = timeZone === "UTC" ? (ts: number) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC") : undefined;
       const scales: uPlotType.Scales = {
         x: { time: true, range: (_u, min, max) => (xRangeRef.current ? [xRangeRef.current[0], xRangeRef.current[1]] : [min, max]) },
       };
@@ -131,25 +153,34 @@ export function TimeChart(props: TimeChartProps) {
         width: Math.max(50, el.clientWidth),
         height,
         scales,
+        ...(tzDate ? { tzDate } : {}),
         legend: { show: !sparkline, live: true },
         cursor: sparkline ? { show: false } : { drag: { x: false, y: false } },
         select: { show: false, left: 0, top: 0, width: 0, height: 0 },
-        padding: sparkline ? [2, 0, 2, 0] : [8, 8, 0, 0],
+        // Room on the right for the last time tick's label ("09:15", not "09:1").
+        padding: sparkline ? [2, 0, 2, 0] : [8, 22, 0, 0],
         axes: sparkline
           ? [{ show: false }, ...series.map(() => ({ show: false }))]
           : [
-              { stroke: axisColor, grid, ticks: grid },
+              {
+                stroke: axisColor,
+                grid,
+                ticks: grid,
+                // 24-hour ticks in the chosen zone (uPlot's default is "3:05am", in the browser's zone).
+                values: (_u: uPlotType, splits: number[], _i: number, _space: number, incr: number) => splits.map((v) => formatTick(v * 1000, incr, timeZone)),
+              },
               ...[...new Set(series.map((s) => s.scale ?? "y"))].map((scale, i) => ({
                 scale,
                 side: i === 0 ? 3 : 1,
                 stroke: axisColor,
                 grid: i === 0 ? grid : { show: false },
                 ticks: grid,
-                size: 48,
+                values: (_u: uPlotType, splits: number[]) => splits.map(formatAxisNumber),
+                size: axisSize,
               })),
             ],
         series: [
-          {},
+          { value: (_u: uPlotType, v: number | null) => (v === null ? "—" : fmt(v * 1000)) },
           ...series.map((s) => {
             const stroke = cssVar(s.color);
             return {
@@ -164,7 +195,17 @@ export function TimeChart(props: TimeChartProps) {
             };
           }),
         ],
-        hooks: { draw: [drawMarkers] },
+        hooks: {
+          draw: [drawMarkers],
+          // Hovering a marker says what it was (the state entered and why; who restarted and why).
+          setCursor: [
+            (u: uPlotType) => {
+              const left = u.cursor.left ?? -1;
+              const m = left < 0 ? null : markerNear(markersRef.current, left, (x) => u.valToPos(x, "x"), 5);
+              setTip((prev) => (m ? (prev?.marker === m ? prev : { left: u.valToPos(m.x, "x") + u.bbox.left / (window.devicePixelRatio || 1), marker: m }) : null));
+            },
+          ],
+        },
       };
       plot.current?.destroy();
       plot.current = new uPlot(opts, dataRef.current, el);
@@ -180,7 +221,7 @@ export function TimeChart(props: TimeChartProps) {
       plot.current = null;
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps -- recreated only when the look changes
-  }, [seriesKey, height, sparkline, scheme]);
+  }, [seriesKey, height, sparkline, scheme, timeZone]);
 
   useEffect(() => {
     plot.current?.setData(data);
@@ -190,5 +231,15 @@ export function TimeChart(props: TimeChartProps) {
     plot.current?.redraw(false);
   }, [markers, xRange?.[0], xRange?.[1]]);
 
-  return <div ref={host} className={sparkline ? "spark" : "chart"} role="img" aria-label={ariaLabel} data-testid={testId} />;
+  return (
+    <div className="chart-host">
+      <div ref={host} className={sparkline ? "spark" : "chart"} role="img" aria-label={ariaLabel} data-testid={testId} />
+      {tip ? (
+        <div className="marker-tip" role="tooltip" style={{ left: tip.left }} data-testid="marker-tip">
+          <strong>{tip.marker.kind === "restart" ? "Restart" : `State: ${tip.marker.label}`}</strong> <span className="muted">{fmt(tip.marker.x * 1000)}</span>
+          <div>{tip.marker.detail}</div>
+        </div>
+      ) : null}
+    </div>
+  );
 }

@@ -2,10 +2,12 @@
 import Link from "next/link";
 import { usePathname, useRouter } from "next/navigation";
 import { sendJson } from "@/lib/ui/fetcher";
+import { TimeZoneToggle } from "./TimeZone";
 
 const LINKS = [
   { href: "/", label: "Fleet" },
   { href: "/restarts", label: "Restarts" },
+  { href: "/history", label: "History" },
 ];
 
 export function TopBar({ operator }: { operator: string | null }) {
@@ -31,6 +33,7 @@ export function TopBar({ operator }: { operator: string | null }) {
         })}
       </nav>
       <div className="who">
+        <TimeZoneToggle />
         {operator ? (
           <>
             <Link href="/account" className="muted name" data-testid="operator-name" title="Your sessions">

@@ -6,6 +6,7 @@
 import { and, asc, desc, eq, gt, gte, isNull, lt, lte } from "drizzle-orm";
 import { figuresOf, type Figures, type Reading, type Verdict } from "../lib/check/types";
 import type { BackendState } from "../lib/check/states";
+import { LATENCY_FIELDS, type LatencySample } from "../lib/metrics/vllm-latency";
 import type { Db } from "./client";
 import { auditLog, restartEvents, samples, sessions, transitions, type AuditRow, type RestartEventRow, type SessionRow, type TransitionRow } from "./schema";
 
@@ -31,7 +32,8 @@ export function sampleRow(backendId: string, reading: Reading, verdict: Verdict)
     processStartTime: m?.processStartTime ?? null,
     probeOk: reading.probe ? reading.probe.ok : null,
     probeLatencyMs: reading.probe ? Math.round(reading.probe.latencyMs) : null,
-    reading,
+    // The cumulative histograms stay in memory for the next read's deltas; a row keeps the figures.
+    reading: { ...reading, latency: undefined },
   };
 }
 
@@ -77,6 +79,33 @@ export function transitionsInRange(db: Db, kind: TargetKind, targetId: string, f
     .where(and(eq(transitions.kind, kind), eq(transitions.targetId, targetId), gte(transitions.at, from), lte(transitions.at, to)))
     .orderBy(asc(transitions.at), asc(transitions.id))
     .all();
+}
+
+/**
+ * The transitions of a target in [from, to], oldest first, preceded by the last one before `from`
+ * (the state the window starts in): an outage that began before the window is still seen whole.
+ */
+export function transitionsWithPrior(db: Db, kind: TargetKind, targetId: string, from: number, to: number): TransitionRow[] {
+  const prior = db
+    .select()
+    .from(transitions)
+    .where(and(eq(transitions.kind, kind), eq(transitions.targetId, targetId), lt(transitions.at, from)))
+    .orderBy(desc(transitions.at), desc(transitions.id))
+    .limit(1)
+    .all();
+  return [...prior, ...transitionsInRange(db, kind, targetId, from, to)];
+}
+
+/** When stepwatch first recorded a state of this target (it has watched it since), or null. */
+export function firstTransitionAt(db: Db, kind: TargetKind, targetId: string): number | null {
+  const row = db
+    .select({ at: transitions.at })
+    .from(transitions)
+    .where(and(eq(transitions.kind, kind), eq(transitions.targetId, targetId)))
+    .orderBy(asc(transitions.at), asc(transitions.id))
+    .limit(1)
+    .get();
+  return row?.at ?? null;
 }
 
 // ---- restart events (created by lib/restart; the watcher only resolves pending ones) ----
@@ -275,8 +304,14 @@ const rankOf = (col: string) => `CASE ${col} ${RANKED.map(([s, r]) => `WHEN '${s
 const stateOfRank = (expr: string) => `CASE ${expr} ${RANKED.map(([s, r]) => `WHEN ${r} THEN '${s}'`).join(" ")} ELSE 'unknown' END`;
 const stateByRank = new Map(RANKED.map(([s, r]) => [r, s]));
 
+/** The latency figures' columns: ttftP50 -> ttft_p50, preemptionsPerSecond -> preemptions_per_second. */
+const LATENCY_COLUMNS = LATENCY_FIELDS.map((f) => [f, f.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] as const);
+const latencySelect = (expr: (col: string) => string) => LATENCY_COLUMNS.map(([f, c]) => `, ${expr(c)} AS ${f}`).join("");
+/** A mean weighted by the readings that have the figure (a NULL is "not exposed", not zero). */
+const weightedMean = (c: string) => `SUM(${c} * n) / SUM(CASE WHEN ${c} IS NULL THEN 0 ELSE n END)`;
+
 /** One point of a backend's history, as the queries produce it (the API serves it as a HistoryPoint). */
-export interface HistoryRow extends Figures {
+export interface HistoryRow extends Figures, LatencySample {
   at: number;
   state: BackendState;
 }
@@ -299,6 +334,7 @@ export function historyPoints(
         `SELECT at, running, waiting, steps_per_second AS stepsPerSecond,
                 generation_tokens_per_second AS generationTokensPerSecond,
                 prompt_tokens_per_second AS promptTokensPerSecond, kv_cache_usage AS kvCacheUsage, state
+                ${latencySelect((c) => c)}
            FROM samples WHERE backend_id = ? AND at >= ? AND at <= ? ORDER BY at, id`,
       )
       .all(backendId, from, to) as HistoryRow[];
@@ -312,7 +348,7 @@ export function historyPoints(
       `SELECT (at / CAST(@b AS INTEGER)) * @b AS at, COUNT(*) AS n, AVG(running) AS running, AVG(waiting) AS waiting,
               AVG(steps_per_second) AS stepsPerSecond, AVG(generation_tokens_per_second) AS generationTokensPerSecond,
               AVG(prompt_tokens_per_second) AS promptTokensPerSecond, AVG(kv_cache_usage) AS kvCacheUsage,
-              MAX(${rankOf("state")}) AS rank
+              MAX(${rankOf("state")}) AS rank ${latencySelect((c) => `AVG(${c})`)}
          FROM samples WHERE backend_id = @id AND at >= @from AND at <= @to GROUP BY 1`,
     )
     .all({ b: bucket, id: backendId, from, to }) as Agg[];
@@ -323,6 +359,7 @@ export function historyPoints(
               SUM(generation_tokens_per_second * n) / SUM(n) AS generationTokensPerSecond,
               SUM(prompt_tokens_per_second * n) / SUM(n) AS promptTokensPerSecond,
               SUM(kv_cache_usage * n) / SUM(n) AS kvCacheUsage, MAX(${rankOf("worst_state")}) AS rank
+              ${latencySelect(weightedMean)}
          FROM sample_minutes WHERE backend_id = @id AND minute >= @from AND minute <= @to GROUP BY 1`,
     )
     .all({ b: bucket, id: backendId, from, to }) as Agg[];
@@ -350,6 +387,7 @@ function mergeAgg<T extends HistoryRow & { n: number; rank: number }>(a: T, b: T
     generationTokensPerSecond: w(a.generationTokensPerSecond, b.generationTokensPerSecond),
     promptTokensPerSecond: w(a.promptTokensPerSecond, b.promptTokensPerSecond),
     kvCacheUsage: w(a.kvCacheUsage, b.kvCacheUsage),
+    ...(Object.fromEntries(LATENCY_FIELDS.map((f) => [f, w(a[f], b[f])])) as unknown as LatencySample),
   };
 }
 
@@ -374,12 +412,15 @@ export function applyRetention(db: Db, opts: { now: number; rawHours: number; ro
           ELSE (${col} * n + excluded.${col} * excluded.n) / (n + excluded.n) END`;
   const roll = client.prepare(
     `INSERT INTO sample_minutes (backend_id, minute, n, running_avg, running_max, waiting_avg, waiting_max,
-            steps_per_second, generation_tokens_per_second, prompt_tokens_per_second, kv_cache_usage, worst_state)
+            steps_per_second, generation_tokens_per_second, prompt_tokens_per_second, kv_cache_usage, worst_state
+            ${LATENCY_COLUMNS.map(([, c]) => `, ${c}`).join("")})
      SELECT backend_id, (at / 60000) * 60000, COUNT(*), AVG(running), MAX(running), AVG(waiting), MAX(waiting),
             AVG(steps_per_second), AVG(generation_tokens_per_second), AVG(prompt_tokens_per_second), AVG(kv_cache_usage),
             ${stateOfRank(`MAX(${rankOf("state")})`)}
+            ${LATENCY_COLUMNS.map(([, c]) => `, AVG(${c})`).join("")}
        FROM samples WHERE at < @cutoff GROUP BY 1, 2
      ON CONFLICT (backend_id, minute) DO UPDATE SET
+       ${LATENCY_COLUMNS.map(([, c]) => `${c} = ${wavg(c)},`).join("\n       ")}
        running_avg = ${wavg("running_avg")},
        waiting_avg = ${wavg("waiting_avg")},
        steps_per_second = ${wavg("steps_per_second")},

@@ -36,6 +36,25 @@ export const samples = sqliteTable(
     /** null: no probe sent with this read; 1 answered; 0 failed. */
     probeOk: integer("probe_ok", { mode: "boolean" }),
     probeLatencyMs: integer("probe_latency_ms"),
+    /**
+     * vLLM latency p50/p95 (seconds) and rates over the interval since the previous read of the
+     * same process, from histogram and counter deltas (lib/metrics/vllm-latency.ts); null when
+     * not exposed or across a restart.
+     */
+    ttftP50: real("ttft_p50"),
+    ttftP95: real("ttft_p95"),
+    itlP50: real("itl_p50"),
+    itlP95: real("itl_p95"),
+    e2eP50: real("e2e_p50"),
+    e2eP95: real("e2e_p95"),
+    queueP50: real("queue_p50"),
+    queueP95: real("queue_p95"),
+    preemptionsPerSecond: real("preemptions_per_second"),
+    successStopPerSecond: real("success_stop_per_second"),
+    successLengthPerSecond: real("success_length_per_second"),
+    successAbortPerSecond: real("success_abort_per_second"),
+    successErrorPerSecond: real("success_error_per_second"),
+    successOtherPerSecond: real("success_other_per_second"),
     /** The Reading as JSON, so the classifier can be re-fed after a restart of stepwatch. */
     reading: text("reading", { mode: "json" }).notNull(),
   },
@@ -57,6 +76,21 @@ export const sampleMinutes = sqliteTable(
     generationTokensPerSecond: real("generation_tokens_per_second"),
     promptTokensPerSecond: real("prompt_tokens_per_second"),
     kvCacheUsage: real("kv_cache_usage"),
+    /** Means over the minute's readings (a mean of percentiles: a guide, not an exact percentile). */
+    ttftP50: real("ttft_p50"),
+    ttftP95: real("ttft_p95"),
+    itlP50: real("itl_p50"),
+    itlP95: real("itl_p95"),
+    e2eP50: real("e2e_p50"),
+    e2eP95: real("e2e_p95"),
+    queueP50: real("queue_p50"),
+    queueP95: real("queue_p95"),
+    preemptionsPerSecond: real("preemptions_per_second"),
+    successStopPerSecond: real("success_stop_per_second"),
+    successLengthPerSecond: real("success_length_per_second"),
+    successAbortPerSecond: real("success_abort_per_second"),
+    successErrorPerSecond: real("success_error_per_second"),
+    successOtherPerSecond: real("success_other_per_second"),
     /** The least healthy state seen in the minute. */
     worstState: text("worst_state", { enum: BACKEND_STATES }).notNull(),
   },

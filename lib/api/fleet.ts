@@ -2,14 +2,21 @@
  * The read verbs of the JSON API: the fleet from the watcher's memory (no backend is touched),
  * a backend's history and the restart log from SQLite. Route handlers only parse and call these.
  */
-import type { FleetResponse, HistoryResponse, RestartEventDTO } from "./types";
+import type { FleetResponse, HistoryResponse, RestartEventDTO, RestartPlanDTO } from "./types";
+import { listRestartEvents } from "../../db/queries";
+import { describeAction } from "../restart/execute";
 import { DomainError } from "../errors";
 import { getRuntime, type Runtime } from "../runtime";
 import { fleetSnapshot, historyOf, restartsOf } from "./snapshot";
 
 export async function getFleet(now: number = Date.now()): Promise<FleetResponse> {
   const rt = await getRuntime();
-  return fleetSnapshot(rt.watcher, { demo: rt.demo, now, restartCooldownSeconds: rt.config.restartCooldownSeconds });
+  return fleetSnapshot(rt.watcher, {
+    demo: rt.demo,
+    now,
+    restartCooldownSeconds: rt.config.restartCooldownSeconds,
+    pollIntervalSeconds: rt.config.pollIntervalSeconds,
+  });
 }
 
 /**
@@ -48,9 +55,29 @@ export async function getHistory(id: string, from: number, to: number): Promise<
   return fromStorage("the history", () => historyOf(rt.db.db, id, from, to));
 }
 
-/** Restart log pages: GET /api/restarts?limit= (default 100, at most 500) &before=<id of the last event seen>. */
+/**
+ * What a restart would do, for the dialog: the action as described in the audit log (never its
+ * env, headers or URL credentials), the cooldown it starts, and the last recovered restart's
+ * downtime as the outage to expect.
+ */
+export async function getRestartPlan(id: string): Promise<RestartPlanDTO> {
+  const rt = await getRuntime();
+  knownBackend(rt, id);
+  const backend = rt.config.backends.find((b) => b.id === id)!;
+  const last = fromStorage("the restart log", () => listRestartEvents(rt.db.db, { backendId: id, limit: 50 }));
+  const recovered = last.find((r) => r.outcome === "recovered" && r.downtimeSeconds !== null);
+  return {
+    backendId: id,
+    action: backend.restart ? describeAction(backend.restart) : null,
+    cooldownSeconds: rt.config.restartCooldownSeconds,
+    expectedOutageSeconds: recovered?.downtimeSeconds ?? null,
+    lastRestartAt: last[0]?.requestedAt ?? null,
+  };
+}
+
+/** Restart log pages: GET /api/restarts?limit= (default 100, at most 1000) &before=<id of the last event seen>. */
 export const RESTARTS_DEFAULT_LIMIT = 100;
-export const RESTARTS_MAX_LIMIT = 500;
+export const RESTARTS_MAX_LIMIT = 1000;
 
 export async function listRestarts(
   filter: { backendId?: string; limit?: number; beforeId?: number } = {},

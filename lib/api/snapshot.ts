@@ -53,10 +53,11 @@ export function proxyView(m: ProxyMonitor): FleetProxy {
   };
 }
 
-export function fleetSnapshot(w: Watcher, opts: { demo: boolean; now: number; restartCooldownSeconds: number }): FleetResponse {
+export function fleetSnapshot(w: Watcher, opts: { demo: boolean; now: number; restartCooldownSeconds: number; pollIntervalSeconds: number }): FleetResponse {
   return {
     generatedAt: opts.now,
     demo: opts.demo,
+    pollIntervalSeconds: opts.pollIntervalSeconds,
     storageError: w.store.storageError,
     backends: [...w.backends.values()].map((m) => backendView(m, opts.restartCooldownSeconds, opts.now)),
     proxies: [...w.proxies.values()].map(proxyView),

@@ -4,6 +4,7 @@
  */
 import type { BackendState, ProxyState } from "../check/states";
 import type { Figures } from "../check/types";
+import type { LatencySample } from "../metrics/vllm-latency";
 
 export interface FleetBackend extends Figures {
   id: string;
@@ -40,13 +41,16 @@ export interface FleetProxy {
 export interface FleetResponse {
   generatedAt: number;
   demo: boolean;
+  /** How often the watcher reads each backend (the page itself may ask for the fleet more often). */
+  pollIntervalSeconds: number;
   /** A storage problem the operator should know about (disk full, unwritable file), else null. */
   storageError: string | null;
   backends: FleetBackend[];
   proxies: FleetProxy[];
 }
 
-export interface HistoryPoint extends Figures {
+/** A point of a backend's history; the vLLM latency figures are absent or null where not exposed. */
+export interface HistoryPoint extends Figures, Partial<LatencySample> {
   at: number;
   state: BackendState;
 }
@@ -81,6 +85,18 @@ export interface RestartEventDTO {
   outcome: "recovered" | "failed" | "timed-out" | null;
   resolvedAt: number | null;
   resolution: string | null;
+}
+
+/** What a restart of one backend would do, for the dialog (GET /api/backends/{id}/restart-plan). */
+export interface RestartPlanDTO {
+  backendId: string;
+  /** "command: systemctl restart vllm" or "webhook: POST https://host/path": no env, no headers, no credentials in URLs. */
+  action: string | null;
+  /** The cooldown that starts with this restart. */
+  cooldownSeconds: number;
+  /** The downtime of this backend's last restart that recovered: what to expect this time. */
+  expectedOutageSeconds: number | null;
+  lastRestartAt: number | null;
 }
 
 export interface HistoryResponse {

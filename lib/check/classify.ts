@@ -90,16 +90,7 @@ function judge(all: Reading[], t: Thresholds): Judgement {
   }
   if (!prev) return { state: "unknown", reasons: [`first read: ${load(m)}; progress needs a second read`] };
 
-  // Walk back over the reads that all had work and showed no progress across them. The whole
-  // window is compared, not neighbours only: a scrape that hid a family (null) must not turn
-  // "steps 10 -> (hidden) -> 20" into two flat waits.
-  let base = segment.length - 1;
-  while (base > 0) {
-    const earlier = segment[base - 1].metrics!;
-    if (!(earlier.running > 0 || earlier.waiting > 0)) break;
-    if (progressIn(segment.slice(base - 1))) break;
-    base--;
-  }
+  const base = flatBase(segment);
   const waits = segment.length - 1 - base;
   const flatFor = (cur.at - segment[base].at) / 1000;
   if (waits === 0) {
@@ -118,8 +109,37 @@ function judge(all: Reading[], t: Thresholds): Judgement {
   if (waits >= 2 && flatFor >= t.stuckAfterSeconds) {
     return { state: "stuck", reasons: [evidence, ...queuedOnly, `no progress across ${waits} waits and at least ${t.stuckAfterSeconds} s`] };
   }
-  const need = `stuck after 2 waits and ${t.stuckAfterSeconds} s without progress`;
+  const need = `would be called stuck after 2 waits and ${t.stuckAfterSeconds} s without progress`;
   return { state: "stalled", reasons: [evidence, ...queuedOnly, need] };
+}
+
+/**
+ * Walk back over the reads that all had work and showed no progress across them; the index in
+ * `segment` the flat run is measured from. The whole window is compared, not neighbours only: a
+ * scrape that hid a family (null) must not turn "steps 10 -> (hidden) -> 20" into two flat waits.
+ */
+function flatBase(segment: Reading[]): number {
+  let base = segment.length - 1;
+  while (base > 0) {
+    const earlier = segment[base - 1].metrics!;
+    if (!(earlier.running > 0 || earlier.waiting > 0)) break;
+    if (progressIn(segment.slice(base - 1))) break;
+    base--;
+  }
+  return base;
+}
+
+/**
+ * The reading a hang in progress is measured from (the first of the reads with work and no
+ * progress since), or null when the newest read shows no such run. The watcher keeps it when it
+ * trims its history, so "0 new steps in N s" keeps growing with the hang past the window.
+ */
+export function flatRunStart(all: Reading[]): Reading | null {
+  const segment = currentProcess(all);
+  const m = segment.at(-1)?.metrics;
+  if (!m || (m.running === 0 && m.waiting === 0)) return null;
+  const base = flatBase(segment);
+  return base < segment.length - 1 ? segment[base] : null;
 }
 
 function judgeNoWork(segment: Reading[], unproven: boolean, restartNote: string[], t: Thresholds): Judgement {

@@ -83,6 +83,7 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions): Pr
     const parsed = parseVllmMetrics(res.body);
     if (parsed.metrics) {
       reading.metrics = parsed.metrics;
+      if (parsed.latency) reading.latency = parsed.latency;
       return reading;
     }
     reading.error = parsed.error ?? "no vLLM metrics";

@@ -1,4 +1,5 @@
 import type { VllmMetrics } from "../metrics/vllm";
+import type { VllmLatency } from "../metrics/vllm-latency";
 import type { FetchOutcome } from "../net/http";
 import type { BackendState, Health } from "./states";
 
@@ -34,6 +35,12 @@ export interface Reading {
   probe?: ProbeResult;
   /** Bytes read from the backend for this reading (all requests together). */
   bytes?: number;
+  /**
+   * vLLM's cumulative latency histograms, finish reasons and preemptions from the same /metrics
+   * body (lib/metrics/vllm-latency.ts). Kept in memory for the next read's deltas, not stored in
+   * the sample's reading JSON (the per-interval figures are stored in columns instead).
+   */
+  latency?: VllmLatency;
 }
 
 export interface Thresholds {

@@ -20,6 +20,7 @@
  */
 import { capList } from "../check/caps";
 import { parsePrometheus, type ParseResult, type Sample } from "./prometheus";
+import { extractVllmLatency, type VllmLatency } from "./vllm-latency";
 
 /** What vLLM's own /metrics says, summed over every label set (one series per data-parallel engine). */
 export interface VllmMetrics {
@@ -214,6 +215,8 @@ export interface VllmParse {
   warnings: string[];
   sampleCount: number;
   errorCount: number;
+  /** The latency histograms and counters of the same body (nothing here decides a state). */
+  latency?: VllmLatency;
 }
 
 const quote = (s: string) => `'${s.length > 40 ? `${s.slice(0, 40)}...` : s}'`;
@@ -255,5 +258,6 @@ export function parseVllmMetrics(text: string): VllmParse {
       error: `no vLLM metrics (found ${sampleCount} series, none named vllm:*)`,
     };
   }
-  return { ...base, metrics: extraction.metrics, warnings, ...(extraction.error ? { error: extraction.error } : {}) };
+  const latency = extraction.metrics ? { latency: extractVllmLatency(parsed) } : {};
+  return { ...base, metrics: extraction.metrics, warnings, ...latency, ...(extraction.error ? { error: extraction.error } : {}) };
 }

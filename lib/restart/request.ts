@@ -154,8 +154,12 @@ function storage<T>(backendId: string, f: () => T): T {
   }
 }
 
-/** The server's local wall clock, HH:MM, for a message (the exact time rides along in the details). */
-const clock = (at: number) => new Date(at).toTimeString().slice(0, 5);
+/**
+ * A moment in a message, in the dashboard's one format in UTC ("2026-12-01 03:19:04 UTC"): the
+ * server's own zone is no one's, and the browser shows the exact time (in the details) in the
+ * operator's chosen zone.
+ */
+const clock = (at: number) => `${new Date(at).toISOString().slice(0, 19).replace("T", " ")} UTC`;
 
 /** The 409 for what blocked the restart: who asked the pending one and when, or until when the cooldown runs. */
 function conflictFor(backendId: string, block: RestartBlock, cooldownSeconds: number): DomainError {

@@ -4,7 +4,7 @@
  * Restart and crash answer 202 first and act once the answer is sent (they close its socket).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { SIM_MODES, type LiveMode } from "./model";
+import { SIM_MODES, type SimMode } from "./model";
 import { BadRequest } from "./openai";
 import { readJson, sendJson } from "./reply";
 import type { Simulator } from "./server";
@@ -50,11 +50,12 @@ export async function handleAdmin(
       const mode = body?.mode;
       if (typeof mode !== "string" || !(SIM_MODES as readonly string[]).includes(mode))
         throw new BadRequest(`mode must be one of ${SIM_MODES.join(", ")}`);
-      if (mode === "restart" || mode === "crash") {
+      // "loading" restarts the engines that refuse while they load: it may close this socket too.
+      if (mode === "restart" || mode === "crash" || mode === "loading") {
         const opts = { weightsLoadSeconds: num("weightsLoadSeconds"), forSeconds: num("forSeconds") };
         return afterAnswer(() => sim.setMode(mode, opts), { mode, accepted: true });
       }
-      await sim.setMode(mode as LiveMode, { waiting: num("waiting") });
+      await sim.setMode(mode as SimMode, { waiting: num("waiting"), forSeconds: num("forSeconds") });
       return sendJson(res, 200, sim.state());
     }
     case "restart": {

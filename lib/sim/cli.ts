@@ -6,10 +6,12 @@
  *   npx tsx lib/sim/cli.ts --port 8001 --port 8002 --proxy 8100 --load
  *   npx tsx lib/sim/cli.ts --ports 9000-9999 --time-scale 10          (benchmark fleet)
  *   npx tsx lib/sim/cli.ts --demo                                     (the demo fleet + its config)
+ *   npx tsx lib/sim/cli.ts --engine llamacpp --sleep-idle-seconds 60  (another engine, lib/sim/engines/)
  */
 import { startDemoFleet } from "./demo";
 import { startIncidentLoad, type IncidentLoad } from "./load";
 import { startLeastConnProxy, type LeastConnProxy } from "./proxy";
+import { ENGINE_KINDS, parseEngineKind } from "./engines";
 import { SIM_MODES, type SimMode } from "./model";
 import { startSimulator, type Simulator, type SimulatorOptions } from "./server";
 
@@ -27,7 +29,9 @@ export interface CliArgs {
 
 const USAGE = `usage: sim [--port N]... [--ports A-B] [--count N] [--host H] [--model NAME] [--engines N]
   [--max-num-seqs N] [--weights-load-seconds S] [--time-scale X] [--multi-api-server] [--api-key K]
-  [--mode ${SIM_MODES.join("|")}] [--proxy PORT] [--load] [--demo] [--stay-if-orphaned]`;
+  [--mode ${SIM_MODES.join("|")}] [--proxy PORT] [--load] [--demo] [--stay-if-orphaned]
+  [--engine ${ENGINE_KINDS.join("|")}] [--sleep-idle-seconds S] [--metrics-cached-while-asleep]
+  [--to-metrics] [--progress-counters] [--keep-alive-seconds S]`;
 
 function num(flag: string, value: string | undefined): number {
   const n = Number(value);
@@ -86,6 +90,25 @@ export function parseCliArgs(argv: string[]): CliArgs {
         break;
       case "--api-key":
         out.sim.apiKey = next();
+        break;
+      case "--engine":
+        out.sim.engine = parseEngineKind(next(), "--engine");
+        break;
+      // Engine knobs (lib/sim/engines/types.ts FrontOptions): each engine reads its own.
+      case "--sleep-idle-seconds":
+        out.sim.engineOptions = { ...out.sim.engineOptions, sleepIdleSeconds: num(flag, next()) };
+        break;
+      case "--metrics-cached-while-asleep":
+        out.sim.engineOptions = { ...out.sim.engineOptions, metricsWakeFromSleep: false };
+        break;
+      case "--to-metrics":
+        out.sim.engineOptions = { ...out.sim.engineOptions, toMetrics: true };
+        break;
+      case "--progress-counters":
+        out.sim.engineOptions = { ...out.sim.engineOptions, progressCounters: true };
+        break;
+      case "--keep-alive-seconds":
+        out.sim.engineOptions = { ...out.sim.engineOptions, keepAliveSeconds: num(flag, next()) };
         break;
       case "--mode": {
         const v = next();
@@ -181,7 +204,8 @@ async function main(): Promise<void> {
     }
     let load: IncidentLoad | null = null;
     if (args.load) {
-      load = startIncidentLoad({ targets: sims.map((s) => s.url), timeScale: args.sim.timeScale, apiKey: args.sim.apiKey });
+      // Ollama's OpenAI routes need the model's name; the others accept it.
+      load = startIncidentLoad({ targets: sims.map((s) => s.url), timeScale: args.sim.timeScale, apiKey: args.sim.apiKey, model: sims[0]?.modelName });
       closers.push(load.stop);
     }
     process.stdout.write(

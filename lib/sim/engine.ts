@@ -78,6 +78,15 @@ export class EngineStats {
   generationTokens = 0;
   preemptions = 0;
   prefixCacheQueries = 0;
+  /**
+   * Every forward pass, prompt-only chunks included (llama.cpp's n_decode_total, SGLang's and
+   * TGI's per-pass counters); `steps` below skips passes that produced no token, as vLLM does.
+   */
+  forwardPasses = 0;
+  /** Passes that carried a prompt chunk (TGI's method="prefill"; the rest are decode passes). */
+  prefillPasses = 0;
+  /** Sum over passes of the requests in the pass (llama.cpp's n_busy_slots_per_decode numerator). */
+  busySlotPasses = 0;
   readonly finished: Record<FinishReason, number> = { stop: 0, length: 0, abort: 0, error: 0, repetition: 0 };
   /** `_count` of this histogram is the step counter stepwatch reads. */
   readonly iterationTokens = new Histogram(BUCKETS.iterationTokens);
@@ -314,6 +323,8 @@ export class Engine {
 
   private applyDecodeSteps(decode: EngineRequest[], k: number, dt: number): void {
     this.t += k * dt;
+    this.stats.forwardPasses += k;
+    this.stats.busySlotPasses += k * decode.length;
     for (const r of decode) r.generated += k;
     this.stats.generationTokens += k * decode.length;
     this.stats.iterationTokens.observe(decode.length, k);
@@ -323,6 +334,9 @@ export class Engine {
 
   private applyMixedStep(decode: EngineRequest[], chunks: Array<[EngineRequest, number]>, duration: number): void {
     this.t += duration;
+    this.stats.forwardPasses++;
+    this.stats.prefillPasses++;
+    this.stats.busySlotPasses += decode.length + chunks.length;
     let generated = decode.length;
     let iterationTokens = decode.length;
     for (const r of decode) r.generated++;

@@ -4,14 +4,18 @@
  * The HTTP layer (server.ts) owns sockets; this owns what a scrape shows: engines, the process
  * start time, the run-time mode. The clock is injected (ms since epoch) so unit tests drive time.
  */
+import { FRONT_MODES, type FrontMode } from "./engines/types";
 import { DEFAULT_ENGINE_CONFIG, Engine, type EngineConfig, type EngineRequest, type RequestSpec } from "./engine";
 
 /** Modes that keep the server listening; restart and crash close the socket (server.ts). */
 export const LIVE_MODES = ["normal", "hang", "waiting-hang", "no-metrics"] as const;
 export type LiveMode = (typeof LIVE_MODES)[number];
-/** The live modes, and the two that close the socket (the server's restart and crash). */
-export type SimMode = LiveMode | "restart" | "crash";
-export const SIM_MODES: readonly SimMode[] = [...LIVE_MODES, "restart", "crash"];
+/**
+ * The live modes, the modes an engine front adds (sleep, loading, blocked: lib/sim/engines/types.ts),
+ * and the two that close the socket (the server's restart and crash).
+ */
+export type SimMode = LiveMode | FrontMode | "restart" | "crash";
+export const SIM_MODES: readonly SimMode[] = [...LIVE_MODES, ...FRONT_MODES, "restart", "crash"];
 
 export interface SimModelOptions {
   modelName: string;

@@ -24,6 +24,7 @@ import {
 import { subscribeTick } from "./ticker";
 import { ADMIN_PREFIX, handleAdmin } from "./admin";
 import { HttpError, readJson, sendJson } from "./reply";
+import { ENGINE_CONFIG_DEFAULTS, createFront, type EngineFront, type EngineKind, type FrontOptions, type FrontState } from "./engines";
 
 export interface SimulatorOptions {
   /** 0 (default) = an ephemeral port, kept across restarts. */
@@ -52,6 +53,10 @@ export interface SimulatorOptions {
   clock?: () => number;
   /** Most requests kept in the received log (oldest dropped first). */
   logLimit?: number;
+  /** Which engine's endpoints and exposition to speak (default vLLM); see lib/sim/engines/. */
+  engine?: EngineKind;
+  /** Knobs of the non-vLLM engines (llama.cpp's sleep, SGLang's newer counters...). */
+  engineOptions?: FrontOptions;
 }
 
 
@@ -91,6 +96,9 @@ export interface SimState {
   received: number;
   completionsReceivedWhileBusy: number;
   httpInFlight: number;
+  engine: EngineKind;
+  /** What a non-vLLM engine adds (sleeping, who woke it, llama.cpp's start header); null for vLLM. */
+  engineState: FrontState | null;
 }
 
 export interface LoadSpec {
@@ -106,11 +114,15 @@ export interface Simulator {
   readonly port: number;
   readonly host: string;
   readonly modelName: string;
+  readonly engine: EngineKind;
   /** The engine model, for in-process inspection. */
   readonly model: VllmSimModel;
   phase(): SimPhase;
   mode(): LiveMode;
-  /** Live modes apply at once; "restart"/"crash" as the methods below with default options. */
+  /**
+   * Live modes apply at once; "restart"/"crash" as the methods below with default options; the
+   * engine fronts' modes (sleep, loading, blocked) as that engine does them (lib/sim/engines/types.ts).
+   */
   setMode(mode: SimMode, opts?: { waiting?: number; forSeconds?: number; weightsLoadSeconds?: number }): Promise<void>;
   /** Resolves once the socket is closed (refusing); listens again by itself after the weights load. */
   restart(opts?: { weightsLoadSeconds?: number }): Promise<void>;
@@ -173,6 +185,9 @@ class SimulatorImpl implements Simulator {
   readonly host: string;
   readonly modelName: string;
   readonly model: VllmSimModel;
+  readonly engine: EngineKind;
+  /** The engine's own routes and exposition; null for vLLM (this class's own handlers). */
+  private readonly front: EngineFront | null;
   port: number;
   private server: http.Server | null = null;
   /** "loading" until the first listen, like a vLLM process that is still loading its weights. */
@@ -195,7 +210,8 @@ class SimulatorImpl implements Simulator {
     this.apiKey = opts.apiKey;
     this.logLimit = opts.logLimit ?? 10_000;
     this.multiApiServer = opts.multiApiServer ?? false;
-    const engine: EngineConfig = { ...DEFAULT_ENGINE_CONFIG };
+    this.engine = opts.engine ?? "vllm";
+    const engine: EngineConfig = { ...DEFAULT_ENGINE_CONFIG, ...ENGINE_CONFIG_DEFAULTS[this.engine] };
     for (const key of Object.keys(engine) as Array<keyof EngineConfig>) {
       const v = opts[key];
       if (v !== undefined) engine[key] = v;
@@ -209,6 +225,7 @@ class SimulatorImpl implements Simulator {
       ...(opts.clock && { clock: opts.clock }),
     });
     this.modelName = this.model.opts.modelName;
+    this.front = createFront(this.engine, { model: this.model, modelName: this.modelName, opts: opts.engineOptions ?? {} });
   }
 
   get url(): string {
@@ -269,6 +286,7 @@ class SimulatorImpl implements Simulator {
     const flights = [...this.inflight];
     this.inflight.clear();
     this.stopTicking();
+    await this.front?.shutdown(kind);
     if (!server) {
       for (const f of flights) f.res.destroy();
       return;
@@ -321,10 +339,16 @@ class SimulatorImpl implements Simulator {
     // The new process starts now, then loads its weights: nothing listens meanwhile.
     this.model.startNewProcess();
     if (keepNoMetrics) this.model.setMode("no-metrics"); // a server without metrics stays one
-    this.phaseTimer = setTimeout(() => {
-      this.phaseTimer = null;
-      this.openListener().catch((err) => console.error(`[sim] ${this.url} could not listen again:`, err));
-    }, seconds * 1000);
+    // llama.cpp binds its port before it loads the model (503 meanwhile); vLLM, SGLang, TGI do not.
+    const listensWhileLoading = this.front?.listensWhileLoading ?? false;
+    this.front?.newProcess(listensWhileLoading ? seconds : 0);
+    this.phaseTimer = setTimeout(
+      () => {
+        this.phaseTimer = null;
+        this.openListener().catch((err) => console.error(`[sim] ${this.url} could not listen again:`, err));
+      },
+      listensWhileLoading ? 0 : seconds * 1000,
+    );
   }
 
   async crash(opts: { forSeconds?: number } = {}): Promise<void> {
@@ -348,6 +372,7 @@ class SimulatorImpl implements Simulator {
     const keepNoMetrics = this.model.mode === "no-metrics";
     this.model.startNewProcess();
     if (keepNoMetrics) this.model.setMode("no-metrics");
+    this.front?.newProcess(0);
     await this.openListener();
   }
 
@@ -360,8 +385,16 @@ class SimulatorImpl implements Simulator {
   async setMode(mode: SimMode, opts: { waiting?: number; forSeconds?: number; weightsLoadSeconds?: number } = {}): Promise<void> {
     if (mode === "restart") return this.restart(opts);
     if (mode === "crash") return this.crash(opts);
-    if (!(LIVE_MODES as readonly string[]).includes(mode)) throw new Error(`unknown simulator mode "${String(mode)}"; one of ${SIM_MODES.join(", ")}`);
-    this.model.setMode(mode, opts);
+    if (this.front?.handlesMode(mode)) return this.front.setMode(mode, opts);
+    if (!(LIVE_MODES as readonly string[]).includes(mode)) {
+      // Engines that refuse while they load (vLLM, SGLang, TGI): loading is a restart.
+      if (mode === "loading") return this.restart({ weightsLoadSeconds: opts.forSeconds });
+      // Without a front of its own, a blocked loop looks like any hang from outside.
+      if (mode === "blocked") return this.setMode("hang", opts);
+      throw new Error(`simulator mode "${String(mode)}" does not exist for ${this.engine}; one of ${SIM_MODES.join(", ")}`);
+    }
+    this.model.setMode(mode as LiveMode, opts);
+    this.front?.onLiveMode(mode as LiveMode);
   }
 
   load(spec: LoadSpec): number {
@@ -390,11 +423,13 @@ class SimulatorImpl implements Simulator {
       kvCacheUsage: t.kvCacheUsage,
       counters: { steps: t.steps, promptTokens: t.promptTokens, generationTokens: t.generationTokens, finished: t.finished },
       processStartTime: this.model.processStartTime,
-      exposesProcessStartTime: !this.multiApiServer,
+      exposesProcessStartTime: !this.multiApiServer && this.front === null,
       generation: this.model.generation,
       received: this.log.length,
       completionsReceivedWhileBusy: this.completionsReceivedWhileBusy().length,
-      httpInFlight: this.inflight.size,
+      httpInFlight: this.inflight.size + (this.front?.inFlight() ?? 0),
+      engine: this.engine,
+      engineState: this.front?.state() ?? null,
     };
   }
 
@@ -422,7 +457,7 @@ class SimulatorImpl implements Simulator {
 
   private record(req: IncomingMessage, path: string): void {
     const t = this.model.totals();
-    const kind = kindOf(path);
+    const kind = this.front?.kindOf(path) ?? kindOf(path);
     this.log.push({
       method: req.method ?? "GET",
       path,
@@ -444,6 +479,7 @@ class SimulatorImpl implements Simulator {
     this.record(req, path);
     try {
       if (path.startsWith(ADMIN_PREFIX)) return await handleAdmin(this, { weightsLoadSeconds: this.weightsLoadSeconds }, req, res, path, method);
+      if (this.front) return await this.front.handle(req, res, path, method);
       if (path === "/metrics") return this.handleMetrics(res, method);
       if (path === "/health") return this.routeGet(res, method, () => res.writeHead(200, { "content-length": 0 }).end());
       if (path === "/version") return this.routeGet(res, method, () => sendJson(res, 200, { version: "0.29.0" }));

@@ -8,6 +8,7 @@
 import type { HistoryPoint, RestartEventDTO, TransitionDTO, FleetBackend } from "../api/types";
 import type { BackendState } from "../check/states";
 import { BACKEND_STATES } from "../check/states";
+import { LATENCY_FIELDS, type LatencySample } from "../metrics/vllm-latency";
 
 export const RANGES = [
   { key: "15m", label: "15 min", ms: 15 * 60_000 },
@@ -18,8 +19,24 @@ export const RANGES = [
 export type RangeKey = (typeof RANGES)[number]["key"];
 export const DEFAULT_RANGE: RangeKey = "1h";
 
+/** The fleet-wide history page's windows (the uptime windows too). */
+export const HISTORY_RANGES = [
+  { key: "24h", label: "24 h", ms: 24 * 3600_000 },
+  { key: "7d", label: "7 d", ms: 7 * 24 * 3600_000 },
+  { key: "30d", label: "30 d", ms: 30 * 24 * 3600_000 },
+] as const;
+export type HistoryRangeKey = (typeof HISTORY_RANGES)[number]["key"];
+
 export function parseRange(v: string | null | undefined): RangeKey {
   return RANGES.find((r) => r.key === v)?.key ?? DEFAULT_RANGE;
+}
+
+/** `?from=&to=` (ms since epoch) as a fixed window, or null when absent or not a valid window. */
+export function parseWindow(from: string | null | undefined, to: string | null | undefined): { from: number; to: number } | null {
+  if (!from || !to || !/^\d+$/.test(from) || !/^\d+$/.test(to)) return null;
+  const f = Number(from);
+  const t = Number(to);
+  return Number.isSafeInteger(f) && Number.isSafeInteger(t) && f < t ? { from: f, to: t } : null;
 }
 
 export function rangeMs(key: RangeKey): number {
@@ -38,6 +55,8 @@ export interface HistorySeries {
   promptTokensPerSecond: Series;
   /** Percent (0..100), so the axis reads like the fleet card. */
   kvCachePercent: Series;
+  /** vLLM's latency p50/p95 (seconds) and rates, one series per field. */
+  latency: Record<keyof LatencySample, Series>;
 }
 
 /** The usual spacing of the points: the median gap, robust to a few long outages. */
@@ -66,6 +85,7 @@ export function toHistorySeries(points: HistoryPoint[], gapFactor = 3): HistoryS
     generationTokensPerSecond: [],
     promptTokensPerSecond: [],
     kvCachePercent: [],
+    latency: Object.fromEntries(LATENCY_FIELDS.map((f) => [f, []])) as unknown as Record<keyof LatencySample, Series>,
   };
   const push = (at: number, p: HistoryPoint | null) => {
     out.x.push(at / 1000);
@@ -75,6 +95,7 @@ export function toHistorySeries(points: HistoryPoint[], gapFactor = 3): HistoryS
     out.generationTokensPerSecond.push(p?.generationTokensPerSecond ?? null);
     out.promptTokensPerSecond.push(p?.promptTokensPerSecond ?? null);
     out.kvCachePercent.push(p?.kvCacheUsage === null || p?.kvCacheUsage === undefined ? null : p.kvCacheUsage * 100);
+    for (const f of LATENCY_FIELDS) out.latency[f].push(p?.[f] ?? null);
   };
   sorted.forEach((p, i) => {
     const prev = sorted[i - 1];
@@ -92,6 +113,8 @@ export interface Marker {
   label: string;
   /** For state markers, the state entered (its tone colours the line). */
   state?: BackendState;
+  /** What it was, for the hover: the reasons of a state change; who restarted, why, and how it ended. */
+  detail: string;
 }
 
 /** Restarts and state changes inside [from, to] (ms), as vertical-line markers. */
@@ -101,19 +124,70 @@ export function toMarkers(transitions: TransitionDTO[], restarts: RestartEventDT
   const ms: Marker[] = [];
   for (const t of transitions) {
     if (!inRange(t.at) || !isState(t.to)) continue;
-    ms.push({ x: t.at / 1000, kind: "state", label: t.to, state: t.to });
+    const from = t.from ?? "start";
+    ms.push({ x: t.at / 1000, kind: "state", label: t.to, state: t.to, detail: `${from} → ${t.to}${t.reasons.length ? `: ${t.reasons.join("; ")}` : ""}` });
   }
   for (const r of restarts) {
     if (!inRange(r.requestedAt)) continue;
-    ms.push({ x: r.requestedAt / 1000, kind: "restart", label: `restart by ${r.requestedBy}` });
+    const why = [r.note ? `note: ${r.note}` : null, `${r.stateAtRequest} at the request`, r.evidence.reasons[0] ?? null].filter(Boolean).join("; ");
+    const outcome = r.outcome === null ? "pending" : r.outcome;
+    ms.push({ x: r.requestedAt / 1000, kind: "restart", label: `restart by ${r.requestedBy}`, detail: `asked by ${r.requestedBy} (${r.action}); ${why}; outcome: ${outcome}` });
   }
   return ms.sort((a, b) => a.x - b.x);
+}
+
+/** The marker within `maxPx` of the cursor (the nearest), for the hover; `toPx` maps seconds to pixels. */
+export function markerNear(markers: Marker[], cursorPx: number, toPx: (x: number) => number, maxPx: number): Marker | null {
+  let best: Marker | null = null;
+  let bestD = Infinity;
+  for (const m of markers) {
+    const d = Math.abs(toPx(m.x) - cursorPx);
+    if (d <= maxPx && d < bestD) {
+      best = m;
+      bestD = d;
+    }
+  }
+  return best;
+}
+
+/**
+ * A series in words, for a chart's text alternative: "running: now 2, peak 4, mean 1.5" (the last
+ * value, the largest, the mean of the values shown); "no data" when there are none.
+ */
+export function seriesText(label: string, values: Series, format: (v: number) => string): string {
+  const finite = values.filter((v): v is number => v !== null && Number.isFinite(v));
+  if (finite.length === 0) return `${label}: no data`;
+  const last = [...values].reverse().find((v): v is number => v !== null && Number.isFinite(v))!;
+  const peak = Math.max(...finite);
+  const mean = finite.reduce((a, b) => a + b, 0) / finite.length;
+  return `${label}: now ${format(last)}, peak ${format(peak)}, mean ${format(mean)}`;
+}
+
+/** A whole chart in words: its title, the span it covers, each series, and how many events are marked. */
+export function chartText(title: string, x: number[], series: Array<{ label: string; values: Series; format: (v: number) => string }>, markers = 0): string {
+  const span = x.length > 1 ? ` over ${Math.round((x[x.length - 1] - x[0]) / 60)} min` : "";
+  const parts = series.map((s) => seriesText(s.label, s.values, s.format));
+  return `${title}${span}. ${parts.join(". ")}.${markers ? ` ${markers} marked event${markers === 1 ? "" : "s"} (listed under State changes and Restarts).` : ""}`;
+}
+
+/** The fleet card sparkline in words. */
+export function sparklineText(id: string, data: [number[], Series, Series]): string {
+  const f = (v: number) => (Number.isInteger(v) ? String(v) : v.toFixed(1));
+  return chartText(`${id}: running requests and generation tokens per second`, data[0], [
+    { label: "running requests", values: data[1], format: f },
+    { label: "generation tokens/s", values: data[2], format: f },
+  ]);
 }
 
 /** The fleet card sparkline: running requests and generation tokens/s over the last minutes. */
 export function toSparkline(recent: FleetBackend["recent"]): [number[], Series, Series] {
   const sorted = [...recent].sort((a, b) => a[0] - b[0]);
   return [sorted.map((p) => p[0] / 1000), sorted.map((p) => p[1]), sorted.map((p) => p[2])];
+}
+
+/** Whether any value of these series is a number (a chart with none is not drawn). */
+export function hasData(series: Series[]): boolean {
+  return series.some((s) => s.some((v) => v !== null && Number.isFinite(v)));
 }
 
 /** The largest finite value of some series (for a shared y scale), at least `floor`. */

@@ -1,7 +1,7 @@
 /**
  * Pure formatting for the dashboard (and the few server messages a person reads). No DOM, no
- * server imports: both client components and route handlers use these. The time zone is a parameter
- * only where tests need it fixed; in the browser it is the operator's own.
+ * server imports: both client components and route handlers use these. Times always name their
+ * zone; the browser's zone is chosen by the operator (components/TimeZone.tsx).
  */
 
 const DASH = "—";
@@ -16,6 +16,15 @@ export function formatRate(v: number | null | undefined): string {
   if (a >= 1) return v.toFixed(1);
   if (a === 0) return "0";
   return v.toFixed(2);
+}
+
+const compact = new Intl.NumberFormat("en-US", { notation: "compact", maximumFractionDigits: 1 });
+
+/** A y-axis tick: "10K" rather than "10,000" (short, so an axis never clips its labels), "0.25". */
+export function formatAxisNumber(v: number | null | undefined): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return "";
+  if (Math.abs(v) >= 1000) return compact.format(v);
+  return String(Number(v.toPrecision(3)));
 }
 
 /** 0..1 as "37%"; null as a dash. */
@@ -57,28 +66,73 @@ function pad(n: number): string {
   return String(n).padStart(2, "0");
 }
 
-/** "14:05" in the given time zone offset (minutes east of UTC); the local zone by default. */
-export function formatClock(at: number, tzOffsetMinutes?: number): string {
-  if (tzOffsetMinutes === undefined) {
-    const d = new Date(at);
-    return `${pad(d.getHours())}:${pad(d.getMinutes())}`;
-  }
-  const d = new Date(at + tzOffsetMinutes * 60_000);
-  return `${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}`;
+/**
+ * Where times are shown: "UTC", an IANA zone ("Asia/Tokyo"), or "local": the runtime's own zone
+ * (the operator's, in a browser). The server renders UTC and the browser's first render does
+ * too, so hydration always matches; the operator's choice of local time is applied after mount.
+ */
+export type TimeZone = "UTC" | "local" | (string & {});
+
+interface Parts {
+  Y: number;
+  M: number;
+  D: number;
+  h: number;
+  m: number;
+  s: number;
 }
 
-/** "2025-03-04 14:05:09" local: unambiguous in a review table, sorts as text. */
-export function formatDateTime(at: number | null | undefined, tzOffsetMinutes?: number): string {
-  if (at === null || at === undefined) return DASH;
-  const d = tzOffsetMinutes === undefined ? new Date(at) : new Date(at + tzOffsetMinutes * 60_000);
-  const utc = tzOffsetMinutes !== undefined;
-  const Y = utc ? d.getUTCFullYear() : d.getFullYear();
-  const M = utc ? d.getUTCMonth() : d.getMonth();
-  const D = utc ? d.getUTCDate() : d.getDate();
-  const h = utc ? d.getUTCHours() : d.getHours();
-  const m = utc ? d.getUTCMinutes() : d.getMinutes();
-  const s = utc ? d.getUTCSeconds() : d.getSeconds();
-  return `${Y}-${pad(M + 1)}-${pad(D)} ${pad(h)}:${pad(m)}:${pad(s)}`;
+const partsFormatters = new Map<string, Intl.DateTimeFormat>();
+
+function partsIn(at: number, timeZone: TimeZone): Parts {
+  const d = new Date(at);
+  if (timeZone === "UTC") {
+    return { Y: d.getUTCFullYear(), M: d.getUTCMonth() + 1, D: d.getUTCDate(), h: d.getUTCHours(), m: d.getUTCMinutes(), s: d.getUTCSeconds() };
+  }
+  if (timeZone === "local") {
+    return { Y: d.getFullYear(), M: d.getMonth() + 1, D: d.getDate(), h: d.getHours(), m: d.getMinutes(), s: d.getSeconds() };
+  }
+  let f = partsFormatters.get(timeZone);
+  if (!f) {
+    f = new Intl.DateTimeFormat("en-US", {
+      timeZone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "numeric",
+      day: "numeric",
+      hour: "numeric",
+      minute: "numeric",
+      second: "numeric",
+    });
+    partsFormatters.set(timeZone, f);
+  }
+  const get = (type: string) => Number(f.formatToParts(d).find((p) => p.type === type)?.value ?? 0);
+  return { Y: get("year"), M: get("month"), D: get("day"), h: get("hour") % 24, m: get("minute"), s: get("second") };
+}
+
+/** The zone's short name at `at`: "UTC", "GMT+9", "EST" (daylight saving changes it, hence `at`). */
+export function zoneName(at: number, timeZone: TimeZone): string {
+  if (timeZone === "UTC") return "UTC";
+  const part = new Intl.DateTimeFormat("en-US", { timeZone: timeZone === "local" ? undefined : timeZone, timeZoneName: "short" }).formatToParts(new Date(at)).find((p) => p.type === "timeZoneName");
+  return part?.value ?? "local";
+}
+
+/**
+ * The one way a moment is written on the dashboard and in its messages:
+ * "2025-03-04 14:05:09 UTC" (sorts as text, unambiguous in a review table, names its zone).
+ */
+export function formatDateTime(at: number | null | undefined, timeZone: TimeZone = "UTC"): string {
+  if (at === null || at === undefined || !Number.isFinite(at)) return DASH;
+  const p = partsIn(at, timeZone);
+  return `${p.Y}-${pad(p.M)}-${pad(p.D)} ${pad(p.h)}:${pad(p.m)}:${pad(p.s)} ${zoneName(at, timeZone)}`;
+}
+
+/** A chart axis tick in the chosen zone: "14:05", "14:05:30" under a minute's spacing, "03-04" for days. */
+export function formatTick(at: number, spacingSeconds: number, timeZone: TimeZone = "UTC"): string {
+  const p = partsIn(at, timeZone);
+  if (spacingSeconds >= 86_400) return `${pad(p.M)}-${pad(p.D)}`;
+  if (spacingSeconds < 60) return `${pad(p.h)}:${pad(p.m)}:${pad(p.s)}`;
+  return `${pad(p.h)}:${pad(p.m)}`;
 }
 
 /** Cut text to `max` characters with a visible marker, for command output in tables. */

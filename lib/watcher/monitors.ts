@@ -12,6 +12,7 @@ import type { BackendState, ProxyState } from "../check/states";
 import type { PendingRestart, ProxyReading, Reading, Thresholds, Verdict } from "../check/types";
 import type { BackendConfig, ProxyConfig } from "../config";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
+import { latencyOf } from "./latency";
 import { judgeProxy } from "../check/proxy";
 import type { WatchStore } from "./store";
 
@@ -101,11 +102,12 @@ export class BackendMonitor {
 
     if (pendingRow && pending) this.resolvePending(pendingRow, verdict, reading);
 
+    const previous = this.history;
     this.history = trimHistory([...this.history, reading], now(), thresholds);
     this.last = { reading, verdict };
     this.pushRecent(reading, verdict.rates.generationTokensPerSecond);
     recordState(this, store, "backend", reading.at, verdict.state, verdict.reasons);
-    store.enqueueSample(sampleRow(this.config.id, reading, verdict));
+    store.enqueueSample({ ...sampleRow(this.config.id, reading, verdict), ...latencyOf(previous, reading) });
   }
 
   private resolvePending(row: RestartEventRow, verdict: Verdict, reading: Reading): void {

@@ -3,7 +3,7 @@ import path from "node:path";
 import readline from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "@/lib/config";
-import { DEMO_SCRIPT, startDemoFleet, type DemoFleet } from "@/lib/sim/demo";
+import { DEMO_SCRIPT, SIDE_SCHEDULE, startDemoFleet, type DemoFleet } from "@/lib/sim/demo";
 import { call, waitFor } from "./sim-support";
 
 let fleet: DemoFleet | null = null;
@@ -17,7 +17,7 @@ describe("demo fleet", () => {
     const timeScale = 60; // hang at 2 s, crash at 4 s for 1 s
     fleet = await startDemoFleet({ timeScale, weightsLoadSeconds: 0.3 });
     const config = parseConfig(fleet.config, "demo", { allowInlinePasswords: true });
-    expect(config.backends.map((b) => b.id)).toEqual(["gb10-a", "gb10-b"]);
+    expect(config.backends.map((b) => b.id)).toEqual(["gb10-a", "gb10-b", "gb10-llama", "gb10-sglang"]);
     expect(config.proxies.map((p) => p.id)).toEqual(["gb10-proxy"]);
     expect(fleet.config.stuckAfterSeconds).toBe(30);
     const a = fleet.simulators["gb10-a"];
@@ -25,12 +25,21 @@ describe("demo fleet", () => {
     expect(config.backends[0].restart).toMatchObject({ kind: "webhook", url: `${a.url}/_sim/restart`, method: "POST" });
 
     await waitFor("the batch job on both backends", () => a.state().running >= 2 && b.state().running >= 2, 5000);
+    // The mixed fleet: llama.cpp and SGLang speak their own engines, each under its batch job.
+    const llama = fleet.simulators["gb10-llama"];
+    const sglang = fleet.simulators["gb10-sglang"];
+    expect([llama.engine, sglang.engine]).toEqual(["llamacpp", "sglang"]);
+    await waitFor("the side job on llama.cpp and SGLang", () => llama.state().running >= 1 && sglang.state().running >= 1, 5000);
+    expect(JSON.parse((await call(`${llama.url}/props`)).body)).toMatchObject({ total_slots: 4, is_sleeping: false });
+    expect((await call(`${sglang.url}/metrics`)).body).toContain("sglang:num_running_reqs{");
     expect(JSON.parse((await call(`${fleet.proxy.url}/v1/models`)).body).data[0].id).toBe("gb10/llama-3.1-70b-fp8");
 
     await waitFor("gb10-a to hang", () => a.mode() === "hang", ((DEMO_SCRIPT.hangAt + 30) * 1000) / timeScale);
     await waitFor("gb10-b to crash", () => b.phase() === "crashed", ((DEMO_SCRIPT.crashAt - DEMO_SCRIPT.hangAt + 30) * 1000) / timeScale);
     expect((await call(`${b.url}/metrics`)).error).toBe("ECONNREFUSED");
     await waitFor("gb10-b back as a new process", () => b.phase() === "listening" && b.state().generation === 2, 5000);
+
+    await waitFor("gb10-sglang to hang", () => sglang.mode() === "hang", ((DEMO_SCRIPT.sglangHangAt - DEMO_SCRIPT.crashAt + 30) * 1000) / timeScale);
 
     // The operator's restart (the config's webhook) cures the hang.
     expect((await call(`${a.url}/_sim/restart`, { method: "POST", body: {} })).status).toBe(202);
@@ -40,6 +49,17 @@ describe("demo fleet", () => {
     await fleet.stop();
     expect((await call(`${a.url}/health`)).error).toBe("ECONNREFUSED");
     expect((await call(`${fleet.proxy.url}/v1/models`)).error).toBe("ECONNREFUSED");
+  });
+});
+
+describe("demo fleet's llama.cpp", () => {
+  it("falls asleep in the side job's pause (nothing polls it here) and the next batch wakes it", async () => {
+    const timeScale = 120;
+    fleet = await startDemoFleet({ timeScale, weightsLoadSeconds: 0.3 });
+    const llama = fleet.simulators["gb10-llama"];
+    const cycle = SIDE_SCHEDULE.reduce((t, p) => t + p.seconds, 0);
+    await waitFor("gb10-llama to sleep", () => llama.state().engineState?.sleeping === true, (cycle * 1000) / timeScale + 5000, 100);
+    await waitFor("the next batch to wake it", () => llama.state().engineState?.wokenBy.some((w) => w.path === "/v1/completions"), (cycle * 1000) / timeScale + 5000, 100);
   });
 });
 

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { classify, shouldProbe } from "@/lib/check/classify";
+import { classify, flatRunStart, shouldProbe } from "@/lib/check/classify";
 import type { BackendState } from "@/lib/check/states";
 import type { PendingRestart, ProbeResult, Reading, Thresholds } from "@/lib/check/types";
 import { parseVllmMetrics, type VllmMetrics } from "@/lib/metrics/vllm";
@@ -106,11 +106,12 @@ const rows: Row[] = [
   { name: "prompt tokens alone are progress", reads: [read(0, { running: 2 }), read(60, { running: 2, prompt: 900 })], state: "busy" },
   { name: "first read with work: progress needs a second read", reads: [read(0, { running: 2 })], state: "unknown", reason: /first read/ },
   // stalled / stuck
-  { name: "one short pause is not stuck", reads: [read(0, { running: 2, steps: 10 }), read(5, { running: 2, steps: 20 }), read(10, { running: 2, steps: 20 })], state: "stalled", reason: /stuck after 2 waits/ },
+  { name: "one short pause is not stuck", reads: [read(0, { running: 2, steps: 10 }), read(5, { running: 2, steps: 20 }), read(10, { running: 2, steps: 20 })], state: "stalled", reason: /would be called stuck after 2 waits and 120 s without progress/ },
   { name: "two waits but under stuckAfterSeconds: stalled", reads: [read(0, { running: 2 }), read(30, { running: 2 }), read(60, { running: 2 })], state: "stalled" },
   { name: "one long wait over stuckAfterSeconds: stalled (needs two waits)", reads: [read(0, { running: 2 }), read(300, { running: 2 })], state: "stalled" },
   { name: "stuck: no progress across two waits and 120 s", reads: [read(0, { running: 2 }), read(67, { running: 2 }), read(134, { running: 2 })], state: "stuck", reason: /2 running, 0 waiting, 0 new steps in 134 s \(2 min\) across 3 reads/ },
   { name: "running 0, waiting 3, no progress: stalled, not idle", reads: [read(0, { waiting: 3 }), read(5, { waiting: 3 })], state: "stalled", reason: /not being scheduled/ },
+  { name: "a hang past the watcher's window: evidence counts from the first flat read kept (flatRunStart), not the window", reads: [read(0, { running: 2 }), read(600, { running: 2 }), read(605, { running: 2 }), read(610, { running: 2 })], state: "stuck", reason: /0 new steps in 610 s \(10 min\)/ },
   { name: "running 0, waiting 3, no progress for two waits: stuck", reads: [read(0, { waiting: 3 }), read(70, { waiting: 3 }), read(140, { waiting: 3 })], state: "stuck" },
   { name: "work that just arrived after an idle read does not count as a wait", reads: [read(0, {}, ok(0)), read(70, { running: 2 }), read(140, { running: 2 })], state: "stalled" },
   { name: "idle and the probe failed once: stalled", reads: [read(0, {}, failed(0))], state: "stalled", reason: /probe failed once/ },
@@ -142,6 +143,13 @@ describe("classify: the state table and the incident's cases", () => {
     expect(v.state).toBe(state);
     if (reason) expect(v.reasons.join(" | ")).toMatch(reason);
     expect(v.reasons.length).toBeGreaterThan(0);
+  });
+
+  it("names the read a hang in progress is measured from, and none without one", () => {
+    const hang = [read(0, { running: 2, steps: 5 }), read(5, { running: 2, steps: 9 }), read(10, { running: 2, steps: 9 }), read(15, { running: 2, steps: 9 })];
+    expect(flatRunStart(hang)?.at).toBe(5000);
+    expect(flatRunStart([read(0, { running: 2, steps: 5 }), read(5, { running: 2, steps: 9 })])).toBeNull();
+    expect(flatRunStart([read(0, {}), read(5, {})])).toBeNull();
   });
 
   it("derives healthy and restartRecommended from the state table", () => {

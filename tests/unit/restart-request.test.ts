@@ -133,7 +133,7 @@ describe("requestRestart", () => {
     const pending = refusal({ overrideCooldown: true, now: 1_000_500 });
     expect(pending.code).toBe("conflict");
     expect(pending.details).toEqual({ reason: "pending", pendingId: first.event.id, requestedBy: "ana", requestedAt: 1_000_000 });
-    expect(pending.message).toMatch(/already restarting \(asked by ana at \d\d:\d\d\)/);
+    expect(pending.message).toMatch(/already restarting \(asked by ana at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)/);
     await first.done;
     handle.sqlite.prepare("UPDATE restart_events SET outcome = 'recovered'").run();
     const cooling = refusal({ now: 1_060_000 });
@@ -155,7 +155,7 @@ describe("requestRestart", () => {
       err = e as DomainError;
     }
     expect(err?.code).toBe("conflict");
-    expect(err?.message).toMatch(/cooldown until \d\d:\d\d; override/);
+    expect(err?.message).toMatch(/cooldown until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC; override/);
     expect(err?.details).toMatchObject({ reason: "cooldown", cooldownUntil: 1_000_000 + 600_000 });
     const second = requestRestart({ backendId: "gb10-a", operator: "ana", overrideCooldown: true, now: 1_000_000 + 60_000 }, deps);
     expect(second.event.overrideCooldown).toBe(true);

@@ -33,6 +33,13 @@ describe("incident load schedule", () => {
 });
 
 describe("sim CLI arguments", () => {
+  it("parses --engine and the engine knobs, and names the engines when one is unknown", () => {
+    const a = parseCliArgs(["--engine", "llamacpp", "--sleep-idle-seconds", "60", "--metrics-cached-while-asleep", "--to-metrics", "--progress-counters", "--keep-alive-seconds", "300"]);
+    expect(a.sim).toEqual({ engine: "llamacpp", engineOptions: { sleepIdleSeconds: 60, metricsWakeFromSleep: false, toMetrics: true, progressCounters: true, keepAliveSeconds: 300 } });
+    expect(() => parseCliArgs(["--engine", "vllm2"])).toThrow('--engine must be one of vllm, llamacpp, sglang, tgi, ollama, got "vllm2"');
+    expect(() => parseCliArgs(["--mode", "sleep"])).not.toThrow();
+  });
+
   it("parses ports, ranges and simulator options", () => {
     const a = parseCliArgs(["--port", "8001", "--port", "8002", "--ports", "9000-9002", "--weights-load-seconds", "0.5", "--time-scale", "10", "--multi-api-server", "--model", "m", "--engines", "2", "--max-num-seqs", "4", "--api-key", "k", "--proxy", "8100", "--load", "--mode", "hang", "--stay-if-orphaned"]);
     expect(a.ports).toEqual([8001, 8002, 9000, 9001, 9002]);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { HistoryPoint, RestartEventDTO } from "@/lib/api/types";
 import { parseRange, rangeMs, seriesMax, toHistorySeries, toMarkers, toSparkline, typicalStepMs } from "@/lib/ui/chart";
-import { formatAgo, formatClock, formatCount, formatDateTime, formatDuration, formatPercent, formatRate, truncate } from "@/lib/ui/format";
+import { formatAgo, formatCount, formatDateTime, formatDuration, formatPercent, formatRate, formatTick, truncate, zoneName } from "@/lib/ui/format";
 import { STATE_TONE, inFlightWarning, needsTypedConfirmation } from "@/lib/ui/state";
 import { BACKEND_STATES, STATE_INFO, isHealthy, restartRecommended, type BackendState } from "@/lib/check/states";
 
@@ -30,11 +30,19 @@ describe("format", () => {
       "just now", "12 s ago", "5 min ago", "—",
     ]);
   });
-  it("formats clock times in a given zone, and truncates long text visibly", () => {
+  it("writes every moment one way, naming its zone, and truncates long text visibly", () => {
     const at = Date.UTC(2025, 2, 4, 14, 5, 9);
-    expect(formatClock(at, 0)).toBe("14:05");
-    expect(formatClock(at, 60)).toBe("15:05");
-    expect(formatDateTime(at, 0)).toBe("2025-03-04 14:05:09");
+    expect(formatDateTime(at)).toBe("2025-03-04 14:05:09 UTC");
+    expect(formatDateTime(at, "UTC")).toBe("2025-03-04 14:05:09 UTC");
+    expect(formatDateTime(at, "Asia/Tokyo")).toBe("2025-03-04 23:05:09 GMT+9");
+    // New York is on standard time in March before the 9th, on daylight time in July.
+    expect(formatDateTime(at, "America/New_York")).toBe("2025-03-04 09:05:09 EST");
+    expect(formatDateTime(Date.UTC(2025, 6, 1, 0, 0, 0), "America/New_York")).toBe("2025-06-30 20:00:00 EDT");
+    expect(formatDateTime(null)).toBe("—");
+    expect(zoneName(at, "UTC")).toBe("UTC");
+    // "local" is the runtime's own zone, in the same one format.
+    expect(formatDateTime(at, "local")).toMatch(/^2025-03-0[45] \d\d:\d\d:09 \S+$/);
+    expect([formatTick(at, 3600, "UTC"), formatTick(at, 30, "UTC"), formatTick(at, 86_400, "Asia/Tokyo")]).toEqual(["14:05", "14:05:09", "03-04"]);
     expect(truncate("abcdef", 3)).toBe("abc… (3 more characters)");
     expect(truncate("abc", 3)).toBe("abc");
     expect(truncate(null, 3)).toBe("");
@@ -87,10 +95,18 @@ describe("chart shaping", () => {
     expect(toHistorySeries([pt(1000, 3)]).running).toEqual([3]);
   });
   it("marks restarts and state changes inside the range, in time order", () => {
-    const restart = { requestedAt: 30_000, requestedBy: "ana" } as RestartEventDTO;
+    const restart = {
+      requestedAt: 30_000,
+      requestedBy: "ana",
+      note: "hung",
+      action: "command: systemctl",
+      stateAtRequest: "stuck",
+      evidence: { reasons: ["2 running, 0 new steps in 134 s"], readings: [] },
+      outcome: "recovered",
+    } as unknown as RestartEventDTO;
     const ms = toMarkers(
       [
-        { at: 20_000, from: "busy", to: "stuck", reasons: [] },
+        { at: 20_000, from: "busy", to: "stuck", reasons: ["0 new steps in 130 s"] },
         { at: 40_000, from: "stuck", to: "restarting", reasons: [] },
         { at: 99_000, from: "a", to: "idle", reasons: [] },
         { at: 25_000, from: "up", to: "down", reasons: [] }, // a proxy-only state word is still a backend state here
@@ -105,6 +121,9 @@ describe("chart shaping", () => {
       [30, "restart", "restart by ana"],
       [40, "state", "restarting"],
     ]);
+    // The hover text: what the state change was and why; who restarted, why, and how it ended.
+    expect(ms[0].detail).toBe("busy → stuck: 0 new steps in 130 s");
+    expect(ms[2].detail).toBe("asked by ana (command: systemctl); note: hung; stuck at the request; 2 running, 0 new steps in 134 s; outcome: recovered");
   });
   it("shapes the sparkline and finds a shared maximum", () => {
     const [x, running, gen] = toSparkline([

@@ -58,7 +58,8 @@ describe("parseVllmMetrics on real scrapes", () => {
     },
   ])("$file", ({ file, samples, metrics }) => {
     const r = parseVllmMetrics(fixture(file));
-    expect(r).toEqual({ metrics, warnings: [], sampleCount: samples, errorCount: 0 });
+    expect(r).toMatchObject({ metrics, warnings: [], sampleCount: samples, errorCount: 0 });
+    expect(r.metrics).toEqual(metrics);
     expect(extractVllm(parsePrometheus(fixture(file)))).toEqual(metrics);
   });
 

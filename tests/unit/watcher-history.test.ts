@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Reading } from "@/lib/check/types";
+import { classify } from "@/lib/check/classify";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "@/lib/watcher/history";
 
 const r = (at: number): Reading => ({ at, latencyMs: 1, outcome: "ok", metrics: null });
@@ -18,5 +19,26 @@ describe("the in-memory history window", () => {
     expect(kept).toHaveLength(MAX_HISTORY_READINGS);
     expect(kept.at(-1)!.at).toBe(499);
     expect(trimHistory([r(0)], 1_000_000, t)).toEqual([]);
+  });
+
+  it("keeps the read a hang is measured from, so the evidence keeps growing past the window", () => {
+    const m = (steps: number): Reading["metrics"] => ({
+      processStartTime: 1000, running: 2, waiting: 0, steps, promptTokens: 50, generationTokens: 70, finishedRequests: 3, kvCacheUsage: 0.4, models: ["m"],
+    });
+    const thresholds = { ...t, recoveryTimeoutSeconds: 900 };
+    let history: Reading[] = [];
+    let reasons: string[] = [];
+    // Progress until 20 s, then a hang read every 5 s for 15 minutes (the window is 40 s).
+    for (let at = 0; at <= 920_000; at += 5000) {
+      const reading: Reading = { at, latencyMs: 1, outcome: "ok", metrics: m(at <= 20_000 ? at / 1000 : 20) };
+      const v = classify({ history, reading, thresholds, now: at });
+      reasons = v.reasons;
+      history = trimHistory([...history, reading], at, t);
+    }
+    expect(reasons[0]).toMatch(/0 new steps in 900 s \(15 min\)/);
+    expect(history.length).toBeLessThan(20);
+    // Progress again: the anchor is let go.
+    const after = trimHistory([...history, { at: 925_000, latencyMs: 1, outcome: "ok", metrics: m(30) }], 925_000, t);
+    expect(after[0].at).toBeGreaterThanOrEqual(925_000 - historyWindowMs(t));
   });
 });

@@ -103,7 +103,7 @@ describe("watcher", () => {
   it("shows backend and proxy URLs without their userinfo or query (marked ***)", () => {
     const c = config({ backends: [{ id: "fast", url: "http://ops:pw-hidden@127.0.0.1:1" }], proxies: [{ id: "lb", url: "http://127.0.0.1:3/?token=tok-hidden" }] });
     const { w } = start({ config: c });
-    const snap = fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600 });
+    const snap = fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600, pollIntervalSeconds: 5 });
     expect(snap.backends[0].url).toBe("http://***@127.0.0.1:1");
     expect(snap.proxies[0].url).toBe("http://127.0.0.1:3/?***");
   });
@@ -117,7 +117,7 @@ describe("watcher", () => {
     expect(slow).toHaveLength(1); // still in its first read: no second read piled on
     // Each read of "fast" saw the earlier ones as history.
     expect(calls.filter((c) => c.id === "fast").at(-1)!.history).toHaveLength(5);
-    const snap = fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600 });
+    const snap = fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600, pollIntervalSeconds: 5 });
     expect(snap.backends.map((b) => [b.id, b.state])).toEqual([
       ["fast", "busy"],
       ["slow", "unknown"],
@@ -180,7 +180,7 @@ describe("watcher", () => {
     const { w, calls } = start({ states: { fast: () => s } });
     await vi.advanceTimersByTimeAsync(10);
     expect(calls[0].pending).toEqual({ requestedAt: T0 - 4000, processStartTime: 1000 });
-    expect(fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600 }).backends[0]).toMatchObject({
+    expect(fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600, pollIntervalSeconds: 5 }).backends[0]).toMatchObject({
       pendingRestartId: row.id,
       cooldownUntil: T0 - 4000 + 600_000,
       restartConfigured: true,
@@ -191,7 +191,7 @@ describe("watcher", () => {
     expect(ev).toMatchObject({ outcome: "recovered", recoveredAt: T0 + 1000, downtimeSeconds: 5 });
     await vi.advanceTimersByTimeAsync(1000);
     expect(calls.filter((c) => c.id === "fast").at(-1)!.pending).toBeNull();
-    expect(fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600 }).backends[0].pendingRestartId).toBeNull();
+    expect(fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600, pollIntervalSeconds: 5 }).backends[0].pendingRestartId).toBeNull();
   });
 
   it("times a restart out after recoveryTimeoutSeconds", async () => {
@@ -210,7 +210,7 @@ describe("watcher", () => {
     const { w, calls } = start({ config: config({ backends: [{ id: "fast", url: "http://127.0.0.1:1" }], proxies: [] }) });
     h.sqlite.exec("CREATE TRIGGER full BEFORE INSERT ON samples BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END");
     await vi.advanceTimersByTimeAsync(3500);
-    const snap = fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600 });
+    const snap = fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600, pollIntervalSeconds: 5 });
     expect(snap.storageError).toMatch(/disk is full/);
     expect(snap.backends[0]).toMatchObject({ state: "busy", lastReadAt: T0 + 3000 });
     expect(h.sqlite.prepare("SELECT COUNT(*) AS c FROM samples").get()).toEqual({ c: 0 });

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { errorResponse } from "@/lib/api/respond";
+import { restartsCsv } from "@/lib/api/exports";
+import { respondAs } from "@/lib/api/respond";
 import { DomainError } from "@/lib/errors";
 import { RESTARTS_MAX_LIMIT, listRestarts } from "@/lib/api/fleet";
 
@@ -13,28 +14,27 @@ const Query = z.object({
 });
 
 /**
- * GET /api/restarts?backend=&limit=&before= : the restart log, newest first, one page (at most
- * `limit`, default 100, max 500). The body is the array of events; when there are older ones, a
+ * GET /api/restarts?backend=&limit=&before=&format=json|csv : the restart log, newest first, one
+ * page (at most `limit`, default 100, max 1000). When there are older events, a
  * `Link: <...&before=ID>; rel="next"` header names the next page.
  */
 export async function GET(req: Request): Promise<Response> {
-  try {
-    const url = new URL(req.url);
-    const sp = url.searchParams;
+  const sp = new URL(req.url).searchParams;
+  let next: string | null = null;
+  const res = await respondAs(sp.get("format"), `restarts${sp.get("backend") ? `-${sp.get("backend")}` : ""}.csv`, async () => {
     const q = Query.safeParse({ backend: sp.get("backend") ?? undefined, limit: sp.get("limit") ?? undefined, before: sp.get("before") ?? undefined });
     if (!q.success) {
       const i = q.error.issues[0];
       throw new DomainError("bad-request", `${i.path.join(".") || "query"}: ${i.message}`);
     }
     const page = await listRestarts({ backendId: q.data.backend, limit: q.data.limit, beforeId: q.data.before });
-    const headers: Record<string, string> = { "cache-control": "no-store" };
     if (page.nextBefore !== null) {
-      const next = new URLSearchParams(sp);
-      next.set("before", String(page.nextBefore));
-      headers.link = `</api/restarts?${next.toString()}>; rel="next"`;
+      const p = new URLSearchParams(sp);
+      p.set("before", String(page.nextBefore));
+      next = `</api/restarts?${p.toString()}>; rel="next"`;
     }
-    return Response.json(page.events, { headers });
-  } catch (e) {
-    return errorResponse(e);
-  }
+    return page.events;
+  }, restartsCsv);
+  if (next !== null && res.ok) res.headers.set("link", next);
+  return res;
 }

@@ -3,20 +3,35 @@ import { notFound } from "next/navigation";
 import { BackendView } from "@/components/BackendView";
 import { currentOperatorName } from "@/lib/auth/server";
 import { getRuntime } from "@/lib/runtime";
-import { parseRange } from "@/lib/ui/chart";
+import { parseRange, parseWindow } from "@/lib/ui/chart";
 
 export const dynamic = "force-dynamic";
 
 type Props = { params: Promise<{ id: string }>; searchParams: Promise<Record<string, string | string[] | undefined>> };
 
+const one = (v: string | string[] | undefined): string | null => (typeof v === "string" ? v : null);
+
+async function knownIds(): Promise<string[]> {
+  return (await getRuntime()).config.backends.map((b) => b.id);
+}
+
 export async function generateMetadata({ params }: Props): Promise<Metadata> {
-  return { title: decodeURIComponent((await params).id) };
+  const id = decodeURIComponent((await params).id);
+  return { title: (await knownIds()).includes(id) ? id : "Unknown backend" };
 }
 
 export default async function BackendPage({ params, searchParams }: Props) {
   const id = decodeURIComponent((await params).id);
-  const rt = await getRuntime();
-  if (!rt.config.backends.some((b) => b.id === id)) notFound();
-  const r = (await searchParams).range;
-  return <BackendView id={id} initialRange={parseRange(typeof r === "string" ? r : null)} operator={await currentOperatorName()} />;
+  const known = await knownIds();
+  // A mistyped or removed id: a 404 whose page says so and lists the known ones (not-found.tsx).
+  if (!known.includes(id)) notFound();
+  const sp = await searchParams;
+  return (
+    <BackendView
+      id={id}
+      initialRange={parseRange(one(sp.range))}
+      initialWindow={parseWindow(one(sp.from), one(sp.to))}
+      operator={await currentOperatorName()}
+    />
+  );
 }

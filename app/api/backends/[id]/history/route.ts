@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { respond } from "@/lib/api/respond";
+import { historyCsv } from "@/lib/api/exports";
+import { respondAs } from "@/lib/api/respond";
 import { DomainError } from "@/lib/errors";
 import { getHistory } from "@/lib/api/fleet";
 
@@ -12,11 +13,11 @@ const Query = z
   .object({ from: ms.optional(), to: ms.optional() })
   .refine((q) => q.from === undefined || q.to === undefined || q.from < q.to, { message: "from must be before to", path: ["from"] });
 
-/** GET /api/backends/{id}/history?from=&to= (ms since epoch; default the last hour). */
+/** GET /api/backends/{id}/history?from=&to=&format=json|csv (ms since epoch; default the last hour). */
 export async function GET(req: Request, ctx: { params: Promise<{ id: string }> }): Promise<Response> {
   const { id } = await ctx.params;
-  return respond(() => {
-    const sp = new URL(req.url).searchParams;
+  const sp = new URL(req.url).searchParams;
+  return respondAs(sp.get("format"), `history-${id}.csv`, () => {
     const q = Query.safeParse({ from: sp.get("from") ?? undefined, to: sp.get("to") ?? undefined });
     if (!q.success) {
       const i = q.error.issues[0];
@@ -26,5 +27,5 @@ export async function GET(req: Request, ctx: { params: Promise<{ id: string }> }
     const from = q.data.from ?? to - HOUR;
     if (from >= to) throw new DomainError("bad-request", "from: from must be before to");
     return getHistory(id, from, to);
-  });
+  }, historyCsv);
 }

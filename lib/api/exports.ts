@@ -1,0 +1,52 @@
+/**
+ * The CSV forms of the review endpoints (`?format=csv`): a backend's history, the outages and the
+ * restart log, one row per point / outage / restart, times as ISO 8601 UTC.
+ */
+import { isoTime, toCsv, type CsvColumn } from "../csv";
+import type { Outage } from "../outages";
+import type { HistoryPoint, HistoryResponse, RestartEventDTO } from "./types";
+
+const HISTORY_COLUMNS: Array<CsvColumn<HistoryPoint>> = [
+  { header: "time_utc", value: (p) => isoTime(p.at) },
+  { header: "state", value: (p) => p.state },
+  { header: "running", value: (p) => p.running },
+  { header: "waiting", value: (p) => p.waiting },
+  { header: "steps_per_second", value: (p) => p.stepsPerSecond },
+  { header: "generation_tokens_per_second", value: (p) => p.generationTokensPerSecond },
+  { header: "prompt_tokens_per_second", value: (p) => p.promptTokensPerSecond },
+  { header: "kv_cache_usage", value: (p) => p.kvCacheUsage },
+];
+
+const OUTAGE_COLUMNS: Array<CsvColumn<Outage>> = [
+  { header: "backend", value: (o) => o.backendId },
+  { header: "state", value: (o) => o.state },
+  { header: "start_utc", value: (o) => isoTime(o.start) },
+  { header: "end_utc", value: (o) => (o.end === null ? "ongoing" : isoTime(o.end)) },
+  { header: "duration_seconds", value: (o) => Math.round(o.durationSeconds) },
+  { header: "cause", value: (o) => o.cause },
+];
+
+const RESTART_COLUMNS: Array<CsvColumn<RestartEventDTO>> = [
+  { header: "id", value: (r) => r.id },
+  { header: "backend", value: (r) => r.backendId },
+  { header: "requested_utc", value: (r) => isoTime(r.requestedAt) },
+  { header: "requested_by", value: (r) => r.requestedBy },
+  { header: "note", value: (r) => r.note },
+  { header: "state_at_request", value: (r) => r.stateAtRequest },
+  { header: "healthy_at_request", value: (r) => r.healthyAtRequest },
+  { header: "running_at_request", value: (r) => r.runningAtRequest },
+  { header: "waiting_at_request", value: (r) => r.waitingAtRequest },
+  { header: "evidence", value: (r) => r.evidence.reasons.join("; ") },
+  { header: "override_cooldown", value: (r) => r.overrideCooldown },
+  { header: "action", value: (r) => r.action },
+  { header: "exit_code", value: (r) => r.commandExitCode },
+  { header: "error", value: (r) => r.commandError },
+  { header: "recovered_utc", value: (r) => isoTime(r.recoveredAt) },
+  { header: "downtime_seconds", value: (r) => r.downtimeSeconds },
+  { header: "outcome", value: (r) => r.outcome ?? "pending" },
+  { header: "resolution", value: (r) => r.resolution },
+];
+
+export const historyCsv = (h: HistoryResponse) => toCsv(h.points, HISTORY_COLUMNS);
+export const outagesCsv = (o: Outage[]) => toCsv(o, OUTAGE_COLUMNS);
+export const restartsCsv = (r: RestartEventDTO[]) => toCsv(r, RESTART_COLUMNS);

@@ -1,0 +1,48 @@
+/**
+ * GET /api/outages: every outage of the fleet (or one backend) in a window, and each backend's
+ * uptime over the last 24 h / 7 d / 30 d, derived from the recorded transitions (lib/outages.ts)
+ * and named with the restart log (who restarted). Reads SQLite only; no backend is touched.
+ */
+import type { Db } from "../../db/client";
+import { firstTransitionAt, listRestartEvents, transitionsWithPrior } from "../../db/queries";
+import { DomainError } from "../errors";
+import { deriveOutages, uptimePercent, UPTIME_WINDOWS, withRestartCauses, type Outage, type OutagesResponse, type UptimeDTO } from "../outages";
+import { getRuntime } from "../runtime";
+import { transitionDTO } from "./snapshot";
+
+const LONGEST_UPTIME_MS = Math.max(...UPTIME_WINDOWS.map((w) => w.ms));
+
+export function outagesOf(db: Db, backendIds: string[], from: number, to: number, opts: { now: number; unknownAfterSeconds: number }): OutagesResponse {
+  // One read per backend covers both the asked window and the longest uptime window.
+  const start = Math.min(from, opts.now - LONGEST_UPTIME_MS);
+  const end = Math.max(to, opts.now);
+  const outages: Outage[] = [];
+  const uptime: UptimeDTO[] = [];
+  for (const id of backendIds) {
+    const ts = transitionsWithPrior(db, "backend", id, start, end).map(transitionDTO);
+    const restarts = listRestartEvents(db, { backendId: id, from: start - 60_000, to: end, limit: 10_000 });
+    const all = withRestartCauses(deriveOutages(id, ts, start, end, opts), restarts);
+    outages.push(...all.filter((o) => o.start <= to && (o.end === null || o.end >= from)));
+    const firstSeen = firstTransitionAt(db, "backend", id);
+    const u = {} as UptimeDTO["uptime"];
+    for (const w of UPTIME_WINDOWS) u[w.key] = uptimePercent(all, firstSeen, opts.now - w.ms, opts.now, opts.now);
+    uptime.push({ backendId: id, uptime: u });
+  }
+  outages.sort((a, b) => b.start - a.start || a.backendId.localeCompare(b.backendId));
+  return { from, to, outages, uptime };
+}
+
+export async function getOutages(q: { backendId?: string; from: number; to: number }, now: number = Date.now()): Promise<OutagesResponse> {
+  const rt = await getRuntime();
+  const ids = rt.config.backends.map((b) => b.id);
+  if (q.backendId !== undefined && !ids.includes(q.backendId)) throw new DomainError("not-found", `no backend "${q.backendId}" in the config`);
+  try {
+    return outagesOf(rt.db.db, q.backendId ? [q.backendId] : ids, q.from, q.to, {
+      now,
+      // "unknown for long": as long as a hang takes to be called stuck.
+      unknownAfterSeconds: rt.config.stuckAfterSeconds,
+    });
+  } catch (e) {
+    throw new DomainError("unavailable", `cannot read the outages from the database: ${(e as Error).message}`);
+  }
+}

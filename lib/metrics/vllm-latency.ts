@@ -1,0 +1,261 @@
+/**
+ * What operators read on the vLLM Grafana dashboard, from the same /metrics body stepwatch already
+ * reads (no extra request): the latency histograms (time to first token, inter-token latency,
+ * end-to-end latency, queue time), request successes by finish reason, and preemptions.
+ *
+ * The histograms are cumulative since the process started, so a percentile of the raw buckets
+ * describes the whole uptime, not now. Between two reads of one process the bucket deltas are the
+ * requests of that interval; p50/p95 come from those deltas with the same linear interpolation
+ * inside a bucket as Prometheus' histogram_quantile. Kept apart from lib/metrics/vllm.ts on
+ * purpose: nothing here decides a state, and a bad histogram only leaves a figure empty.
+ */
+import type { ParseResult, Sample } from "./prometheus";
+
+/** One histogram summed over its label sets (engines): cumulative counts per upper bound. */
+export interface Histogram {
+  /** [upper bound, cumulative count], ascending, +Inf last. */
+  buckets: Array<[number, number]>;
+  count: number;
+  sum: number;
+}
+
+/** The raw cumulative figures of one read; null where the server does not expose them usably. */
+export interface VllmLatency {
+  ttft: Histogram | null;
+  itl: Histogram | null;
+  e2e: Histogram | null;
+  queue: Histogram | null;
+  /** vllm:request_success_total per finished_reason, summed over engines. */
+  successByReason: Record<string, number> | null;
+  preemptions: number | null;
+}
+
+/** Per-interval figures between two reads of one process (seconds; per second for the rates). */
+export interface LatencyFigures {
+  ttftP50: number | null;
+  ttftP95: number | null;
+  itlP50: number | null;
+  itlP95: number | null;
+  e2eP50: number | null;
+  e2eP95: number | null;
+  queueP50: number | null;
+  queueP95: number | null;
+  preemptionsPerSecond: number | null;
+  /** Finished requests per second per finish reason (stop, length, abort, error...). */
+  successPerSecond: Record<string, number> | null;
+}
+
+export const EMPTY_LATENCY_FIGURES: LatencyFigures = {
+  ttftP50: null,
+  ttftP95: null,
+  itlP50: null,
+  itlP95: null,
+  e2eP50: null,
+  e2eP95: null,
+  queueP50: null,
+  queueP95: null,
+  preemptionsPerSecond: null,
+  successPerSecond: null,
+};
+
+const FAMILIES = {
+  ttft: ["vllm:time_to_first_token_seconds"],
+  // vLLM V1 renamed time_per_output_token to inter_token_latency; older servers have the former.
+  itl: ["vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"],
+  e2e: ["vllm:e2e_request_latency_seconds"],
+  queue: ["vllm:request_queue_time_seconds"],
+} as const;
+
+const finiteNonNeg = (v: number) => Number.isFinite(v) && v >= 0;
+
+function parseLe(le: string | undefined): number | null {
+  if (le === undefined) return null;
+  if (le === "+Inf") return Infinity;
+  const v = Number(le);
+  return Number.isFinite(v) ? v : null;
+}
+
+/** A histogram family summed over label sets; null when absent or any value is unusable. */
+function histogramOf(byName: Map<string, Sample[]>, family: string): Histogram | null {
+  const bucketSamples = byName.get(`${family}_bucket`);
+  if (!bucketSamples?.length) return null;
+  const sums = new Map<number, number>();
+  for (const s of bucketSamples) {
+    const le = parseLe(s.labels.le);
+    if (le === null || !finiteNonNeg(s.value)) return null;
+    sums.set(le, (sums.get(le) ?? 0) + s.value);
+  }
+  const buckets = [...sums].sort((a, b) => a[0] - b[0]);
+  if (buckets.at(-1)![0] !== Infinity) return null;
+  // Cumulative counts never fall with a larger bound; if they do the body is not a histogram.
+  if (buckets.some(([, c], i) => i > 0 && c < buckets[i - 1][1])) return null;
+  const total = (name: string) => {
+    const ss = byName.get(name) ?? [];
+    if (ss.some((s) => !finiteNonNeg(s.value))) return null;
+    return ss.reduce((a, s) => a + s.value, 0);
+  };
+  const sum = total(`${family}_sum`);
+  return { buckets, count: buckets.at(-1)![1], sum: sum ?? 0 };
+}
+
+/** Samples by their own name (the shape of the engines' series index). */
+export type SampleIndex = Map<string, Sample[]>;
+
+export function indexSamples(result: ParseResult): SampleIndex {
+  const byName: SampleIndex = new Map();
+  for (const s of result.samples) {
+    if (!s.name.startsWith("vllm:")) continue;
+    const list = byName.get(s.name);
+    if (list) list.push(s);
+    else byName.set(s.name, [s]);
+  }
+  return byName;
+}
+
+/** The raw latency figures of one parsed body (or of its series index). */
+export function extractVllmLatency(input: ParseResult | SampleIndex): VllmLatency {
+  const byName = input instanceof Map ? input : indexSamples(input);
+  const hist = (names: readonly string[]) => {
+    for (const n of names) {
+      const h = histogramOf(byName, n);
+      if (h) return h;
+    }
+    return null;
+  };
+  let successByReason: Record<string, number> | null = null;
+  const success = byName.get("vllm:request_success_total");
+  if (success?.length && success.every((s) => finiteNonNeg(s.value))) {
+    successByReason = {};
+    for (const s of success) {
+      const r = s.labels.finished_reason ?? "unknown";
+      successByReason[r] = (successByReason[r] ?? 0) + s.value;
+    }
+  }
+  const pre = byName.get("vllm:num_preemptions_total");
+  const preemptions = pre?.length && pre.every((s) => finiteNonNeg(s.value)) ? pre.reduce((a, s) => a + s.value, 0) : null;
+  return { ttft: hist(FAMILIES.ttft), itl: hist(FAMILIES.itl), e2e: hist(FAMILIES.e2e), queue: hist(FAMILIES.queue), successByReason, preemptions };
+}
+
+/**
+ * What was observed between two reads: b - a per bucket. null when the bounds differ or a count
+ * went down (a new process: counters of two processes are never compared).
+ */
+export function histogramDelta(a: Histogram, b: Histogram): Histogram | null {
+  if (a.buckets.length !== b.buckets.length) return null;
+  const buckets: Array<[number, number]> = [];
+  for (let i = 0; i < a.buckets.length; i++) {
+    const [le, ca] = a.buckets[i];
+    const [leB, cb] = b.buckets[i];
+    if (le !== leB || cb < ca) return null;
+    buckets.push([le, cb - ca]);
+  }
+  return { buckets, count: buckets.at(-1)![1], sum: Math.max(0, b.sum - a.sum) };
+}
+
+/**
+ * The q-quantile (0..1) of a histogram, as Prometheus' histogram_quantile: find the bucket the rank
+ * falls in and interpolate linearly inside it (from 0 for the first bucket). In the +Inf bucket the
+ * answer is the largest finite bound. null when the histogram holds no observations.
+ */
+export function histogramQuantile(h: Histogram, q: number): number | null {
+  const total = h.buckets.at(-1)?.[1] ?? 0;
+  if (!(total > 0)) return null;
+  const rank = q * total;
+  let prevLe = 0;
+  let prevCount = 0;
+  for (const [le, c] of h.buckets) {
+    if (c >= rank) {
+      if (le === Infinity) return prevLe;
+      if (c === prevCount) return le;
+      return prevLe + ((le - prevLe) * (rank - prevCount)) / (c - prevCount);
+    }
+    prevLe = le;
+    prevCount = c;
+  }
+  return prevLe;
+}
+
+/** The interval's figures from two reads of one process, `seconds` apart. */
+export function latencyFigures(a: VllmLatency | undefined | null, b: VllmLatency | undefined | null, seconds: number): LatencyFigures {
+  if (!a || !b || !(seconds > 0)) return EMPTY_LATENCY_FIGURES;
+  const q = (ha: Histogram | null, hb: Histogram | null): [number | null, number | null] => {
+    const d = ha && hb ? histogramDelta(ha, hb) : null;
+    return d ? [histogramQuantile(d, 0.5), histogramQuantile(d, 0.95)] : [null, null];
+  };
+  const [ttftP50, ttftP95] = q(a.ttft, b.ttft);
+  const [itlP50, itlP95] = q(a.itl, b.itl);
+  const [e2eP50, e2eP95] = q(a.e2e, b.e2e);
+  const [queueP50, queueP95] = q(a.queue, b.queue);
+  const preemptionsPerSecond =
+    a.preemptions !== null && b.preemptions !== null && b.preemptions >= a.preemptions ? (b.preemptions - a.preemptions) / seconds : null;
+  let successPerSecond: Record<string, number> | null = null;
+  if (a.successByReason && b.successByReason) {
+    successPerSecond = {};
+    for (const [reason, n] of Object.entries(b.successByReason)) {
+      const before = a.successByReason[reason] ?? 0;
+      if (n < before) {
+        successPerSecond = null;
+        break;
+      }
+      successPerSecond[reason] = (n - before) / seconds;
+    }
+  }
+  return { ttftP50, ttftP95, itlP50, itlP95, e2eP50, e2eP95, queueP50, queueP95, preemptionsPerSecond, successPerSecond };
+}
+
+/**
+ * The figures as stored and served, flat (one column each): the finish reasons vLLM uses are
+ * stop, length, abort and error; any other ("repetition" and future ones) counts as other.
+ */
+export interface LatencySample {
+  ttftP50: number | null;
+  ttftP95: number | null;
+  itlP50: number | null;
+  itlP95: number | null;
+  e2eP50: number | null;
+  e2eP95: number | null;
+  queueP50: number | null;
+  queueP95: number | null;
+  preemptionsPerSecond: number | null;
+  successStopPerSecond: number | null;
+  successLengthPerSecond: number | null;
+  successAbortPerSecond: number | null;
+  successErrorPerSecond: number | null;
+  successOtherPerSecond: number | null;
+}
+
+export const LATENCY_FIELDS = [
+  "ttftP50",
+  "ttftP95",
+  "itlP50",
+  "itlP95",
+  "e2eP50",
+  "e2eP95",
+  "queueP50",
+  "queueP95",
+  "preemptionsPerSecond",
+  "successStopPerSecond",
+  "successLengthPerSecond",
+  "successAbortPerSecond",
+  "successErrorPerSecond",
+  "successOtherPerSecond",
+] as const satisfies ReadonlyArray<keyof LatencySample>;
+
+const NAMED_REASONS = { stop: "successStopPerSecond", length: "successLengthPerSecond", abort: "successAbortPerSecond", error: "successErrorPerSecond" } as const;
+
+export function latencySample(f: LatencyFigures): LatencySample {
+  const { successPerSecond: sps, ...q } = f;
+  const out: LatencySample = { ...q, successStopPerSecond: null, successLengthPerSecond: null, successAbortPerSecond: null, successErrorPerSecond: null, successOtherPerSecond: null };
+  if (sps) {
+    out.successStopPerSecond = 0;
+    out.successLengthPerSecond = 0;
+    out.successAbortPerSecond = 0;
+    out.successErrorPerSecond = 0;
+    out.successOtherPerSecond = 0;
+    for (const [reason, v] of Object.entries(sps)) {
+      const k = (NAMED_REASONS as Record<string, keyof LatencySample>)[reason] ?? "successOtherPerSecond";
+      out[k] = (out[k] ?? 0) + v;
+    }
+  }
+  return out;
+}

@@ -1,0 +1,121 @@
+/**
+ * Fleet-size views, pure and tested: search, filters (state, engine, model), "needs attention"
+ * first, grouping by model, and the tab title that counts what needs attention. The order of
+ * attention comes from the one list of states (STATE_INFO's health), so a new state sorts itself.
+ */
+import type { FleetBackend } from "../api/types";
+import { STATE_INFO, type BackendState, type Health } from "../check/states";
+
+export type FleetSort = "attention" | "name";
+/** "" all; "attention" everything not healthy; or one state. */
+export type StateFilter = "" | "attention" | BackendState;
+
+export interface FleetQuery {
+  q: string;
+  state: StateFilter;
+  engine: string;
+  model: string;
+  sort: FleetSort;
+  group: boolean;
+}
+
+export const EMPTY_QUERY: FleetQuery = { q: "", state: "", engine: "", model: "", sort: "attention", group: false };
+
+const HEALTH_RANK: Record<Health, number> = { no: 0, watch: 1, unknown: 2, yes: 3 };
+
+function healthOf(state: string): Health {
+  return (STATE_INFO as Record<string, { health: Health } | undefined>)[state]?.health ?? "unknown";
+}
+
+/** The backend's engine when the fleet payload names one (vllm, llama.cpp, ...), else null. */
+export function engineOf(b: FleetBackend): string | null {
+  const e = (b as FleetBackend & { engine?: unknown }).engine;
+  return typeof e === "string" && e ? e : null;
+}
+
+/** Lower is more urgent: unhealthy, then "watch", then cannot judge, then healthy. */
+export function attentionRank(b: Pick<FleetBackend, "state" | "restartRecommended">): number {
+  return HEALTH_RANK[healthOf(b.state)] * 2 + (b.restartRecommended ? 0 : 1);
+}
+
+export function needsAttention(b: Pick<FleetBackend, "state">): boolean {
+  const h = healthOf(b.state);
+  return h === "no" || h === "watch";
+}
+
+export function parseFleetQuery(sp: { get(name: string): string | null }): FleetQuery {
+  const state = sp.get("state") ?? "";
+  return {
+    q: sp.get("q") ?? "",
+    state: state === "attention" || state in STATE_INFO ? (state as StateFilter) : "",
+    engine: sp.get("engine") ?? "",
+    model: sp.get("model") ?? "",
+    sort: sp.get("sort") === "name" ? "name" : "attention",
+    group: sp.get("group") === "model",
+  };
+}
+
+/** The query as URL parameters, defaults left out, so a shared link holds the view. */
+export function fleetQueryString(f: FleetQuery): string {
+  const p = new URLSearchParams();
+  if (f.q) p.set("q", f.q);
+  if (f.state) p.set("state", f.state);
+  if (f.engine) p.set("engine", f.engine);
+  if (f.model) p.set("model", f.model);
+  if (f.sort !== "attention") p.set("sort", f.sort);
+  if (f.group) p.set("group", "model");
+  const s = p.toString();
+  return s ? `?${s}` : "";
+}
+
+export function filterFleet(backends: FleetBackend[], f: FleetQuery): FleetBackend[] {
+  const q = f.q.trim().toLowerCase();
+  return backends.filter((b) => {
+    if (q && ![b.id, b.url, b.model ?? "", engineOf(b) ?? ""].some((s) => s.toLowerCase().includes(q))) return false;
+    if (f.state === "attention" && !needsAttention(b)) return false;
+    if (f.state && f.state !== "attention" && b.state !== f.state) return false;
+    if (f.engine && engineOf(b) !== f.engine) return false;
+    if (f.model && (b.model ?? "") !== f.model) return false;
+    return true;
+  });
+}
+
+export function sortFleet(backends: FleetBackend[], sort: FleetSort): FleetBackend[] {
+  const byName = (a: FleetBackend, b: FleetBackend) => a.id.localeCompare(b.id);
+  if (sort === "name") return [...backends].sort(byName);
+  // The longest in its state first within a rank: the oldest problem is the one to look at.
+  return [...backends].sort((a, b) => attentionRank(a) - attentionRank(b) || (a.since ?? Infinity) - (b.since ?? Infinity) || byName(a, b));
+}
+
+export interface FleetGroup {
+  /** The model name, or null for backends that name none. */
+  model: string | null;
+  backends: FleetBackend[];
+}
+
+/** Groups in the order of their most urgent member (the input is already sorted). */
+export function groupByModel(sorted: FleetBackend[]): FleetGroup[] {
+  const groups = new Map<string | null, FleetBackend[]>();
+  for (const b of sorted) {
+    const k = b.model ?? null;
+    groups.set(k, [...(groups.get(k) ?? []), b]);
+  }
+  return [...groups].map(([model, backends]) => ({ model, backends }));
+}
+
+/** Distinct non-empty values, sorted, for a filter's options. */
+export function distinct(values: Array<string | null>): string[] {
+  return [...new Set(values.filter((v): v is string => !!v))].sort();
+}
+
+/**
+ * "2 stuck, 1 down · stepwatch": the unhealthy states counted, so a background tab says that
+ * something needs attention. Only "no" health counts: a stall that resolves on the next read must
+ * not make the title flicker.
+ */
+export function attentionTitle(backends: Array<Pick<FleetBackend, "state">>, suffix = "stepwatch"): string {
+  const counts = new Map<string, number>();
+  for (const b of backends) if (healthOf(b.state) === "no") counts.set(b.state, (counts.get(b.state) ?? 0) + 1);
+  const parts = [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([s, n]) => `${n} ${s}`);
+  return parts.length ? `${parts.join(", ")} · ${suffix}` : suffix;
+}

@@ -1,0 +1,72 @@
+/** vLLM latency figures: computed between two reads of one process, stored, served and rolled up. */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { openDb, type DbHandle } from "@/db/client";
+import { applyRetention, historyPoints, insertSamples, recentReadings, sampleRow } from "@/db/queries";
+import type { Reading, Verdict } from "@/lib/check/types";
+import type { Histogram, VllmLatency } from "@/lib/metrics/vllm-latency";
+import { latencyOf } from "@/lib/watcher/latency";
+
+const hist = (counts: number[]): Histogram => ({ buckets: [0.1, 0.5, 1, Infinity].map((b, i) => [b, counts[i]] as [number, number]), count: counts[3], sum: 0 });
+const lat = (ttft: number[], stop: number, preempt: number): VllmLatency => ({ ttft: hist(ttft), itl: null, e2e: hist(ttft), queue: null, successByReason: { stop, length: 0, repetition: 1 }, preemptions: preempt });
+const read = (at: number, start: number, latency?: VllmLatency): Reading => ({
+  at,
+  latencyMs: 2,
+  outcome: "ok",
+  metrics: { processStartTime: start, running: 1, waiting: 0, steps: at, promptTokens: 0, generationTokens: at, finishedRequests: 0, kvCacheUsage: 0.1, models: ["m"] },
+  ...(latency ? { latency } : {}),
+});
+const verdict: Verdict = { state: "busy", health: "yes", healthy: true, restartRecommended: false, reasons: [], rates: { stepsPerSecond: 1, generationTokensPerSecond: 1, promptTokensPerSecond: 0 }, basis: [] };
+
+describe("latency of a reading", () => {
+  it("comes from the deltas since the previous read of the same process", () => {
+    const a = read(0, 1000, lat([10, 10, 10, 10], 5, 1));
+    const b = read(10_000, 1000, lat([10, 10, 20, 20], 25, 3));
+    const l = latencyOf([a], b);
+    expect(l.ttftP50).toBeCloseTo(0.75, 9);
+    expect(l.itlP50).toBeNull();
+    expect(l.successStopPerSecond).toBe(2);
+    expect(l.successOtherPerSecond).toBe(0);
+    expect(l.preemptionsPerSecond).toBeCloseTo(0.2, 9);
+  });
+  it("is empty across a restart, on a first read, or without histograms", () => {
+    const a = read(0, 1000, lat([10, 10, 10, 10], 5, 1));
+    expect(latencyOf([a], read(10_000, 2000, lat([1, 1, 1, 1], 1, 0))).ttftP50).toBeNull();
+    expect(latencyOf([], a).successStopPerSecond).toBeNull();
+    expect(latencyOf([a], read(10_000, 1000)).ttftP95).toBeNull();
+  });
+});
+
+let h: DbHandle;
+let dir: string;
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-lat-"));
+  h = openDb(path.join(dir, "t.db"));
+});
+afterEach(() => {
+  h.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe("latency in SQLite", () => {
+  it("is stored in columns, not in the reading JSON, and served raw and per minute after retention", () => {
+    const t0 = Date.UTC(2026, 0, 1);
+    const rows = [0, 10_000, 20_000].map((dt, i) => ({
+      ...sampleRow("a", read(t0 + dt, 1000, lat([1, 1, 1, 1], 1, 1)), verdict),
+      ttftP50: 0.2 + i * 0.1,
+      successStopPerSecond: i === 1 ? null : 4,
+    }));
+    insertSamples(h.db, rows);
+    expect(recentReadings(h.db, "a", 0, 10)[0].latency).toBeUndefined();
+    const raw = historyPoints(h.db, "a", t0 - 1, t0 + 60_000).points;
+    expect(raw.map((p) => p.ttftP50)).toEqual([0.2, 0.30000000000000004, 0.4]);
+    applyRetention(h.db, { now: t0 + 49 * 3600_000, rawHours: 48, rollupDays: 90 });
+    const minute = historyPoints(h.db, "a", t0 - 7 * 3600_000, t0 + 3600_000).points;
+    expect(minute).toHaveLength(1);
+    expect(minute[0].ttftP50).toBeCloseTo(0.3, 9);
+    // The read without a figure does not pull the mean towards zero.
+    expect(minute[0].successStopPerSecond).toBe(4);
+  });
+});
