@@ -8,6 +8,7 @@ import path from "node:path";
 import { z } from "zod";
 import { DEFAULT_THRESHOLDS, PROBE_CHOICES, type ProbeChoice, type Thresholds } from "./check/types";
 import { ENGINE_CHOICES, type EngineChoice } from "./engines/types";
+import { buildNetPolicy } from "./auth/net-policy";
 
 /** Every default of the config, and only here (the classifier's thresholds come from DEFAULT_THRESHOLDS). */
 export const DEFAULTS = {
@@ -50,9 +51,20 @@ export interface ProxyConfig {
   apiKey?: string;
 }
 
+/** operator: reads and restarts. viewer: reads only (when access.read is "signed-in"), never restarts. */
+export type Role = "operator" | "viewer";
+
 export interface OperatorConfig {
   name: string;
   password: PasswordSpec;
+  role: Role;
+}
+
+/** An API token for scripts (`Authorization: Bearer <token>`); `name` is recorded as the actor. */
+export interface TokenConfig {
+  name: string;
+  token: string;
+  role: Role;
 }
 
 export interface Config {
@@ -71,6 +83,15 @@ export interface Config {
   operators: OperatorConfig[];
   /** GET /metrics: public (null) or requiring `Authorization: Bearer <bearerToken>`. */
   metrics: { bearerToken: string | null };
+  tokens: TokenConfig[];
+  /** "public": anyone who reaches the port reads (the default); "signed-in": reading needs a viewer or operator. */
+  access: { read: "public" | "signed-in" };
+  /** Trusted reverse-proxy sign-in: the header (from server.trustProxy only) naming the signed-in user. */
+  auth: { proxyHeader?: string };
+  /** The URL operators open stepwatch at (behind a proxy); its host passes the Host check. */
+  publicUrl?: string;
+  /** Who may speak for clients (trustProxy) and under which names stepwatch is served (allowedHosts). */
+  server: { trustProxy: string[]; allowedHosts: string[] };
   /**
    * Every variable an "env:NAME" secret was read from, sorted. Restart commands run without them
    * (lib/restart/execute.ts restartCommandEnv): a command's output is shown to every reader.
@@ -188,13 +209,36 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
     restart: restart.optional(),
   });
   const proxy = z.strictObject({ id, url: httpUrl, apiKey: secret.optional() });
-  const operator = z.strictObject({ name: z.string().min(1), password });
-  // Only "env:NAME": a scrape token in a config file that is often world-readable is no secret.
+  const role = z.enum(["operator", "viewer"]).default("operator");
+  const operator = z.strictObject({ name: z.string().min(1).max(100), password, role });
+  // Only "env:NAME" (the /metrics scrape token and API tokens): a token in a config file that is
+  // often world-readable is no secret.
   const bearerToken = z
     .string()
     .refine((s) => s.startsWith("env:"), { message: 'must be "env:NAME" (the variable holds the token)' })
     .pipe(secret)
     .refine((s) => s.length >= 16, { message: "the token must be at least 16 characters" });
+  const token = z.strictObject({
+    name: z.string().min(1).max(100),
+    token: bearerToken,
+    role,
+  });
+  const proxyAddress = z.string().superRefine((entry, ctx) => {
+    try {
+      buildNetPolicy({ trustProxy: [entry], allowedHosts: [] });
+    } catch {
+      ctx.addIssue({ code: "custom", message: `"${entry}" is not an IP address or CIDR range (e.g. "127.0.0.1", "10.0.0.0/8", "::1")` });
+    }
+  });
+  const hostName = z
+    .string()
+    .regex(/^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$/, "must be a host name without scheme or port (e.g. stepwatch.example.internal)");
+  const server = z
+    .strictObject({
+      trustProxy: z.array(proxyAddress).default([]),
+      allowedHosts: z.array(hostName).default([]),
+    })
+    .default({ trustProxy: [], allowedHosts: [] });
 
   return z
     .strictObject({
@@ -218,6 +262,19 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
         .strictObject({ bearerToken: bearerToken.optional() })
         .default({})
         .transform((m) => ({ bearerToken: m.bearerToken ?? null })),
+      tokens: z.array(token).default([]),
+      access: z.strictObject({ read: z.enum(["public", "signed-in"]).default("public") }).default({ read: "public" }),
+      auth: z
+        .strictObject({
+          proxyHeader: z
+            .string()
+            .regex(/^[A-Za-z0-9-]+$/, "must be a header name (e.g. X-Forwarded-User)")
+            .transform((h) => h.toLowerCase())
+            .optional(),
+        })
+        .default({}),
+      publicUrl: httpUrl.optional(),
+      server,
     })
     .superRefine((c, ctx) => {
       // Backends and proxies share one id space: transitions and logs name them by id alone.
@@ -236,6 +293,12 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
         if (names.has(o.name)) ctx.addIssue({ code: "custom", path: ["operators", i, "name"], message: `"${o.name}" appears twice` });
         names.add(o.name);
       });
+      c.tokens.forEach((t, i) => {
+        if (names.has(t.name)) ctx.addIssue({ code: "custom", path: ["tokens", i, "name"], message: `"${t.name}" is already an operator's or another token's name` });
+        names.add(t.name);
+      });
+      if (c.auth.proxyHeader && c.server.trustProxy.length === 0)
+        ctx.addIssue({ code: "custom", path: ["auth", "proxyHeader"], message: "needs server.trustProxy: the header is believed only from those addresses" });
     });
 }
 

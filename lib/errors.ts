@@ -10,6 +10,7 @@ export type DomainErrorCode =
   | "conflict" // a restart is pending, or the cooldown is running
   | "confirmation-required" // a healthy backend's id was not typed
   | "too-large" // request body over the cap
+  | "unsupported-media-type" // a JSON route sent something that does not say application/json
   | "rate-limited" // too many sign-in attempts
   | "not-configured" // no restart action for this backend
   | "unavailable"; // storage down
@@ -39,6 +40,8 @@ export function httpStatus(code: DomainErrorCode): number {
       return 409;
     case "too-large":
       return 413;
+    case "unsupported-media-type":
+      return 415;
     case "confirmation-required":
       return 422;
     case "rate-limited":

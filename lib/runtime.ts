@@ -6,8 +6,10 @@
  */
 import { openDb, resolveDbPath, type DbHandle } from "../db/client";
 import { ConfigError, loadConfig, parseConfig, resolveConfigPath, type Config } from "./config";
-import { restartOutcomeCounts } from "../db/queries";
+import { recordAudit, restartOutcomeCounts } from "../db/queries";
 import { getStepwatchMetrics, type StepwatchMetrics } from "./export/metrics";
+import { buildNetPolicy, setNetPolicy } from "./auth/net-policy";
+import { warmPasswords } from "./auth/password";
 import { startWatcher, type Watcher } from "./watcher";
 import { fleetSnapshot } from "./api/snapshot";
 
@@ -61,6 +63,9 @@ async function startRuntime(): Promise<Runtime> {
     console.log(`stepwatch: ${why}: watching the embedded DEMO fleet of simulated backends`);
   }
   for (const w of config.warnings) console.warn(`stepwatch: ${w}`);
+  setNetPolicy(buildNetPolicy({ ...config.server, publicUrl: config.publicUrl }));
+  // Every sign-in then costs exactly one scrypt, the first one too (lib/auth/password.ts).
+  void warmPasswords(config.operators.map((o) => o.password)).catch(() => {});
 
   const dbPath = resolveDbPath();
   let db: DbHandle;
@@ -69,6 +74,18 @@ async function startRuntime(): Promise<Runtime> {
   } catch (e) {
     await stopDemo?.();
     throw e;
+  }
+  try {
+    recordAudit(db.db, {
+      at: startedAt,
+      actor: null,
+      actorKind: "system",
+      action: "config.loaded",
+      target: configPath ?? "demo",
+      detail: `${config.backends.length} backend(s), ${config.proxies.length} proxy(ies), ${config.operators.length} operator(s), ${config.tokens.length} token(s); reading ${config.access.read}`,
+    });
+  } catch (e) {
+    console.error(`stepwatch: cannot write the audit log: ${(e as Error).message}`);
   }
   const metrics = getStepwatchMetrics();
   try {
