@@ -333,6 +333,10 @@ export function parseConfig(json: unknown, source: string, opts: ParseOptions = 
   const warnings = r.data.operators
     .filter((o) => o.password.kind === "plain" && o.password.source === "inline")
     .map((o) => `operator "${o.name}" has a clear-text password in the config (accepted for the demo only)`);
+  // /metrics is outside the read gate (a scraper has no session): it has its own token (SECURITY.md).
+  if (r.data.access.read === "signed-in" && r.data.metrics.bearerToken === null) {
+    warnings.push('access.read is "signed-in" but metrics.bearerToken is unset: GET /metrics (backend ids, states, load) is readable by anyone who reaches the port');
+  }
   return { source, ...r.data, secretEnvNames: [...secretEnvNames].sort(), warnings };
 }
 

@@ -17,7 +17,20 @@ import type { AuditEntryDTO } from "@/lib/auth/audit-api";
 import { startSimulator, type Simulator } from "@/lib/sim/server";
 import { assertBuilt, call, nodeScript, signIn, startApp, type RunningApp } from "./faults-support";
 
-const T = { ci: "ci-token-0123456789abcdef", dash: "dash-token-fedcba9876543210", op: "access-op-pw", vic: "access-viewer-pw" };
+const T = { ci: "ci-token-0123456789abcdef", dash: "dash-token-fedcba9876543210", op: "access-op-pw", vic: "access-viewer-pw", scrape: "scrape-token-0123456789" };
+/** Every read route and page, main's later ones included: the gate in proxy.ts covers them without a list of its own. */
+const READ_API = [
+  "/api/fleet",
+  "/api/fleet/recent",
+  "/api/outages",
+  "/api/outages?format=csv",
+  "/api/restarts",
+  "/api/restarts?format=csv",
+  "/api/backends/b1/history",
+  "/api/backends/b1/history?format=csv",
+  "/api/backends/b1/restart-plan",
+];
+const PAGES = ["/", "/restarts", "/backends/b1", "/history"];
 let dir: string;
 let app: RunningApp;
 let sim: Simulator;
@@ -48,9 +61,10 @@ beforeAll(async () => {
       access: { read: "signed-in" },
       auth: { proxyHeader: "X-Forwarded-User" },
       server: { trustProxy: ["127.0.0.3"] },
+      metrics: { bearerToken: "env:SW_A_SCRAPE" },
     }),
   );
-  app = await startApp({ STEPWATCH_CONFIG: configPath, STEPWATCH_DB: path.join(dir, "db", "sw.db"), SW_A_OP: T.op, SW_A_VIC: T.vic, SW_A_CI: T.ci, SW_A_DASH: T.dash });
+  app = await startApp({ STEPWATCH_CONFIG: configPath, STEPWATCH_DB: path.join(dir, "db", "sw.db"), SW_A_OP: T.op, SW_A_VIC: T.vic, SW_A_CI: T.ci, SW_A_DASH: T.dash, SW_A_SCRAPE: T.scrape });
 }, 120_000);
 
 afterAll(async () => {
@@ -65,12 +79,12 @@ const restart = (opts: { cookie?: string; headers?: Record<string, string>; from
 
 describe('access.read: "signed-in"', () => {
   it("strangers are sent to /signin (pages) or get 401 (API); the sign-in itself stays reachable", async () => {
-    for (const p of ["/api/fleet", "/api/restarts", "/api/backends/b1/history", "/api/sessions"]) {
+    for (const p of [...READ_API, "/api/sessions"]) {
       const r = await call(`${app.url}${p}`);
       expect(r.status, p).toBe(401);
       expect(r.text).not.toContain('"backends"');
     }
-    for (const p of ["/", "/restarts", "/backends/b1"]) {
+    for (const p of PAGES) {
       const r = await call(`${app.url}${p}`);
       expect(r.status, p).toBe(303);
       expect(new URL(r.headers.get("location") ?? "", app.url).href).toBe(`${app.url}/signin?next=${encodeURIComponent(p)}`);
@@ -81,8 +95,7 @@ describe('access.read: "signed-in"', () => {
 
   it("a viewer reads and cannot restart; an operator can", async () => {
     const vic = await signIn(app, "vic", T.vic);
-    expect((await call(`${app.url}/api/fleet`, { cookie: vic })).status).toBe(200);
-    expect((await call(`${app.url}/`, { cookie: vic })).status).toBe(200);
+    for (const p of [...READ_API, ...PAGES]) expect((await call(`${app.url}${p}`, { cookie: vic })).status, p).toBe(200);
     expect((await call(`${app.url}/api/session`, { cookie: vic })).json).toMatchObject({ operator: "vic", role: "viewer", via: "session" });
     const refused = await restart({ cookie: vic, headers: { origin: app.url } });
     expect(refused.status).toBe(403);
@@ -94,9 +107,23 @@ describe('access.read: "signed-in"', () => {
   }, 60_000);
 });
 
+describe("GET /metrics (the Prometheus export) under access.read signed-in", () => {
+  it("is outside the read gate and answers to its own metrics.bearerToken only", async () => {
+    const stranger = await call(`${app.url}/metrics`);
+    expect(stranger.status).toBe(401);
+    expect(stranger.headers.get("www-authenticate")).toMatch(/^Bearer/);
+    expect(stranger.text).not.toContain("stepwatch_backend");
+    // Not an API token, not a session: a scraper has neither, and a viewer's token is not the scrape token.
+    expect((await call(`${app.url}/metrics`, { headers: bearer(T.dash) })).status).toBe(401);
+    const scraped = await call(`${app.url}/metrics`, { headers: bearer(T.scrape) });
+    expect(scraped.status).toBe(200);
+    expect(scraped.text).toContain('backend="b1"');
+  });
+});
+
 describe("API tokens", () => {
   it("a viewer token reads; an operator token restarts and is recorded as the actor; a wrong one is 401 even with a cookie", async () => {
-    expect((await call(`${app.url}/api/fleet`, { headers: bearer(T.dash) })).status).toBe(200);
+    for (const p of READ_API) expect((await call(`${app.url}${p}`, { headers: bearer(T.dash) })).status, p).toBe(200);
     expect((await restart({ headers: bearer(T.dash) })).status).toBe(403);
     const r = await restart({ headers: bearer(T.ci) }, "b2");
     expect(r.status, r.text).toBe(202);
@@ -133,7 +160,8 @@ describe("audit log", () => {
     expect(has((e) => e.action === "signin.failed" && e.actor === "op" && e.address === "127.0.0.44")).toBe(true);
     expect(has((e) => e.action === "signin.ok" && e.actor === "op" && e.address === "127.0.0.1")).toBe(true);
     expect(has((e) => e.action === "signout" && e.actor === "op")).toBe(true);
-    expect(has((e) => e.action === "restart" && e.actor === "op" && e.target === "b1")).toBe(true);
+    expect(has((e) => e.action === "restart" && e.actor === "op" && e.actorKind === "operator" && e.target === "b1" && e.address === "127.0.0.1")).toBe(true);
+    expect(has((e) => e.action === "restart" && e.actor === "ci" && e.actorKind === "token" && e.target === "b2")).toBe(true);
     expect(has((e) => e.action === "config.loaded" && e.actorKind === "system")).toBe(true);
     expect(r.text).not.toContain("wrong"); // never the password tried
     expect(app.output()).toMatch(/signin\.failed for "op" from 127\.0\.0\.44/);

@@ -167,6 +167,10 @@ describe("parseConfig", () => {
     expect(ok.secretEnvNames).toContain("KEY");
     expect(ok.auth.proxyHeader).toBe("x-forwarded-user");
     expect(ok.operators[0].role).toBe("operator");
+    // Reading needs sign-in, but the Prometheus export has no token of its own: said at start.
+    expect(ok.warnings).toEqual([expect.stringMatching(/^access\.read is "signed-in" but metrics\.bearerToken is unset/)]);
+    const scraped = parseConfig({ ...valid(), access: { read: "signed-in" }, metrics: { bearerToken: "env:KEY" } }, "t", { env: { ...env, KEY: "a-token-of-16-chars" } });
+    expect(scraped.warnings).toEqual([]);
     expect(problems({ server: { trustProxy: ["proxy.local"] } })).toEqual([expect.stringMatching(/^server\.trustProxy\[0\]: .*not an IP address/)]);
     expect(problems({ server: { allowedHosts: ["http://x"] } })).toEqual([expect.stringMatching(/^server\.allowedHosts\[0\]: /)]);
     expect(problems({ tokens: [{ name: "ci", token: "inline-token-000000000" }] })).toEqual([expect.stringMatching(/^tokens\[0\]\.token: must be "env:NAME"/)]);
