@@ -121,7 +121,9 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
     running: metrics?.running ?? null,
     waiting: metrics?.waiting ?? null,
     processStartTime: metrics?.processStartTime ?? null,
-    evidence: { reasons: verdict?.reasons ?? ["no reading yet"], readings: verdict?.basis ?? [] },
+    // The readings as stored for samples: without the in-memory latency histograms and finish
+    // reasons (kept only for the next read's deltas; a hostile backend's could be megabytes).
+    evidence: { reasons: verdict?.reasons ?? ["no reading yet"], readings: (verdict?.basis ?? []).map((r) => ({ ...r, latency: undefined })) },
     overrideCooldown: override,
     confirmedHealthy: healthy,
     action: describeAction(backend.restart),

@@ -133,6 +133,17 @@ describe("requestRestart", () => {
     expect(audit()[1]).toEqual({ actor: "bo", kind: "operator", action: "restart", target: "gb10-a", address: null, detail: `restart #${again.event.id}, cooldown overridden` });
   });
 
+  it("keeps the evidence's readings without their in-memory latency figures", async () => {
+    const reading = { at: 1, latencyMs: 3, outcome: "ok" as const, metrics: null };
+    const latency = { ttft: null, itl: null, e2e: null, queue: null, preemptions: null, successByReason: Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`reason-${i}`, i])) };
+    views["gb10-a"] = { verdict: { ...verdict("stuck"), basis: [{ ...reading, latency }] }, reading: null };
+    const { event, done } = requestRestart({ backendId: "gb10-a", operator: "ana", now: 1_000 }, deps);
+    await done;
+    const stored = handle.sqlite.prepare("SELECT evidence FROM restart_events WHERE id = ?").get(event.id) as { evidence: string };
+    expect(JSON.parse(stored.evidence).readings).toEqual([reading]);
+    expect(stored.evidence.length).toBeLessThan(1024);
+  });
+
   it("records no restart when its audit line cannot be written (one transaction)", () => {
     handle.sqlite.exec("CREATE TRIGGER no_audit BEFORE INSERT ON audit_log BEGIN SELECT RAISE(ABORT, 'audit log unwritable'); END");
     expect(code(() => requestRestart({ backendId: "gb10-a", operator: "ana", now: 1_000 }, deps))).toBe("unavailable");
