@@ -18,6 +18,14 @@ export const MAX_TEXT = 500;
  */
 export const MAX_ENGINE_SLICES = 64;
 
+/**
+ * vLLM's latency histograms and finish reasons are kept in memory with each of the last 200
+ * readings (for the next read's deltas): a histogram with more distinct `le` bounds than this is
+ * not used (the figure stays empty; real ones have about 20), and past MAX_LIST_ITEMS finish
+ * reasons all but stop/length/abort/error are added up as "other" (the only way they are shown).
+ */
+export const MAX_HISTOGRAM_BUCKETS = 100;
+
 const MORE_RE = /^… and (\d+) more$/;
 const CUT_RE = /… \(\d+ more characters\)$/;
 
