@@ -9,6 +9,7 @@ export type DomainErrorCode =
   | "not-found" // unknown backend id
   | "conflict" // a restart is pending, or the cooldown is running
   | "confirmation-required" // a healthy backend's id was not typed
+  | "invalid-config" // a config reload found problems (the running config stays)
   | "too-large" // request body over the cap
   | "unsupported-media-type" // a JSON route sent something that does not say application/json
   | "rate-limited" // too many sign-in attempts
@@ -43,6 +44,7 @@ export function httpStatus(code: DomainErrorCode): number {
     case "unsupported-media-type":
       return 415;
     case "confirmation-required":
+    case "invalid-config":
       return 422;
     case "rate-limited":
       return 429;
