@@ -159,10 +159,55 @@ export const restartEvents = sqliteTable(
   ],
 );
 
+/**
+ * Operator sessions, server-side: the cookie holds a random token, this table its SHA-256 (a
+ * copied database row cannot be replayed as a cookie). Signing out, a changed password (the
+ * credential fingerprint no longer matches) or the operator's removal from the config end a
+ * session; it never outlives expiresAt, set once at sign-in.
+ */
+export const sessions = sqliteTable(
+  "sessions",
+  {
+    id: text("id").primaryKey(), // hex SHA-256 of the token
+    operator: text("operator").notNull(),
+    createdAt: integer("created_at").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    lastSeenAt: integer("last_seen_at").notNull(),
+    address: text("address"),
+    userAgent: text("user_agent"),
+    /** HMAC of the operator's password spec at sign-in: a changed password ends the session. */
+    credential: text("credential").notNull(),
+  },
+  (t) => [index("sessions_operator").on(t.operator), index("sessions_expires").on(t.expiresAt)],
+);
+
+/**
+ * Who did what: sign-ins (ok and failed, with the name tried and the client address), sign-outs,
+ * restarts, config reloads, acknowledgements, maintenance. Kept forever; written through
+ * recordAudit (db/queries.ts), read by operators only.
+ */
+export const auditLog = sqliteTable(
+  "audit_log",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    at: integer("at").notNull(),
+    /** The operator, token or proxy user; for a failed sign-in the name that was tried; null for the system. */
+    actor: text("actor"),
+    actorKind: text("actor_kind", { enum: ["operator", "token", "proxy", "anonymous", "system"] }).notNull(),
+    action: text("action").notNull(),
+    target: text("target"),
+    address: text("address"),
+    detail: text("detail"),
+  },
+  (t) => [index("audit_log_at").on(t.at)],
+);
+
 export type SampleRow = typeof samples.$inferSelect;
 export type SampleMinuteRow = typeof sampleMinutes.$inferSelect;
 export type TransitionRow = typeof transitions.$inferSelect;
 export type RestartEventRow = typeof restartEvents.$inferSelect;
+export type SessionRow = typeof sessions.$inferSelect;
+export type AuditRow = typeof auditLog.$inferSelect;
 
 // ---- the on-call loop (lib/notify, lib/oncall) ----
 

@@ -9,6 +9,7 @@ import { z } from "zod";
 import { DEFAULT_THRESHOLDS, PROBE_CHOICES, type ProbeChoice, type Thresholds } from "./check/types";
 import { ENGINE_CHOICES, type EngineChoice } from "./engines/types";
 import { CHANNEL_TYPES, NOTIFICATION_EVENTS, type NotificationEvent } from "./notify/events";
+import { buildNetPolicy } from "./auth/net-policy";
 
 /** Every default of the config, and only here (the classifier's thresholds come from DEFAULT_THRESHOLDS). */
 export const DEFAULTS = {
@@ -107,9 +108,20 @@ export interface ProxyConfig {
   backends?: string[];
 }
 
+/** operator: reads and restarts. viewer: reads only (when access.read is "signed-in"), never restarts. */
+export type Role = "operator" | "viewer";
+
 export interface OperatorConfig {
   name: string;
   password: PasswordSpec;
+  role: Role;
+}
+
+/** An API token for scripts (`Authorization: Bearer <token>`); `name` is recorded as the actor. */
+export interface TokenConfig {
+  name: string;
+  token: string;
+  role: Role;
 }
 
 export interface Config {
@@ -130,6 +142,19 @@ export interface Config {
   metrics: { bearerToken: string | null };
   notifications: NotificationsConfig;
   maintenance: MaintenanceWindowConfig[];
+  tokens: TokenConfig[];
+  /** "public": anyone who reaches the port reads (the default); "signed-in": reading needs a viewer or operator. */
+  access: { read: "public" | "signed-in" };
+  /** Trusted reverse-proxy sign-in: the header (from server.trustProxy only) naming the signed-in user. */
+  auth: { proxyHeader?: string };
+  /**
+   * The URL operators open stepwatch at (behind a proxy): its host passes the Host check, and it is
+   * the base of messages' links. `notifications.publicUrl` is the same setting (issue 12's spelling);
+   * give either, or both alike.
+   */
+  publicUrl?: string;
+  /** Who may speak for clients (trustProxy) and under which names stepwatch is served (allowedHosts). */
+  server: { trustProxy: string[]; allowedHosts: string[] };
   /**
    * Every variable an "env:NAME" secret was read from, sorted. Restart commands run without them
    * (lib/restart/execute.ts restartCommandEnv): a command's output is shown to every reader.
@@ -351,13 +376,36 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       return { ...base, kind: "once", start: Date.parse(w.start!), end: Date.parse(w.end!) };
     });
   const proxy = z.strictObject({ id, url: httpUrl, apiKey: secret.optional(), backends: z.array(z.string()).optional() });
-  const operator = z.strictObject({ name: z.string().min(1), password });
-  // Only "env:NAME": a scrape token in a config file that is often world-readable is no secret.
+  const role = z.enum(["operator", "viewer"]).default("operator");
+  const operator = z.strictObject({ name: z.string().min(1).max(100), password, role });
+  // Only "env:NAME" (the /metrics scrape token and API tokens): a token in a config file that is
+  // often world-readable is no secret.
   const bearerToken = z
     .string()
     .refine((s) => s.startsWith("env:"), { message: 'must be "env:NAME" (the variable holds the token)' })
     .pipe(secret)
     .refine((s) => s.length >= 16, { message: "the token must be at least 16 characters" });
+  const token = z.strictObject({
+    name: z.string().min(1).max(100),
+    token: bearerToken,
+    role,
+  });
+  const proxyAddress = z.string().superRefine((entry, ctx) => {
+    try {
+      buildNetPolicy({ trustProxy: [entry], allowedHosts: [] });
+    } catch {
+      ctx.addIssue({ code: "custom", message: `"${entry}" is not an IP address or CIDR range (e.g. "127.0.0.1", "10.0.0.0/8", "::1")` });
+    }
+  });
+  const hostName = z
+    .string()
+    .regex(/^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$/, "must be a host name without scheme or port (e.g. stepwatch.example.internal)");
+  const server = z
+    .strictObject({
+      trustProxy: z.array(proxyAddress).default([]),
+      allowedHosts: z.array(hostName).default([]),
+    })
+    .default({ trustProxy: [], allowedHosts: [] });
 
   return z
     .strictObject({
@@ -383,6 +431,19 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
         .transform((m) => ({ bearerToken: m.bearerToken ?? null })),
       notifications: notifications.prefault({}),
       maintenance: z.array(maintenanceWindow).default([]),
+      tokens: z.array(token).default([]),
+      access: z.strictObject({ read: z.enum(["public", "signed-in"]).default("public") }).default({ read: "public" }),
+      auth: z
+        .strictObject({
+          proxyHeader: z
+            .string()
+            .regex(/^[A-Za-z0-9-]+$/, "must be a header name (e.g. X-Forwarded-User)")
+            .transform((h) => h.toLowerCase())
+            .optional(),
+        })
+        .default({}),
+      publicUrl: httpUrl.optional(),
+      server,
     })
     .superRefine((c, ctx) => {
       // Backends and proxies share one id space: transitions and logs name them by id alone.
@@ -418,6 +479,15 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
         unknownBackends(ch.backends, ["notifications", "channels", i, "backends"]);
       });
       c.maintenance.forEach((w, i) => unknownBackends(w.backends, ["maintenance", i, "backends"]));
+      c.tokens.forEach((t, i) => {
+        if (names.has(t.name)) ctx.addIssue({ code: "custom", path: ["tokens", i, "name"], message: `"${t.name}" is already an operator's or another token's name` });
+        names.add(t.name);
+      });
+      if (c.auth.proxyHeader && c.server.trustProxy.length === 0)
+        ctx.addIssue({ code: "custom", path: ["auth", "proxyHeader"], message: "needs server.trustProxy: the header is believed only from those addresses" });
+      const top = c.publicUrl, inNotifications = c.notifications.publicUrl;
+      if (top !== undefined && inNotifications !== null && top !== inNotifications)
+        ctx.addIssue({ code: "custom", path: ["notifications", "publicUrl"], message: `differs from publicUrl ("${top}"): give one, or both alike` });
     });
 }
 
@@ -455,7 +525,14 @@ export function parseConfig(json: unknown, source: string, opts: ParseOptions = 
   const warnings = r.data.operators
     .filter((o) => o.password.kind === "plain" && o.password.source === "inline")
     .map((o) => `operator "${o.name}" has a clear-text password in the config (accepted for the demo only)`);
-  return { source, ...r.data, secretEnvNames: [...secretEnvNames].sort(), warnings, raw: json };
+  // /metrics is outside the read gate (a scraper has no session): it has its own token (SECURITY.md).
+  if (r.data.access.read === "signed-in" && r.data.metrics.bearerToken === null) {
+    warnings.push('access.read is "signed-in" but metrics.bearerToken is unset: GET /metrics (backend ids, states, load) is readable by anyone who reaches the port');
+  }
+  // One setting under two names (issue 16's publicUrl, issue 12's notifications.publicUrl): each falls back on the other.
+  const url = r.data.publicUrl ?? r.data.notifications.publicUrl ?? undefined;
+  const notifications = { ...r.data.notifications, publicUrl: url ?? null };
+  return { source, ...r.data, ...(url ? { publicUrl: url } : {}), notifications, secretEnvNames: [...secretEnvNames].sort(), warnings, raw: json };
 }
 
 /** Read and validate a config file. Throws ConfigError naming the file and the fields. */

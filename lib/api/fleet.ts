@@ -124,8 +124,14 @@ export async function getRestartPlan(id: string): Promise<RestartPlanDTO> {
   };
 }
 
-export async function listRestarts(filter: { backendId?: string; limit?: number } = {}): Promise<RestartEventDTO[]> {
+/** Restart log pages: GET /api/restarts?limit= (default 100, at most 1000) &before=<id of the last event seen>. */
+export const RESTARTS_DEFAULT_LIMIT = 100;
+export const RESTARTS_MAX_LIMIT = 1000;
+
+export async function listRestarts(
+  filter: { backendId?: string; limit?: number; beforeId?: number } = {},
+): Promise<{ events: RestartEventDTO[]; nextBefore: number | null }> {
   const rt = await getRuntime();
   if (filter.backendId !== undefined) knownBackend(rt, filter.backendId);
-  return fromStorage("the restart log", () => restartsOf(rt.db.db, filter));
+  return fromStorage("the restart log", () => restartsOf(rt.db.db, { ...filter, limit: Math.min(filter.limit ?? RESTARTS_DEFAULT_LIMIT, RESTARTS_MAX_LIMIT) }));
 }

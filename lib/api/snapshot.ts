@@ -157,6 +157,12 @@ export function historyOf(db: Db, backendId: string, from: number, to: number): 
   };
 }
 
-export function restartsOf(db: Db, filter: { backendId?: string; limit?: number }): RestartEventDTO[] {
-  return listRestartEvents(db, filter).map(restartDTO);
+/**
+ * One page of the restart log, newest first: at most `limit` events older than event `beforeId`,
+ * and the cursor of the next page (null on the last one).
+ */
+export function restartsOf(db: Db, filter: { backendId?: string; limit: number; beforeId?: number }): { events: RestartEventDTO[]; nextBefore: number | null } {
+  const rows = listRestartEvents(db, { ...filter, limit: filter.limit + 1 });
+  const page = rows.slice(0, filter.limit);
+  return { events: page.map(restartDTO), nextBefore: rows.length > filter.limit ? page[page.length - 1].id : null };
 }

@@ -6,25 +6,25 @@ import { recentNotifications, type NotificationWithDeliveries } from "../../db/q
 import type { AcknowledgementDTO, MaintenanceDTO, NotificationDTO, NotificationsResponse } from "../api/types";
 import { DomainError } from "../errors";
 import { getRuntime, type Runtime } from "../runtime";
-import { acknowledge, endMaintenance, startMaintenance, type OnCallVerbDeps } from "./verbs";
+import { acknowledge, endMaintenance, startMaintenance, type Actor, type OnCallVerbDeps } from "./verbs";
 
 function verbDeps(rt: Runtime): OnCallVerbDeps {
   return { db: rt.db.db, backends: rt.config.backends, book: rt.watcher.book, current: (b) => rt.watcher.current(b) };
 }
 
-export async function acknowledgeBackend(backendId: string, by: string, note?: string): Promise<AcknowledgementDTO> {
+export async function acknowledgeBackend(backendId: string, by: string, note?: string, actor: Actor = {}): Promise<AcknowledgementDTO> {
   const rt = await getRuntime();
-  return acknowledge({ backendId, by, note, now: Date.now() }, verbDeps(rt));
+  return acknowledge({ backendId, by, note, now: Date.now(), ...actor }, verbDeps(rt));
 }
 
-export async function startBackendMaintenance(backendId: string, by: string, minutes: number, note?: string): Promise<MaintenanceDTO> {
+export async function startBackendMaintenance(backendId: string, by: string, minutes: number, note?: string, actor: Actor = {}): Promise<MaintenanceDTO> {
   const rt = await getRuntime();
-  return startMaintenance({ backendId, by, minutes, note, now: Date.now() }, verbDeps(rt));
+  return startMaintenance({ backendId, by, minutes, note, now: Date.now(), ...actor }, verbDeps(rt));
 }
 
-export async function endBackendMaintenance(backendId: string, by: string): Promise<{ ended: number }> {
+export async function endBackendMaintenance(backendId: string, by: string, actor: Actor = {}): Promise<{ ended: number }> {
   const rt = await getRuntime();
-  return endMaintenance({ backendId, by, now: Date.now() }, verbDeps(rt));
+  return endMaintenance({ backendId, by, now: Date.now(), ...actor }, verbDeps(rt));
 }
 
 export function notificationDTO(n: NotificationWithDeliveries): NotificationDTO {

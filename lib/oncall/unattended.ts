@@ -28,7 +28,7 @@ export function requestUnattendedRestart(rt: Pick<Runtime, "config" | "db" | "wa
   const stuckFor = rt.watcher.backends.get(backendId)?.problem.recommendedSince;
   const note = `unattended restart (restart.unattended.afterSeconds ${b.unattended.afterSeconds})${stuckFor ? `: restart recommended since ${new Date(stuckFor).toISOString()}` : ""}`;
   try {
-    const { event, done } = requestRestart({ backendId, operator: UNATTENDED_BY, note, now }, restartDeps(rt));
+    const { event, done } = requestRestart({ backendId, operator: UNATTENDED_BY, actorKind: "system", note, now }, restartDeps(rt));
     log(`stepwatch: unattended restart #${event.id} of ${backendId} asked for`);
     done.catch((e) => log(`stepwatch: unattended restart #${event.id} of ${backendId}: ${(e as Error).message}`));
     return true;

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
-import { assertSameOrigin, requireOperator } from "@/lib/auth/server";
+import { actorOf, assertSameOrigin, requireOperator } from "@/lib/auth/server";
 import { acknowledgeBackend } from "@/lib/oncall/api";
 import { readJson } from "../../../_lib/body";
 
@@ -20,7 +20,7 @@ export async function POST(req: Request, ctx: { params: Promise<{ id: string }> 
     const session = await requireOperator();
     const body = await readJson(req, Body);
     const { id } = await ctx.params;
-    const acknowledgement = await acknowledgeBackend(id, session.name, body.note);
+    const acknowledgement = await acknowledgeBackend(id, session.name, body.note, actorOf(req, session));
     return Response.json({ acknowledgement }, { status: 201, headers: { "cache-control": "no-store" } });
   } catch (e) {
     return errorResponse(e);

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
-import { assertSameOrigin, requireOperator } from "@/lib/auth/server";
+import { actorOf, assertSameOrigin, requireOperator } from "@/lib/auth/server";
 import { endBackendMaintenance, startBackendMaintenance } from "@/lib/oncall/api";
 import { MAX_MAINTENANCE_MINUTES } from "@/lib/oncall/verbs";
 import { readJson } from "../../../_lib/body";
@@ -24,7 +24,7 @@ export async function POST(req: Request, ctx: { params: Promise<{ id: string }> 
     const session = await requireOperator();
     const body = await readJson(req, Body);
     const { id } = await ctx.params;
-    const maintenance = await startBackendMaintenance(id, session.name, body.minutes, body.note);
+    const maintenance = await startBackendMaintenance(id, session.name, body.minutes, body.note, actorOf(req, session));
     return Response.json({ maintenance }, { status: 201, headers: { "cache-control": "no-store" } });
   } catch (e) {
     return errorResponse(e);
@@ -37,7 +37,7 @@ export async function DELETE(req: Request, ctx: { params: Promise<{ id: string }
     assertSameOrigin(req);
     const session = await requireOperator();
     const { id } = await ctx.params;
-    return Response.json(await endBackendMaintenance(id, session.name), { headers: { "cache-control": "no-store" } });
+    return Response.json(await endBackendMaintenance(id, session.name, actorOf(req, session)), { headers: { "cache-control": "no-store" } });
   } catch (e) {
     return errorResponse(e);
   }
