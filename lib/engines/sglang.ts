@@ -52,6 +52,18 @@ function opt(f: Figure, name: string, warnings: string[]): number | null {
 export const sglangAdapter: EngineAdapter = {
   kind: "sglang",
   prefix: SGLANG_PREFIX,
+  families: new Set([
+    "sglang:num_running_reqs",
+    "sglang:num_queue_reqs",
+    "sglang:http_requests_active",
+    "sglang:cuda_graph_passes_total",
+    "sglang:realtime_tokens_total",
+    "sglang:prompt_tokens_total",
+    "sglang:generation_tokens_total",
+    "sglang:num_requests_total",
+    "sglang:token_usage",
+    "sglang:gen_throughput",
+  ]),
   rules: { minStuckWindowSeconds: 150, livenessPath: "/v1/models", probe: "openai", metricsFlag: "--enable-metrics" },
   extract(index) {
     const warnings: string[] = [];
