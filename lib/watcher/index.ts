@@ -56,6 +56,8 @@ export interface Watcher {
 }
 
 export const WATCHER_DEFAULTS = { flushIntervalMs: 1000, retentionIntervalMs: 10 * 60_000 };
+/** How often every backend's newest restart event is read (one query for all). */
+export const RESTART_REFRESH_MS = 1000;
 
 /** The deadline of one GET: at most the poll interval (never more than 10 s, never under 2 s). */
 export function readTimeoutMs(pollIntervalSeconds: number): number {
@@ -87,6 +89,15 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   for (const m of backends.values()) m.seed();
   for (const m of proxies.values()) m.seed();
 
+  // The restart events of every backend, once a second (a restart asked by another process that
+  // shares the database is seen within a second; this process's own verb notifies at once).
+  const refreshRestarts = () => {
+    const latest = store.latestRestarts();
+    if (!latest) return; // read failed: keep what each monitor had
+    for (const m of backends.values()) m.lastRestart = latest.get(m.config.id) ?? null;
+  };
+  refreshRestarts();
+
   const intervalMs = config.pollIntervalSeconds * 1000;
   const onLag = (ms: number) => telemetry.pollLag(ms);
   const onError = (what: string) => (e: unknown) => log(`stepwatch: ${what}: ${(e as Error)?.stack ?? String(e)}`);
@@ -117,6 +128,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
         onError: onError(`poll of proxy ${m.config.id} failed`),
       }),
     ),
+    runEvery(refreshRestarts, { intervalMs: RESTART_REFRESH_MS, signal, clock }),
     runEvery(() => void store.flush(), { intervalMs: opts.flushIntervalMs ?? WATCHER_DEFAULTS.flushIntervalMs, signal, clock }),
     runEvery(() => void runRetention(), { intervalMs: opts.retentionIntervalMs ?? WATCHER_DEFAULTS.retentionIntervalMs, signal, clock }),
   ];

@@ -52,7 +52,12 @@ export class BackendMonitor {
   storedState: BackendState | null = null;
   since: number | null = null;
   recent: Array<[number, number | null, number | null]> = [];
-  /** The newest restart event of this backend (pending when outcome is null). */
+  /**
+   * The newest restart event of this backend (pending when outcome is null). Kept fresh by the
+   * watcher: one query a second for every backend (refreshRestarts in ./index.ts), and at once when
+   * the restart verb of this process inserts or resolves one (notifyRestart*). It only feeds the
+   * verdict's `restarting` and the fleet view; the verb's own SQL check decides what may be asked.
+   */
   lastRestart: RestartEventRow | null = null;
 
   constructor(
@@ -74,7 +79,7 @@ export class BackendMonitor {
       this.storedState = t.toState as BackendState;
       this.since = t.at;
     }
-    this.refreshRestart();
+    // lastRestart: startWatcher reads every backend's at once, right after seeding.
   }
 
   pending(): PendingRestart | null {
@@ -90,7 +95,6 @@ export class BackendMonitor {
 
   async poll(signal: AbortSignal): Promise<void> {
     const { store, thresholds, now } = this.deps;
-    this.refreshRestart();
     const pendingRow = this.lastRestart?.outcome === null ? this.lastRestart : null;
     const pending = this.pending();
     const { reading, verdict } = await this.deps.observe(this.target, this.history, {
