@@ -127,7 +127,7 @@ export function goals(r: BenchResults): Goal[] {
     out.push({
       id: "no-false-restart",
       goal: "Zero false restarts in the replay",
-      stepwatch: `${recs} restart recommendations`,
+      stepwatch: `${recs} restart recommendations${inc.day.stepwatch.transitionsToRecommendingStates !== undefined ? ` (${inc.day.stepwatch.transitionsToRecommendingStates} transitions into stuck or down, a down inside startupGraceSeconds recommends nothing)` : ""}`,
       peer: `old watchdogs: ${inc.day.old.restarts} restarts, ${n(inc.day.old.downtimeMinutes)} min down`,
       ratio: NA,
       met: recs === 0,

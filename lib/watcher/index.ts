@@ -58,6 +58,8 @@ export interface Watcher {
 export const WATCHER_DEFAULTS = { flushIntervalMs: 1000, retentionIntervalMs: 10 * 60_000 };
 /** How often every backend's newest restart event is read (one query for all). */
 export const RESTART_REFRESH_MS = 1000;
+/** Loops besides one per backend and proxy: flush, retention, restart events (a virtual clock counts them). */
+export const HOUSEKEEPING_LOOPS = 3;
 
 /** The deadline of one GET: at most the poll interval (never more than 10 s, never under 2 s). */
 export function readTimeoutMs(pollIntervalSeconds: number): number {
