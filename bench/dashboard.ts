@@ -303,9 +303,9 @@ export async function runDashboardBench(opts: { historyDbPath: string; workDir: 
     const hist = async (range: number, runs: number) => {
       const p = `/api/backends/b000/history?from=${to - range}&to=${to}`;
       const res = await pool.request({ path: p, method: "GET" });
-      const json = (await res.body.json()) as { points?: unknown[] };
+      const json = (await res.body.json()) as { count?: number; points?: unknown[] };
       const stats = await loadTest(pool, p, 1, 30, runs);
-      return { ...stats, points: json.points?.length ?? 0 };
+      return { ...stats, points: json.count ?? json.points?.length ?? 0 };
     };
     const sevenDays = await hist(7 * DAY, opts.quick ? 10 : 30);
     const oneHour = await hist(HOUR, opts.quick ? 10 : 30);

@@ -388,11 +388,17 @@ ${st.sourceHours} h), sized with SQLite's dbstat (tables and their indexes), sca
 ${n(h.rows.raw)} raw rows (last 48 h) + ${n(h.rows.rollupMinutes)} minute rollups, the real \`historyOf\` (what
 \`GET /api/backends/{id}/history\` returns), in-process:
 
-| range | points | p50 ms | p99 ms |
-|---|---|---|---|
-| 7 days | ${n(h.sevenDaysMs.points)} | ${n(h.sevenDaysMs.p50, 2)} | ${n(h.sevenDaysMs.p99, 2)} |
-| 24 hours | ${n(h.oneDayMs.points)} | ${n(h.oneDayMs.p50, 2)} | ${n(h.oneDayMs.p99, 2)} |
-| 1 hour | ${n(h.oneHourMs.points)} | ${n(h.oneHourMs.p50, 2)} | ${n(h.oneHourMs.p99, 2)} |
+| range | points | p50 ms | p99 ms | JSON answer | JSON.stringify ms |
+|---|---|---|---|---|---|
+${(
+  [
+    ["7 days", h.sevenDaysMs],
+    ["24 hours", h.oneDayMs],
+    ["1 hour", h.oneHourMs],
+  ] as const
+)
+  .map(([label, t]) => `| ${label} | ${n(t.points)} | ${n(t.p50, 2)} | ${n(t.p99, 2)} | ${t.jsonBytes === undefined ? "-" : kb(t.jsonBytes)} | ${t.stringifyMs === undefined ? "-" : n(t.stringifyMs, 2)} |`)
+  .join("\n")}
 `;
 }
 

@@ -68,5 +68,8 @@ describe("latency in SQLite", () => {
     expect(minute[0].ttftP50).toBeCloseTo(0.3, 9);
     // The read without a figure does not pull the mean towards zero.
     expect(minute[0].successStopPerSecond).toBe(4);
+    // A figure no minute of the range has is null (left out of the query, not averaged).
+    expect(minute[0].queueP95).toBeNull();
+    expect(Object.keys(minute[0]).sort()).toEqual(Object.keys(raw[0]).sort());
   });
 });
