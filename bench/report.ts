@@ -213,7 +213,8 @@ export function goals(r: BenchResults): Goal[] {
         (c ? `, ${n(c.p99Ms, 1)} ms (50 clients as browsers: If-None-Match, gzip; ${n(c.notModified ?? 0)} of ${n(c.requests)} answered 304)` : "") +
         `; answer ${kb(f.fiftyClients.responseBytes)}` +
         (f.gzipBytes !== undefined ? `, ${kb(f.gzipBytes)} gzip` : "") +
-        (f.etag ? `; 304 with If-None-Match: ${f.etag.notModifiedStatus}, ${f.etag.notModifiedBodyBytes} B body` : "; no ETag"),
+        (f.etag ? `; 304 with If-None-Match: ${f.etag.notModifiedStatus}, ${f.etag.notModifiedBodyBytes} B body` : "; no ETag") +
+        (f.fiftyFloor ? `; same window, GET /api/session (34 B) under 50 clients: p99 ${n(f.fiftyFloor.p99Ms, 1)} ms, ${n(f.fiftyFloor.requestsPerSecond)} req/s vs /api/fleet ${n(f.fiftyClients.requestsPerSecond)}` : ""),
       peer: NA,
       ratio: NA,
       met: !!f.etag && f.etag.notModifiedStatus === 304 && f.etag.notModifiedBodyBytes === 0 && size <= 25 * 1024 && p99 < 20,
@@ -420,7 +421,7 @@ The server's own watcher polls ${d.backends} simulated backends every 5 s while 
 |---|---|---|---|---|---|---|---|---|
 ${l("GET /api/fleet", f.oneClient)}
 ${l("GET /api/fleet", f.fiftyClients)}
-${l(`GET /api/backends/b000/history, 7 days (${d.history.sevenDays.points} points)`, d.history.sevenDays)}
+${f.fiftyConditional ? `${l("GET /api/fleet as browsers (If-None-Match, gzip)", f.fiftyConditional)}\n` : ""}${f.fiftyFloor ? `${l("GET /api/session (next start's floor: 34 B, no watcher data)", f.fiftyFloor)}\n` : ""}${l(`GET /api/backends/b000/history, 7 days (${d.history.sevenDays.points} points)`, d.history.sevenDays)}
 ${l(`GET /api/backends/b000/history, 1 hour (${d.history.oneHour.points} points)`, d.history.oneHour)}
 
 ${page}
