@@ -98,7 +98,6 @@ export function startWatcher(opts: WatcherOptions): Watcher {
     if (!latest) return; // read failed: keep what each monitor had
     for (const m of backends.values()) m.lastRestart = latest.get(m.config.id) ?? null;
   };
-  refreshRestarts();
 
   const intervalMs = config.pollIntervalSeconds * 1000;
   const onLag = (ms: number) => telemetry.pollLag(ms);

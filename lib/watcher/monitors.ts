@@ -79,7 +79,7 @@ export class BackendMonitor {
       this.storedState = t.toState as BackendState;
       this.since = t.at;
     }
-    // lastRestart: startWatcher reads every backend's at once, right after seeding.
+    this.refreshRestart();
   }
 
   pending(): PendingRestart | null {
