@@ -434,15 +434,6 @@ export function historyPoints(
          FROM samples WHERE backend_id = @id AND folded = 0 AND at >= @from AND at <= @to GROUP BY 1`,
     )
     .all({ b: bucket, id: backendId, from, to }) as Agg[];
-  // The latency means are two thirds of this query's time (14 weighted means per bucket), and most
-  // backends (every engine but vLLM, a vLLM that served nothing) have none in the range: a count
-  // first (a fraction of the cost) leaves out the columns with no value, which are null anyway.
-  const counts = client
-    .prepare(`SELECT ${LATENCY_COLUMNS.map(([, c]) => `COUNT(${c})`).join(", ")} FROM sample_minutes WHERE backend_id = ? AND minute >= ? AND minute <= ?`)
-    .raw()
-    .get(backendId, from, to) as number[];
-  const present = LATENCY_COLUMNS.filter((_, i) => counts[i] > 0);
-  const absent = LATENCY_COLUMNS.filter((_, i) => !(counts[i] > 0)).map(([f]) => [f, null] as const);
   const fromRollups = client
     .prepare(
       `SELECT (minute / CAST(@b AS INTEGER)) * @b AS at, SUM(n) AS n, SUM(running_avg * n) / SUM(n) AS running,
@@ -450,11 +441,10 @@ export function historyPoints(
               SUM(generation_tokens_per_second * n) / SUM(n) AS generationTokensPerSecond,
               SUM(prompt_tokens_per_second * n) / SUM(n) AS promptTokensPerSecond,
               SUM(kv_cache_usage * n) / SUM(n) AS kvCacheUsage, MAX(${rankOf("worst_state")}) AS rank
-              ${present.map(([f, c]) => `, ${weightedMean(c)} AS ${f}`).join("")}
+              ${latencySelect(weightedMean)}
          FROM sample_minutes WHERE backend_id = @id AND minute >= @from AND minute <= @to GROUP BY 1`,
     )
     .all({ b: bucket, id: backendId, from, to }) as Agg[];
-  if (absent.length > 0) for (const p of fromRollups) Object.assign(p, Object.fromEntries(absent));
   const byAt = new Map<number, Agg>();
   for (const p of [...fromRollups, ...fromRaw]) {
     const prev = byAt.get(p.at);
