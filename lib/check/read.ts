@@ -19,6 +19,7 @@ import { parseOllamaPs, parseOllamaVersion } from "../engines/ollama";
 import { parseTgiInfo } from "../engines/tgi";
 import { ENGINE_LABELS, type EngineChoice, type EngineKind } from "../engines/types";
 import { extractVllmLatency } from "../metrics/vllm-latency";
+import { detach } from "../metrics/prometheus";
 import { httpRequest, type HttpResult } from "../net/http";
 import type { ProbeChoice, ProbeKind, ProbeResult, ProxyReading, Reading } from "./types";
 
@@ -179,10 +180,12 @@ export async function readBackend(target: BackendTarget, opts: ReadOptions = {})
           return reading;
         }
         reading.engine = kind;
-        reading.error =
+        // Texts kept in the Reading are copies (detach): a slice of the body would keep it alive.
+        reading.error = detach(
           detected && detected !== kind
             ? `configured engine ${ENGINE_LABELS[kind]}, but /metrics carries ${ENGINE_LABELS[detected]}'s families`
-            : (parsed.error ?? `no ${ENGINE_LABELS[kind]} metrics`);
+            : (parsed.error ?? `no ${ENGINE_LABELS[kind]} metrics`),
+        );
       } else {
         reading.error = `no known engine's metrics (found ${exp.sampleCount} series, none named vllm:*, llamacpp:*, sglang:* or tgi_*)`;
       }
@@ -199,9 +202,9 @@ export async function readBackend(target: BackendTarget, opts: ReadOptions = {})
           return { ...reading, engine: "tgi", metrics: parsed.metrics };
         }
       }
-      reading.error = exp.error;
+      reading.error = detach(exp.error);
     } else {
-      reading.error = exp.error;
+      reading.error = detach(exp.error);
     }
   } else if (res.outcome === "http-error" && res.status === 501) {
     // llama-server without --metrics.

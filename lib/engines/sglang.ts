@@ -18,6 +18,7 @@
  *   server, at once) is live: generation requests in flight beyond what the gauges show count as
  *   waiting, so such a server is never taken for idle (and never probed).
  */
+import { detach } from "../metrics/prometheus";
 import type { EngineAdapter } from "./adapter";
 import { isValid, type Check, type Index } from "./series";
 import type { EngineMetrics, EvidenceFigure } from "./types";
@@ -93,7 +94,7 @@ export const sglangAdapter: EngineAdapter = {
     if (realtime) evidence.push("promptTokens", "generationTokens");
     if (evidence.length === 0) evidence.push("throughput");
     const models = new Set<string>();
-    for (const s of index.get("sglang:num_running_reqs") ?? []) if (s.labels.model_name) models.add(s.labels.model_name);
+    for (const s of index.get("sglang:num_running_reqs") ?? []) if (s.labels.model_name && !models.has(s.labels.model_name)) models.add(detach(s.labels.model_name)); // a copy: see vllm.ts
     const metrics: EngineMetrics = {
       processStartTime: null,
       running: load.running,

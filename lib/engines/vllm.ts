@@ -28,7 +28,7 @@
 import type { EngineAdapter } from "./adapter";
 import { readExposition } from "./exposition";
 import { buildIndex, combine, hasPrefix, labelValues, optional, type Index, type Pick } from "./series";
-import type { ParseResult } from "../metrics/prometheus";
+import { detach, type ParseResult } from "../metrics/prometheus";
 import { LATENCY_FAMILIES } from "../metrics/vllm-latency";
 import type { EngineMetrics, EngineSlice } from "./types";
 
@@ -128,7 +128,8 @@ function extractFromIndex(index: Index): VllmExtraction {
     vllmSeries += series.length;
     for (const s of series) {
       const model = s.labels.model_name;
-      if (model !== undefined) models.add(model);
+      // A copy, not a slice: the Reading (kept in history) must not keep the ~36 KB body alive.
+      if (model !== undefined && !models.has(model)) models.add(detach(model));
     }
   }
   if (vllmSeries === 0) return { metrics: null, warnings };

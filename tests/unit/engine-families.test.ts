@@ -4,6 +4,8 @@
  * without the filter (the adapter's metrics and warnings, and vLLM's latency figures).
  */
 import { readFileSync } from "node:fs";
+import v8 from "node:v8";
+import vm from "node:vm";
 import { describe, expect, it } from "vitest";
 import { readExposition } from "@/lib/engines/exposition";
 import { ADAPTERS, detectEngine } from "@/lib/engines/registry";
@@ -75,5 +77,26 @@ describe("adapters' families", () => {
       else expect(p.metrics).toBeNull();
     }
     expect(parseVllmMetrics(fixture("real-metrics/sglang-0.5.10-datadog.prom")).error).toMatch(/^no vLLM metrics \(found \d+ series/);
+  });
+
+  it("what a read keeps (metrics, latency) holds no slice of its body: a history of readings does not keep every body alive", () => {
+    v8.setFlagsFromString("--expose-gc");
+    const gc = vm.runInNewContext("gc") as () => void;
+    // A model name of 13+ characters: V8 keeps such a substring as a view into the whole body.
+    const base = fixture("real-metrics/vllm-0.29.0-inferstack.prom").replace(/model_name="[^"]*"/g, 'model_name="meta-llama/Llama-3.1-70B-Instruct"');
+    const kept: unknown[] = [];
+    const n = 300;
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 0; i < n; i++) {
+      const exp = readExposition(`# read ${i}\n${base}`, VLLM_FAMILIES); // a distinct body each time, as every answer is
+      if (!exp.ok) throw new Error(exp.error);
+      kept.push({ metrics: ADAPTERS.vllm.extract(exp.index, {}).metrics, latency: extractVllmLatency(exp.index) });
+    }
+    gc();
+    const perReading = (process.memoryUsage().heapUsed - before) / n;
+    // ~8 KB of figures each; a kept body would be ~57 KB more.
+    expect(perReading).toBeLessThan(base.length / 2);
+    expect(kept).toHaveLength(n);
   });
 });
