@@ -12,7 +12,7 @@ import type { BackendState, ProxyState } from "../check/states";
 import type { PendingRestart, ProxyReading, Reading, Thresholds, Verdict } from "../check/types";
 import type { BackendConfig, ProxyConfig } from "../config";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
-import { latencyOf } from "./latency";
+import { dropOlderLatency, latencyOf } from "./latency";
 import { judgeProxy } from "../check/proxy";
 import type { WatchStore } from "./store";
 import type { WatcherTelemetry } from "./telemetry";
@@ -110,11 +110,13 @@ export class BackendMonitor {
     if (pendingRow && pending) this.resolvePending(pendingRow, verdict, reading);
 
     const previous = this.history;
+    const latency = latencyOf(previous, reading); // before dropOlderLatency: it compares with the previous histograms
     this.history = trimHistory([...this.history, reading], now(), thresholds);
+    dropOlderLatency(this.history);
     this.last = { reading, verdict };
     this.pushRecent(reading, verdict.rates.generationTokensPerSecond);
     recordState(this, store, "backend", reading.at, verdict.state, verdict.reasons);
-    store.enqueueSample({ ...sampleRow(this.config.id, reading, verdict), ...latencyOf(previous, reading) });
+    store.enqueueSample({ ...sampleRow(this.config.id, reading, verdict), ...latency });
   }
 
   private resolvePending(row: RestartEventRow, verdict: Verdict, reading: Reading): void {
