@@ -4,7 +4,7 @@ import Link from "next/link";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { useEffect, useMemo, useState } from "react";
 import useSWR from "swr";
-import type { FleetBackend, FleetRecentResponse, FleetResponse, SparkPoint } from "@/lib/api/types";
+import type { FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, SparkPoint } from "@/lib/api/types";
 import { BACKEND_STATES } from "@/lib/check/states";
 import { sparklineText, toSparkline } from "@/lib/ui/chart";
 import { getJson } from "@/lib/ui/fetcher";
@@ -21,7 +21,9 @@ import {
   type FleetQuery,
 } from "@/lib/ui/fleet";
 import { formatAgo, formatCount, formatPercent, formatRate } from "@/lib/ui/format";
+import { frontedLabel } from "@/lib/ui/proxy";
 import { stateLabel } from "@/lib/ui/state";
+import { ConfigErrorBanner } from "./ConfigErrorBanner";
 import { useTimeZone } from "./TimeZone";
 import { ProxyBadge, StateBadge } from "./StateBadge";
 import { RestartDialog } from "./RestartDialog";
@@ -155,6 +157,17 @@ function BackendCard({ b, points, now, onRestart }: { b: FleetBackend; points: S
   );
 }
 
+/** "1 of 2 healthy" beside a proxy's own state (null when the config names no backends for it). */
+function FrontedBackends({ p }: { p: FleetProxy }) {
+  const f = frontedLabel(p);
+  if (!f) return null;
+  return (
+    <span className={`badge tone-${f.tone}`} data-testid={`proxy-${p.id}-backends`} title="backends this proxy fronts (proxies[].backends)">
+      {f.text}
+    </span>
+  );
+}
+
 function FleetToolbar({ query, onChange, backends }: { query: FleetQuery; onChange: (q: FleetQuery) => void; backends: FleetBackend[] }) {
   const models = distinct(backends.map((b) => b.model));
   const engines = distinct(backends.map(engineOf));
@@ -262,6 +275,7 @@ export function FleetView({ initial, operator }: { initial: FleetResponse | null
           {data.storageError} — live states still update, but history is not being saved.
         </div>
       ) : null}
+      <ConfigErrorBanner error={data?.configError} />
       {error ? (
         <div className="banner error" role="alert">
           <strong>Cannot reach stepwatch</strong>
@@ -314,6 +328,7 @@ export function FleetView({ initial, operator }: { initial: FleetResponse | null
               <div className="proxy" key={p.id} data-testid={`proxy-${p.id}`}>
                 <span className="id">{p.id}</span>
                 <ProxyBadge state={p.state} />
+                <FrontedBackends p={p} />
                 <span className="muted small">{p.url}</span>
                 <div className="chips">
                   {p.models.length ? p.models.map((m) => <span className="chip" key={m}>{m}</span>) : <span className="muted small">no models listed</span>}

@@ -8,6 +8,7 @@ const LINKS = [
   { href: "/", label: "Fleet" },
   { href: "/restarts", label: "Restarts" },
   { href: "/history", label: "History" },
+  { href: "/config", label: "Configuration" },
 ];
 
 export function TopBar({ operator }: { operator: string | null }) {

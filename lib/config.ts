@@ -1,5 +1,5 @@
 /**
- * stepwatch.config.json: validated once at boot with zod, defaults in one place (DEFAULTS), secrets
+ * stepwatch.config.json: validated at boot and on every reload (lib/reload.ts) with zod, defaults in one place (DEFAULTS), secrets
  * given as "env:NAME" resolved here so nothing downstream reads the environment. A bad file stops
  * the start with one line per problem, each naming the field (`backends[1].url: Invalid URL`).
  */
@@ -48,6 +48,8 @@ export interface ProxyConfig {
   id: string;
   url: string;
   apiKey?: string;
+  /** Ids of the backends this proxy fronts (each one is in `backends`): "1 of 2 healthy" beside its state. */
+  backends?: string[];
 }
 
 export interface OperatorConfig {
@@ -78,6 +80,11 @@ export interface Config {
   secretEnvNames: string[];
   /** Things that are accepted but worth a line in the log (a clear-text demo password). */
   warnings: string[];
+  /**
+   * The JSON as written, before "env:NAME" was resolved. Read only by the redacted view of the
+   * Configuration page (lib/api/config-view.ts), to show `env:NAME` instead of `***`; never sent.
+   */
+  raw: unknown;
 }
 
 export class ConfigError extends Error {
@@ -187,7 +194,7 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
     probe: z.enum(PROBE_CHOICES).default(DEFAULTS.probe),
     restart: restart.optional(),
   });
-  const proxy = z.strictObject({ id, url: httpUrl, apiKey: secret.optional() });
+  const proxy = z.strictObject({ id, url: httpUrl, apiKey: secret.optional(), backends: z.array(z.string()).optional() });
   const operator = z.strictObject({ name: z.string().min(1), password });
   // Only "env:NAME": a scrape token in a config file that is often world-readable is no secret.
   const bearerToken = z
@@ -231,6 +238,12 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
         });
       check(c.backends, "backends");
       check(c.proxies, "proxies");
+      const backendIds = new Set(c.backends.map((b) => b.id));
+      c.proxies.forEach((p, i) =>
+        p.backends?.forEach((b, j) => {
+          if (!backendIds.has(b)) ctx.addIssue({ code: "custom", path: ["proxies", i, "backends", j], message: `no backend "${b}" in backends` });
+        }),
+      );
       const names = new Set<string>();
       c.operators.forEach((o, i) => {
         if (names.has(o.name)) ctx.addIssue({ code: "custom", path: ["operators", i, "name"], message: `"${o.name}" appears twice` });
@@ -270,24 +283,51 @@ export function parseConfig(json: unknown, source: string, opts: ParseOptions = 
   const warnings = r.data.operators
     .filter((o) => o.password.kind === "plain" && o.password.source === "inline")
     .map((o) => `operator "${o.name}" has a clear-text password in the config (accepted for the demo only)`);
-  return { source, ...r.data, secretEnvNames: [...secretEnvNames].sort(), warnings };
+  return { source, ...r.data, secretEnvNames: [...secretEnvNames].sort(), warnings, raw: json };
 }
 
 /** Read and validate a config file. Throws ConfigError naming the file and the fields. */
 export function loadConfig(file: string, opts: ParseOptions = {}): Config {
-  let text: string;
+  return parseConfigText(readConfigText(file), file, opts);
+}
+
+/** The file's text; a missing or unreadable file is a ConfigError. */
+export function readConfigText(file: string): string {
   try {
-    text = fs.readFileSync(file, "utf8");
+    return fs.readFileSync(file, "utf8");
   } catch (e) {
     throw new ConfigError(file, [`cannot read the file: ${(e as Error).message}`]);
   }
+}
+
+/** Validate the text of a config file (the reload compares texts before parsing). */
+export function parseConfigText(text: string, source: string, opts: ParseOptions = {}): Config {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (e) {
-    throw new ConfigError(file, [`not valid JSON: ${(e as Error).message}`]);
+    throw new ConfigError(source, [`not valid JSON: ${jsonProblem((e as Error).message, text)}`]);
   }
-  return parseConfig(json, file, opts);
+  return parseConfig(json, source, opts);
+}
+
+/**
+ * V8's JSON error without the piece of the file it quotes (`..."apiKey": sk-live-..."`): the
+ * problem is shown on the dashboard and in the log, and the file holds secrets. Where V8 gives a
+ * position, it becomes a line and column.
+ */
+export function jsonProblem(message: string, text: string): string {
+  const what = message
+    .replace(/,\s*(\.\.\.)?".*$/s, "")
+    .replace(/\s+in JSON at position \d+.*$/s, "")
+    .replace(/\s+at position \d+.*$/s, "")
+    .trim();
+  const pos = /at position (\d+)/.exec(message);
+  if (!pos) return what;
+  const before = text.slice(0, Number(pos[1]));
+  const line = before.split("\n").length;
+  const column = before.length - before.lastIndexOf("\n");
+  return `${what} at line ${line}, column ${column}`;
 }
 
 /**

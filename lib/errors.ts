@@ -9,6 +9,7 @@ export type DomainErrorCode =
   | "not-found" // unknown backend id
   | "conflict" // a restart is pending, or the cooldown is running
   | "confirmation-required" // a healthy backend's id was not typed
+  | "invalid-config" // a config reload found problems (the running config stays)
   | "too-large" // request body over the cap
   | "rate-limited" // too many sign-in attempts
   | "not-configured" // no restart action for this backend
@@ -40,6 +41,7 @@ export function httpStatus(code: DomainErrorCode): number {
     case "too-large":
       return 413;
     case "confirmation-required":
+    case "invalid-config":
       return 422;
     case "rate-limited":
       return 429;

@@ -5,14 +5,20 @@
  * Routes may be hit before instrumentation finished starting: they await the same promise.
  */
 import { openDb, resolveDbPath, type DbHandle } from "../db/client";
-import { ConfigError, loadConfig, parseConfig, resolveConfigPath, type Config } from "./config";
+import { ConfigError, parseConfig, parseConfigText, readConfigText, resolveConfigPath, type Config } from "./config";
 import { restartOutcomeCounts } from "../db/queries";
 import { getStepwatchMetrics, type StepwatchMetrics } from "./export/metrics";
+import { describeReload, emptyStatus, startReloader, type ConfigStatus, type ReloadResult, type ReloadTrigger } from "./reload";
 import { startWatcher, type Watcher } from "./watcher";
 import { fleetSnapshot } from "./api/snapshot";
 
 export interface Runtime {
+  /** The running config; replaced as a whole by a valid reload (lib/reload.ts), never edited. */
   config: Config;
+  /** What was loaded when and by what, and the last reload's problems (shown on the dashboard). */
+  configStatus: ConfigStatus;
+  /** Re-reads the config file now (SIGHUP, a file change and POST /api/config/reload call this). */
+  reloadConfig(trigger: ReloadTrigger): ReloadResult;
   db: DbHandle;
   watcher: Watcher;
   /** The Prometheus export (GET /metrics): the process's one registry, fed by this watcher. */
@@ -42,9 +48,11 @@ async function startRuntime(): Promise<Runtime> {
   const startedAt = Date.now();
   const configPath = resolveConfigPath();
   let config: Config;
+  let configText = "";
   let stopDemo: (() => Promise<void>) | null = null;
   if (configPath) {
-    config = loadConfig(configPath);
+    configText = readConfigText(configPath);
+    config = parseConfigText(configText, configPath);
     console.log(`stepwatch: config ${configPath}: ${config.backends.length} backend(s), ${config.proxies.length} proxy(ies)`);
   } else {
     // Loaded only when needed: the demo fleet is simulators and load generators.
@@ -80,15 +88,13 @@ async function startRuntime(): Promise<Runtime> {
   }
   const watcher = startWatcher({ config, db: db.db, telemetry: metrics.telemetry });
   const demo = stopDemo !== null;
-  metrics.attach(() => ({
-    fleet: fleetSnapshot(watcher, { demo, now: Date.now(), restartCooldownSeconds: config.restartCooldownSeconds, pollIntervalSeconds: config.pollIntervalSeconds }),
-    pollIntervalSeconds: config.pollIntervalSeconds,
-  }));
   console.log(`stepwatch: database ${dbPath}; polling every ${config.pollIntervalSeconds} s`);
 
   let stopping: Promise<void> | null = null;
   const rt: Runtime = {
     config,
+    configStatus: emptyStatus(configPath, startedAt),
+    reloadConfig: (trigger) => reloader.reload(trigger),
     db,
     watcher,
     metrics,
@@ -96,15 +102,49 @@ async function startRuntime(): Promise<Runtime> {
     startedAt,
     stop: () =>
       (stopping ??= (async () => {
+        reloader.stop();
         await watcher.stop();
         await stopDemo?.();
         db.close();
       })()),
   };
 
+  // /metrics' restart counters follow the backends a reload added or removed (seeded as at start).
+  const backendIds = (list: string[]) => list.filter((t) => t.startsWith("backend ")).map((t) => t.slice("backend ".length));
+  const syncRestartCounts = (change: { added: string[]; removed: string[] }) => {
+    metrics.forgetRestarts(backendIds(change.removed));
+    const added = backendIds(change.added);
+    if (added.length === 0) return;
+    try {
+      metrics.seedRestarts(added, restartOutcomeCounts(db.db));
+    } catch (e) {
+      console.error(`stepwatch: cannot read restart counts for /metrics (counting from 0): ${(e as Error).message}`);
+      metrics.seedRestarts(added, []);
+    }
+  };
+
+  const reloader = startReloader(rt, {
+    initialText: configText,
+    onResult: (r, trigger) => {
+      if (!r.attempted) return;
+      // The audit hook of a reload: the server log now; the audit log (issue 16) hangs here too.
+      if (r.ok) console.log(describeReload(r, trigger, configPath));
+      else console.error(describeReload(r, trigger, configPath));
+      for (const w of r.ok ? rt.config.warnings : []) console.warn(`stepwatch: ${w}`);
+      if (r.ok && r.change) syncRestartCounts(r.change);
+    },
+  });
+
+  // rt.config, not `config`: a reload replaces it, and a scrape reports the running config's values.
+  metrics.attach(() => ({
+    fleet: fleetSnapshot(watcher, { demo, now: Date.now(), restartCooldownSeconds: rt.config.restartCooldownSeconds, pollIntervalSeconds: rt.config.pollIntervalSeconds }),
+    pollIntervalSeconds: rt.config.pollIntervalSeconds,
+  }));
+
   // Synchronous on purpose: Next's own SIGTERM handler may exit right after ours returns, and a
   // better-sqlite3 write is synchronous, so the queued readings are on disk before that.
   const onSignal = (sig: NodeJS.Signals) => {
+    reloader.stop();
     watcher.stopNow();
     // If nobody else (Next) handles the signal, our listener must not swallow it: re-raise it
     // now that ours is removed, so the default action ends the process.

@@ -16,6 +16,7 @@ export async function getFleet(now: number = Date.now()): Promise<FleetResponse>
     demo: rt.demo,
     now,
     restartCooldownSeconds: rt.config.restartCooldownSeconds,
+    configError: rt.configStatus.error,
     pollIntervalSeconds: rt.config.pollIntervalSeconds,
   });
 }
@@ -48,12 +49,18 @@ export function encodeJson(value: unknown): EncodedJson {
  */
 export const FLEET_JSON_MAX_AGE_MS = 250;
 
-function cachedEncoding(build: (now: number) => Promise<unknown>): (now?: number) => Promise<EncodedJson> {
-  let cache: { at: number; encoded: Promise<EncodedJson> } | null = null;
-  return (now = Date.now()) => {
-    if (cache && now - cache.at >= 0 && now - cache.at < FLEET_JSON_MAX_AGE_MS) return cache.encoded;
+/**
+ * `keyOf` names what the answer was built from besides the clock: when it changes (a config
+ * reload replaces the runtime's configStatus, good file or bad), the cached bytes are not served
+ * again, so the first answer after a reload is the new fleet with a new ETag.
+ */
+export function cachedEncoding(build: (now: number) => Promise<unknown>, keyOf: () => Promise<unknown>): (now?: number) => Promise<EncodedJson> {
+  let cache: { at: number; key: unknown; encoded: Promise<EncodedJson> } | null = null;
+  return async (now = Date.now()) => {
+    const key = await keyOf();
+    if (cache && cache.key === key && now - cache.at >= 0 && now - cache.at < FLEET_JSON_MAX_AGE_MS) return cache.encoded;
     const encoded = build(now).then(encodeJson);
-    const entry = { at: now, encoded };
+    const entry = { at: now, key, encoded };
     cache = entry;
     encoded.catch(() => {
       if (cache === entry) cache = null; // a failure is not cached
@@ -62,10 +69,13 @@ function cachedEncoding(build: (now: number) => Promise<unknown>): (now?: number
   };
 }
 
+/** Replaced by every reload attempt (lib/reload.ts), so it keys the cached fleet answers. */
+const configGeneration = async (): Promise<unknown> => (await getRuntime()).configStatus;
+
 /** GET /api/fleet, encoded (see cachedEncoding). */
-export const getFleetJson = cachedEncoding(getFleet);
+export const getFleetJson = cachedEncoding(getFleet, configGeneration);
 /** GET /api/fleet/recent, encoded. */
-export const getFleetRecentJson = cachedEncoding(getFleetRecent);
+export const getFleetRecentJson = cachedEncoding(getFleetRecent, configGeneration);
 
 function knownBackend(rt: Runtime, id: string): void {
   if (!rt.config.backends.some((b) => b.id === id)) throw new DomainError("not-found", `no backend "${id}" in the config`);

@@ -8,7 +8,7 @@ import type { Db } from "../../db/client";
 import { historyPoints, listRestartEvents, transitionsInRange } from "../../db/queries";
 import { toColumns } from "./history";
 import type { RestartEventRow, TransitionRow } from "../../db/schema";
-import type { FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, SparkPoint, TransitionDTO } from "./types";
+import type { ConfigErrorDTO, FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, SparkPoint, TransitionDTO } from "./types";
 import { STATE_INFO, restartRecommended } from "../check/states";
 import { figuresOf } from "../check/types";
 import { lastEngine } from "../check/read";
@@ -61,7 +61,24 @@ export function fleetRecent(w: Watcher, now: number): FleetRecentResponse {
   return { generatedAt: now, backends };
 }
 
-export function proxyView(m: ProxyMonitor): FleetProxy {
+/**
+ * "1 of 2 healthy": the backends a proxy fronts (`proxies[].backends`), from the watcher's memory.
+ * A `sleeping` backend counts as healthy (put to sleep on purpose, never a fault, and stepwatch
+ * never wakes it) and is also counted apart, so the page can say it is not serving right now.
+ */
+export function frontedHealth(
+  m: ProxyMonitor,
+  backends: ReadonlyMap<string, BackendMonitor>,
+): { healthyBackends: number | null; totalBackends: number | null; sleepingBackends: number | null } {
+  const ids = m.config.backends;
+  if (!ids || ids.length === 0) return { healthyBackends: null, totalBackends: null, sleepingBackends: null };
+  const verdicts = ids.map((id) => backends.get(id)?.last?.verdict ?? null);
+  const healthy = verdicts.filter((v) => v?.healthy === true).length;
+  const sleeping = verdicts.filter((v) => v?.healthy === true && v.state === "sleeping").length;
+  return { healthyBackends: healthy, totalBackends: ids.length, sleepingBackends: sleeping };
+}
+
+export function proxyView(m: ProxyMonitor, backends: ReadonlyMap<string, BackendMonitor> = new Map()): FleetProxy {
   return {
     id: m.config.id,
     url: publicUrl(m.config.url),
@@ -70,18 +87,27 @@ export function proxyView(m: ProxyMonitor): FleetProxy {
     lastReadAt: m.last?.at ?? null,
     since: m.since,
     error: m.last && m.last.outcome !== "ok" ? (m.last.error ?? m.last.outcome) : null,
+    ...frontedHealth(m, backends),
   };
 }
 
-export function fleetSnapshot(w: Watcher, opts: { demo: boolean; now: number; restartCooldownSeconds: number; pollIntervalSeconds: number }): FleetResponse {
+export function fleetSnapshot(
+  w: Watcher,
+  opts: { demo: boolean; now: number; restartCooldownSeconds: number; pollIntervalSeconds: number; configError?: ConfigErrorDTO | null },
+): FleetResponse {
   return {
     generatedAt: opts.now,
     demo: opts.demo,
     pollIntervalSeconds: opts.pollIntervalSeconds,
     storageError: w.store.storageError,
+    configError: opts.configError ? configErrorDTO(opts.configError) : null,
     backends: [...w.backends.values()].map((m) => backendView(m, opts.restartCooldownSeconds, opts.now)),
-    proxies: [...w.proxies.values()].map(proxyView),
+    proxies: [...w.proxies.values()].map((p) => proxyView(p, w.backends)),
   };
+}
+
+export function configErrorDTO(e: ConfigErrorDTO): ConfigErrorDTO {
+  return { at: e.at, trigger: e.trigger, problems: [...e.problems] };
 }
 
 export function transitionDTO(t: TransitionRow): TransitionDTO {

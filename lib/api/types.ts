@@ -54,6 +54,20 @@ export interface FleetProxy {
   lastReadAt: number | null;
   since: number | null;
   error: string | null;
+  /** Of the backends the config says this proxy fronts (`proxies[].backends`), how many are healthy now; null when it names none. */
+  healthyBackends: number | null;
+  totalBackends: number | null;
+  /** Of the healthy ones, how many are `sleeping` (counted healthy: parked on purpose, not a fault; docs/check.md). */
+  sleepingBackends: number | null;
+}
+
+/** A config reload that was refused: the running config is the older one. */
+export interface ConfigErrorDTO {
+  at: number;
+  /** "SIGHUP", "file change", "operator NAME". */
+  trigger: string;
+  /** One line per problem, each naming its field (`backends[1].url: Invalid URL`). */
+  problems: string[];
 }
 
 export interface FleetResponse {
@@ -63,6 +77,8 @@ export interface FleetResponse {
   pollIntervalSeconds: number;
   /** A storage problem the operator should know about (disk full, unwritable file), else null. */
   storageError: string | null;
+  /** The last config reload's problems while an older config keeps running, else null. */
+  configError: ConfigErrorDTO | null;
   backends: FleetBackend[];
   proxies: FleetProxy[];
 }
@@ -138,4 +154,56 @@ export interface HistoryResponse {
   columns: HistoryColumns;
   transitions: TransitionDTO[];
   restarts: RestartEventDTO[];
+}
+
+/** A secret as the Configuration page shows it: `env:NAME` as written, anything else `***`. */
+export type SecretShown = string;
+
+export type RestartActionView =
+  | { kind: "command"; command: string[]; timeoutSeconds: number }
+  | { kind: "webhook"; url: string; method: string; headers: Record<string, SecretShown>; timeoutSeconds: number };
+
+/** GET /api/config: what is loaded, secrets as `***` (or `env:NAME`). */
+export interface ConfigView {
+  /** The config file, null for the embedded demo fleet. */
+  path: string | null;
+  demo: boolean;
+  loadedAt: number;
+  loadedBy: string;
+  lastChange: { at: number; trigger: string; added: string[]; removed: string[]; changed: string[] } | null;
+  configError: ConfigErrorDTO | null;
+  settings: {
+    pollIntervalSeconds: number;
+    stuckAfterSeconds: number;
+    probeTimeoutSeconds: number;
+    idleProbeSeconds: number;
+    restartCooldownSeconds: number;
+    recoveryTimeoutSeconds: number;
+    startupGraceSeconds: number;
+    retention: { rawHours: number; rollupDays: number };
+    /** GET /metrics' bearer token (`env:NAME` or `***`), null when /metrics is public. */
+    metricsBearerToken: SecretShown | null;
+  };
+  backends: Array<{
+    id: string;
+    url: string;
+    model: string | null;
+    /** As configured: "auto" (detected) or an engine. */
+    engine: string;
+    /** As configured: "auto" or the probe kind. */
+    probe: string;
+    apiKey: SecretShown | null;
+    restart: RestartActionView | null;
+  }>;
+  proxies: Array<{ id: string; url: string; apiKey: SecretShown | null; backends: string[] }>;
+  operators: Array<{ name: string; password: SecretShown }>;
+}
+
+/** POST /api/config/reload. */
+export interface ReloadResponse {
+  ok: boolean;
+  added: string[];
+  removed: string[];
+  changed: string[];
+  problems: string[];
 }

@@ -4,7 +4,7 @@
  * proxy up), 1 stuck, 2 down, 3 cannot judge (no-metrics, unknown, starting, stalled), 64 bad usage.
  */
 import { parseArgs } from "node:util";
-import { checkBackend, checkProxy, exitCode, EXIT, type CheckResult } from "../check/oneshot";
+import { checkBackend, checkProxy, exitCode, EXIT, UnresolvedHostError, WaitTooShortError, type CheckResult } from "../check/oneshot";
 import { STATE_INFO, type BackendState } from "../check/states";
 import { PROBE_CHOICES, type ProbeChoice } from "../check/types";
 import { ENGINE_CHOICES, ENGINE_LABELS, type EngineChoice } from "../engines/types";
@@ -18,7 +18,10 @@ Reads <url>/metrics (never sends a request while work is running or waiting). Wi
 tiny probe (--probe auto: /v1/completions, once /v1/embeddings on 404/405, TGI's /generate;
 --probe none: idle from metrics alone). Never probed: a sleeping server (vLLM sleep mode,
 llama.cpp --sleep-idle-seconds, whose /props is read before /metrics), only deferred requests
-waiting, Ollama. --engine auto detects vLLM, llama.cpp, SGLang, TGI and Ollama.
+waiting, Ollama. --engine auto detects vLLM, llama.cpp, SGLang, TGI and Ollama. SGLang needs a
+window of 150 s (2 x --wait): without --wait the check waits 75 s for it; a shorter --wait is a
+usage error. A refused connection is read again after 1 s, not --wait; a host that does not
+resolve is a usage error.
 --proxy: only GET <url>/v1/models; a failed answer is asked once more after --wait seconds
 (two failures in a row: down).
 States: idle, busy, sleeping, stalled, stuck, starting, down, no-metrics, unknown.
@@ -92,12 +95,23 @@ async function main(): Promise<void> {
   };
   const opts = {
     waitSeconds: seconds("wait", values.wait, 30),
+    waitGiven: values.wait !== undefined,
     read: {
       timeoutMs: seconds("timeout", values.timeout, 10) * 1000,
       probeTimeoutMs: seconds("probe-timeout", values["probe-timeout"], 10) * 1000,
     },
   };
-  const result = values.proxy ? await checkProxy(target, opts) : await checkBackend(target, opts);
+  let result: CheckResult;
+  try {
+    result = values.proxy ? await checkProxy(target, opts) : await checkBackend(target, opts);
+  } catch (e) {
+    if (e instanceof UnresolvedHostError || e instanceof WaitTooShortError) {
+      process.stderr.write(`check: ${e.message}\n`);
+      process.exit(EXIT.usage);
+    }
+    throw e;
+  }
+  for (const w of result.warnings) process.stderr.write(`check: warning: ${w}\n`);
   process.stdout.write(values.json ? `${JSON.stringify(result)}\n` : human(result));
   process.exitCode = exitCode(result.state);
 }

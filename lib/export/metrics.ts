@@ -211,6 +211,14 @@ export class StepwatchMetrics {
     for (const c of counts) if (ids.has(c.backendId) && c.count > 0) this.restarts.inc({ backend: c.backendId, outcome: c.outcome }, c.count);
   }
 
+  /**
+   * A config reload removed these backends: their restart series go, so that adding one back
+   * later seeds it from the database again (seedRestarts) instead of counting its past twice.
+   */
+  forgetRestarts(backendIds: readonly string[]): void {
+    for (const backend of backendIds) for (const outcome of RESTART_OUTCOMES) this.restarts.remove({ backend, outcome });
+  }
+
   notificationChannel(channel: string): void {
     this.notificationFailures.inc({ channel }, 0);
   }

@@ -36,7 +36,7 @@ export interface DemoConfig {
   restartCooldownSeconds: number;
   recoveryTimeoutSeconds: number;
   backends: Array<{ id: string; url: string; model: string; restart: { webhook: { url: string; method: "POST" } } }>;
-  proxies: Array<{ id: string; url: string }>;
+  proxies: Array<{ id: string; url: string; backends: string[] }>;
   operators: Array<{ name: string; password: string }>;
 }
 
@@ -160,7 +160,7 @@ export async function startDemoFleet(opts: DemoOptions = {}): Promise<DemoFleet>
     restartCooldownSeconds: 60, // demo-short; the product default is 600
     recoveryTimeoutSeconds: 120, // weights load in 20 s here
     backends: [backend("gb10-a", a), backend("gb10-b", b), backend("gb10-llama", llama), backend("gb10-sglang", sglang)],
-    proxies: [{ id: "gb10-proxy", url: proxy.url }],
+    proxies: [{ id: "gb10-proxy", url: proxy.url, backends: ["gb10-a", "gb10-b"] }],
     operators: [{ name: "demo", password: "demo" }],
   };
 

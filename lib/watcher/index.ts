@@ -2,7 +2,9 @@
  * The watcher: one poll loop per backend and per proxy, a flush loop that writes the readings in
  * batches, and the retention job. Loops are independent promises, so one slow or dead backend
  * never delays another; each loop sleeps only after its own read ended, so reads never overlap.
- * One AbortController stops everything (lib/runtime wires it to SIGTERM).
+ * One AbortController stops everything (lib/runtime wires it to SIGTERM). `apply` swaps in a
+ * reloaded config: added targets start their loop, removed ones are aborted (a read in flight
+ * records nothing) and dropped from memory, changed ones keep their monitor (history, state).
  */
 import { setMaxListeners } from "node:events";
 import type { Db } from "../../db/client";
@@ -10,7 +12,7 @@ import { applyRetention, type RetentionResult } from "../../db/queries";
 import { observe as realObserve } from "../check/observe";
 import { readProxy as realReadProxy, type ReadOptions } from "../check/read";
 import type { PendingRestart, Reading, Verdict } from "../check/types";
-import { thresholdsOf, type Config } from "../config";
+import { thresholdsOf, type BackendConfig, type Config, type ProxyConfig } from "../config";
 import { realClock, runEvery, type LoopClock } from "./loop";
 import { BackendMonitor, ProxyMonitor, type MonitorDeps } from "./monitors";
 import { WatchStore, STORE_LIMITS, type StoreLimits } from "./store";
@@ -52,7 +54,19 @@ export interface Watcher {
   stop(): Promise<void>;
   /** Synchronous stop for a signal handler: aborts the loops and writes what is queued now. */
   stopNow(): void;
+  /**
+   * Watch what `config` lists from now on (a validated reload). Synchronous, so no poll sees half
+   * of it: a poll in flight finishes against the monitor it started with.
+   */
+  apply(config: Config): ConfigChange;
   readonly signal: AbortSignal;
+}
+
+/** What a reload changed, by kind and id. */
+export interface ConfigChange {
+  added: string[];
+  removed: string[];
+  changed: string[];
 }
 
 export const WATCHER_DEFAULTS = { flushIntervalMs: 1000, retentionIntervalMs: 10 * 60_000 };
@@ -67,29 +81,50 @@ export function readTimeoutMs(pollIntervalSeconds: number): number {
 }
 
 export function startWatcher(opts: WatcherOptions): Watcher {
-  const { config } = opts;
+  let config = opts.config;
   const clock = opts.clock ?? realClock;
   const log = opts.log ?? ((m: string) => console.log(m));
   const telemetry = opts.telemetry ?? NO_TELEMETRY;
   const store = new WatchStore(opts.db, opts.storeLimits ?? STORE_LIMITS, (m) => log(m), () => telemetry.storageError());
   const controller = new AbortController();
   const signal = controller.signal;
-  // One listener per poll loop (runEvery), by design: a fleet of 1000 is not a leak to warn about.
+  // One listener per poll loop (runEvery, and each target's own stop in startLoop), by design: a
+  // fleet of 1000 is not a leak to warn about.
   setMaxListeners(0, signal);
+  const readOf = (c: Config): ReadOptions => ({
+    timeoutMs: readTimeoutMs(c.pollIntervalSeconds),
+    probeTimeoutMs: c.probeTimeoutSeconds * 1000,
+    ...opts.read,
+  });
+  // Shared by every monitor and changed in place by apply(): the next poll reads the new values.
   const deps: MonitorDeps = {
     store,
     thresholds: thresholdsOf(config),
     now: () => clock.now(),
-    read: { timeoutMs: readTimeoutMs(config.pollIntervalSeconds), probeTimeoutMs: config.probeTimeoutSeconds * 1000, ...opts.read },
+    read: readOf(config),
     observe: opts.observe ?? realObserve,
     readProxy: opts.readProxy ?? realReadProxy,
     telemetry,
   };
 
-  const backends = new Map(config.backends.map((b) => [b.id, new BackendMonitor(b, deps)]));
-  const proxies = new Map(config.proxies.map((p) => [p.id, new ProxyMonitor(p, deps)]));
-  for (const m of backends.values()) m.seed();
-  for (const m of proxies.values()) m.seed();
+  const backends = new Map<string, BackendMonitor>();
+  const proxies = new Map<string, ProxyMonitor>();
+  /** Each target's loop, stopped on its own when a reload removes it. */
+  const targetLoops = new Map<string, AbortController>();
+  /** Every loop still running; one leaves the set when it ends, so reloads do not pile up ended ones. */
+  const loops = new Set<Promise<void>>();
+  const track = (loop: Promise<void>) => {
+    loops.add(loop);
+    // runEvery reports a failing step and goes on; a rejection here would be a bug, still not an unhandled one.
+    loop.then(
+      () => loops.delete(loop),
+      (e) => {
+        loops.delete(loop);
+        log(`stepwatch: a watcher loop ended with an error: ${(e as Error)?.stack ?? String(e)}`);
+      },
+    );
+  };
+  const intervalMs = () => config.pollIntervalSeconds * 1000;
 
   // The restart events of every backend, once a second (a restart asked by another process that
   // shares the database is seen within a second; this process's own verb notifies at once).
@@ -98,10 +133,36 @@ export function startWatcher(opts: WatcherOptions): Watcher {
     if (!latest) return; // read failed: keep what each monitor had
     for (const m of backends.values()) m.lastRestart = latest.get(m.config.id) ?? null;
   };
-
-  const intervalMs = config.pollIntervalSeconds * 1000;
   const onLag = (ms: number) => telemetry.pollLag(ms);
   const onError = (what: string) => (e: unknown) => log(`stepwatch: ${what}: ${(e as Error)?.stack ?? String(e)}`);
+
+  const startLoop = (key: string, what: string, poll: (s: AbortSignal) => Promise<void>, offsetMs: number) => {
+    const own = new AbortController();
+    const stopOwn = () => own.abort();
+    signal.addEventListener("abort", stopOwn, { once: true });
+    targetLoops.set(key, own);
+    const loop = runEvery(poll, { intervalMs, signal: own.signal, clock, offsetMs, onLag, onError: onError(`poll of ${what} failed`) }).finally(() =>
+      signal.removeEventListener("abort", stopOwn),
+    );
+    track(loop);
+  };
+  const addBackend = (b: BackendConfig, offsetMs: number) => {
+    const m = new BackendMonitor(b, deps);
+    m.seed();
+    backends.set(b.id, m);
+    startLoop(`backend:${b.id}`, `backend ${b.id}`, (s) => m.poll(s), offsetMs);
+  };
+  const addProxy = (p: ProxyConfig, offsetMs: number) => {
+    const m = new ProxyMonitor(p, deps);
+    m.seed();
+    proxies.set(p.id, m);
+    startLoop(`proxy:${p.id}`, `proxy ${p.id}`, (s) => m.poll(s), offsetMs);
+  };
+  const stopTarget = (key: string) => {
+    targetLoops.get(key)?.abort();
+    targetLoops.delete(key);
+  };
+
   const runRetention = (): RetentionResult | null => {
     try {
       return applyRetention(opts.db, { now: clock.now(), ...config.retention });
@@ -114,25 +175,34 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   // Targets start spread evenly over one interval: 1000 reads falling due in the same
   // millisecond every round is what makes poll lag (bench/RESULTS.md).
   const targets = config.backends.length + config.proxies.length;
-  const offset = (i: number) => (targets > 1 ? Math.floor((i * intervalMs) / targets) : 0);
-  const loops: Promise<void>[] = [
-    ...[...backends.values()].map((m, i) =>
-      runEvery((s) => m.poll(s), { intervalMs, signal, clock, offsetMs: offset(i), onLag, onError: onError(`poll of backend ${m.config.id} failed`) }),
-    ),
-    ...[...proxies.values()].map((m, i) =>
-      runEvery((s) => m.poll(s), {
-        intervalMs,
-        signal,
-        clock,
-        offsetMs: offset(backends.size + i),
-        onLag,
-        onError: onError(`poll of proxy ${m.config.id} failed`),
-      }),
-    ),
-    runEvery(refreshRestarts, { intervalMs: RESTART_REFRESH_MS, signal, clock }),
-    runEvery(() => void store.flush(), { intervalMs: opts.flushIntervalMs ?? WATCHER_DEFAULTS.flushIntervalMs, signal, clock }),
-    runEvery(() => void runRetention(), { intervalMs: opts.retentionIntervalMs ?? WATCHER_DEFAULTS.retentionIntervalMs, signal, clock }),
-  ];
+  const offset = (i: number) => (targets > 1 ? Math.floor((i * intervalMs()) / targets) : 0);
+  config.backends.forEach((b, i) => addBackend(b, offset(i)));
+  config.proxies.forEach((p, i) => addProxy(p, offset(config.backends.length + i)));
+  track(runEvery(refreshRestarts, { intervalMs: RESTART_REFRESH_MS, signal, clock }));
+  track(runEvery(() => void store.flush(), { intervalMs: opts.flushIntervalMs ?? WATCHER_DEFAULTS.flushIntervalMs, signal, clock }));
+  track(runEvery(() => void runRetention(), { intervalMs: opts.retentionIntervalMs ?? WATCHER_DEFAULTS.retentionIntervalMs, signal, clock }));
+
+  /** Same id, new settings: the monitor (and its history) stays, its config is swapped. */
+  function sync<C extends { id: string }, M extends { config: C; reconfigure(c: C): void }>(kind: "backend" | "proxy", list: C[], map: Map<string, M>, add: (c: C, offsetMs: number) => void, change: ConfigChange): void {
+    const wanted = new Map(list.map((c) => [c.id, c]));
+    for (const id of [...map.keys()]) {
+      if (wanted.has(id)) continue;
+      stopTarget(`${kind}:${id}`);
+      map.delete(id);
+      change.removed.push(`${kind} ${id}`);
+    }
+    list.forEach((c, i) => {
+      const m = map.get(c.id);
+      if (!m) {
+        // New targets are spread over one interval too, so a reload adding many does not burst.
+        add(c, list.length > 1 ? Math.floor((i * intervalMs()) / list.length) : 0);
+        change.added.push(`${kind} ${c.id}`);
+      } else if (JSON.stringify(m.config) !== JSON.stringify(c)) {
+        m.reconfigure(c);
+        change.changed.push(`${kind} ${c.id}`);
+      }
+    });
+  }
 
   let stopping: Promise<void> | null = null;
   return {
@@ -154,6 +224,16 @@ export function startWatcher(opts: WatcherOptions): Watcher {
       backends.get(id)?.refreshRestart();
     },
     runRetention,
+    apply(next) {
+      const change: ConfigChange = { added: [], removed: [], changed: [] };
+      if (signal.aborted) return change;
+      config = next;
+      deps.thresholds = thresholdsOf(next);
+      deps.read = readOf(next);
+      sync("backend", next.backends, backends, addBackend, change);
+      sync("proxy", next.proxies, proxies, addProxy, change);
+      return change;
+    },
     stopNow() {
       controller.abort();
       store.flush();
@@ -161,7 +241,8 @@ export function startWatcher(opts: WatcherOptions): Watcher {
     stop() {
       stopping ??= (async () => {
         controller.abort();
-        await Promise.allSettled(loops);
+        // Loops added by a reload are in `loops` too; wait until none is left running.
+        while (loops.size > 0) await Promise.allSettled([...loops]);
         store.flush();
       })();
       return stopping;

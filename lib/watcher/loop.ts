@@ -28,7 +28,8 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
 export const realClock: LoopClock = { now: () => Date.now(), sleep };
 
 export interface LoopOptions {
-  intervalMs: number;
+  /** A function is asked again after every step: a reloaded config changes the interval. */
+  intervalMs: number | (() => number);
   signal: AbortSignal;
   clock?: LoopClock;
   /** A step that throws is reported here and the loop goes on: one bad read never stops watching. */
@@ -64,8 +65,9 @@ export async function runEvery(step: (signal: AbortSignal) => Promise<void> | vo
       }
       if (signal.aborted) break;
       const now = clock.now();
-      slot += opts.intervalMs;
-      if (slot < now) slot += Math.ceil((now - slot) / opts.intervalMs) * opts.intervalMs;
+      const intervalMs = typeof opts.intervalMs === "function" ? opts.intervalMs() : opts.intervalMs;
+      slot += intervalMs;
+      if (slot < now) slot += Math.ceil((now - slot) / intervalMs) * intervalMs;
       await clock.sleep(slot - now, signal);
       if (opts.onLag && !signal.aborted) opts.onLag(Math.max(0, clock.now() - slot));
     }

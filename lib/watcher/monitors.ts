@@ -60,10 +60,21 @@ export class BackendMonitor {
    */
   lastRestart: RestartEventRow | null = null;
 
+  /** `config` is replaced in place by a config reload (same id): history and state stay. */
   constructor(
-    readonly config: BackendConfig,
+    public config: BackendConfig,
     private readonly deps: MonitorDeps,
   ) {}
+
+  /**
+   * A reload changed this backend's settings (same id). Its readings stay unless the URL changed:
+   * those came from another server, and counters of two servers are never compared (the stored
+   * history, transitions and the sparkline stay either way).
+   */
+  reconfigure(config: BackendConfig): void {
+    if (config.url !== this.config.url) this.history = [];
+    this.config = config;
+  }
 
   get target(): BackendTarget {
     return { url: this.config.url, apiKey: this.config.apiKey, model: this.config.model, engine: this.config.engine, probe: this.config.probe };
@@ -163,9 +174,15 @@ export class ProxyMonitor {
   since: number | null = null;
 
   constructor(
-    readonly config: ProxyConfig,
+    public config: ProxyConfig,
     private readonly deps: MonitorDeps,
   ) {}
+
+  /** A reload changed this proxy (same id); a new URL is another proxy: its last read does not count towards "down". */
+  reconfigure(config: ProxyConfig): void {
+    if (config.url !== this.config.url) this.last = null;
+    this.config = config;
+  }
 
   seed(): void {
     const t = this.deps.store.lastTransition("proxy", this.config.id);

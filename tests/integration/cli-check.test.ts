@@ -10,6 +10,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { startSimulator, type Simulator, type SimulatorOptions } from "@/lib/sim/server";
 import { startLeastConnProxy, type LeastConnProxy } from "@/lib/sim/proxy";
+import { freePort } from "@/lib/sim/free-port";
 
 const ROOT = path.resolve(__dirname, "../..");
 const TSX = path.join(ROOT, "node_modules/.bin/tsx");
@@ -21,9 +22,17 @@ interface Run {
   stderr: string;
 }
 
+/**
+ * `deadlineMs` is the test's deadline for the process (killed after it): a check that should
+ * need no wait is given --wait 300 and a deadline far below it, so a wait fails the test.
+ */
 function check(url: string, ...args: string[]): Promise<Run> {
+  return checkWithin(60_000, url, ...args);
+}
+
+function checkWithin(deadlineMs: number, url: string, ...args: string[]): Promise<Run> {
   return new Promise((resolve, reject) => {
-    execFile(TSX, [CLI, url, "--json", ...args], { cwd: ROOT, timeout: 60_000 }, (err, stdout, stderr) => {
+    execFile(TSX, [CLI, url, "--json", ...args], { cwd: ROOT, timeout: deadlineMs }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === "number" ? err.code : -1) : 0;
       try {
         resolve({ code, json: JSON.parse(stdout), stderr });
@@ -281,6 +290,103 @@ describe("check CLI against the simulator", () => {
     expect(r.code).toBe(2);
     expect(r.json).toMatchObject({ state: "down", restartRecommended: false });
     expect(r.json.reasons[0]).toMatch(/may be loading weights; restart recommended after 10 min/);
+  });
+
+  it("a refused port is down after two reads a moment apart, without the --wait pause", async () => {
+    const port = await freePort(); // nothing listens there
+    const r = await checkWithin(30_000, `http://127.0.0.1:${port}`, "--wait", "300");
+    expect(r.code).toBe(2);
+    expect(r.json).toMatchObject({ state: "down", healthy: false, reads: 2, probeSent: false });
+    expect(r.json.reasons.join(" ")).toMatch(/connection refused on \/metrics and \/health on 2 consecutive reads/);
+  });
+
+  it("a refused proxy is down after two reads a moment apart too", async () => {
+    const port = await freePort();
+    const r = await checkWithin(30_000, `http://127.0.0.1:${port}`, "--proxy", "--wait", "300");
+    expect(r).toMatchObject({ code: 2, json: { state: "down", reads: 2 } });
+  });
+
+  it("a host that does not resolve is a usage error at once (exit 64), not unknown after the waits", async () => {
+    for (const extra of [[], ["--proxy"]]) {
+      const r = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+        execFile(TSX, [CLI, "http://stepwatch-no-such-host.invalid:8000", "--json", "--wait", "300", ...extra], { cwd: ROOT, timeout: 30_000 }, (err, stdout, stderr) =>
+          resolve({ code: (err?.code as number) ?? 0, stdout, stderr }),
+        ),
+      );
+      expect(r.code).toBe(64);
+      expect(r.stderr).toMatch(/cannot resolve the host of http:\/\/stepwatch-no-such-host\.invalid:8000 \((ENOTFOUND|EAI_AGAIN)\): check the URL/);
+      expect(r.stdout).toBe("");
+    }
+  });
+
+  it("a URL that serves no metrics is answered after one read, without the waits", async () => {
+    const asked: string[] = [];
+    const notFound = await plainServer((req, res) => {
+      asked.push(`${req.method} ${req.url}`);
+      res.writeHead(404, { "content-type": "text/html" }).end("<html>not here</html>");
+    });
+    const r = await checkWithin(30_000, notFound, "--wait", "300");
+    expect(r.code).toBe(3);
+    expect(r.json).toMatchObject({ state: "unknown", reads: 1, probeSent: false });
+    // One read of an `auto` backend: /props (llama.cpp), /metrics, /api/version (Ollama), /v1/models; then no wait.
+    expect(asked).toEqual(["GET /props", "GET /metrics", "GET /api/version", "GET /v1/models"]);
+
+    const html = await plainServer((_req, res) => void res.writeHead(200, { "content-type": "text/html" }).end("<html>a web page</html>"));
+    const page = await checkWithin(30_000, html, "--wait", "300");
+    expect(page).toMatchObject({ code: 3, json: { reads: 1, probeSent: false } });
+
+    const locked = await plainServer((_req, res) => void res.writeHead(401).end());
+    const noKey = await checkWithin(30_000, locked, "--wait", "300");
+    expect(noKey).toMatchObject({ code: 3, json: { state: "unknown", reads: 1 } });
+    expect(noKey.json.reasons.join(" ")).toMatch(/HTTP 401/);
+  });
+
+  it("reading a load balancer's /metrics without --proxy warns: the start time jumps between servers", async () => {
+    const a = await sim();
+    // A server up for an hour already (its clock says so), as behind a real balancer.
+    const b = await sim({ clock: () => Date.now() - 3_600_000 });
+    expect(a.state().processStartTime).not.toBe(b.state().processStartTime);
+    // Work on both (sent to each directly), so the check reads three times and probes nothing.
+    a.load({ requests: 2, promptTokens: 100, maxTokens: 100_000 });
+    b.load({ requests: 2, promptTokens: 100, maxTokens: 100_000 });
+    await until(() => a.state().running === 2 && b.state().running === 2, "work on both");
+    const proxy = await startLeastConnProxy({ backends: [a.url, b.url] });
+    closers.push(() => proxy.close());
+    const r = await check(proxy.url, "--wait", "0.3");
+    expect(r.json.reads).toBe(3);
+    const answeredBy = proxy.received().filter((x) => x.path === "/metrics").map((x) => x.backend);
+    expect(new Set(answeredBy).size).toBe(2);
+    expect(r.json.warnings).toHaveLength(1);
+    expect((r.json.warnings as string[])[0]).toMatch(/look like they came from different servers: the process start time went back between reads/);
+    expect(r.stderr).toMatch(/check: warning: the reads of \/metrics look like they came from different servers/);
+    expect(r.json.probeSent).toBe(false);
+
+    // One server read three times: no warning.
+    const direct = await check(a.url, "--wait", "0.3");
+    expect(direct.json.warnings).toEqual([]);
+    expect(direct.stderr).toBe("");
+  });
+
+  it("SGLang: a --wait whose window (2 x --wait) is under its 150 s is exit 64 naming the flag, never a wrong verdict", async () => {
+    const run = (...args: string[]) =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+        execFile(TSX, [CLI, ...args, "--json"], { cwd: ROOT, timeout: 60_000 }, (err, stdout, stderr) => resolve({ code: (err?.code as number) ?? 0, stdout, stderr })),
+      );
+    const s = await sim({ engine: "sglang", engineOptions: { warmupSeconds: 0 } });
+    // Configured: refused before anything is sent.
+    const configured = await run(s.url, "--engine", "sglang", "--wait", "30");
+    expect(configured.code).toBe(64);
+    expect(configured.stderr).toMatch(/check: SGLang needs at least 150 s without progress before it can be called stuck, and --wait 30 gives a window of 60 s \(2 x --wait\): use --wait 75 or more/);
+    expect(configured.stdout).toBe("");
+    expect(s.received()).toHaveLength(0);
+    // Detected (auto) on a server with work: refused after the first read, no probe, no waits.
+    s.load({ requests: 2, promptTokens: 100, maxTokens: 1_000_000 });
+    await until(() => s.state().running === 2, "work on the SGLang server");
+    const detected = await run(s.url, "--wait", "0.2");
+    expect(detected.code).toBe(64);
+    expect(detected.stderr).toMatch(/--wait 0\.2 gives a window of 0\.4 s .*use --wait 75 or more/);
+    expect(s.received().filter((r) => r.path === "/metrics")).toHaveLength(1);
+    expect(completions(s)).toHaveLength(0);
   });
 
   it("usage errors exit 64 and say what is wrong", async () => {

@@ -7,6 +7,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { observe } from "@/lib/check/observe";
+import { checkBackend } from "@/lib/check/oneshot";
 import type { BackendTarget } from "@/lib/check/read";
 import type { Reading, Thresholds, Verdict } from "@/lib/check/types";
 import { startSimulator, type Simulator, type SimulatorOptions } from "@/lib/sim/server";
@@ -144,6 +145,27 @@ describe("SGLang (the simulator's)", () => {
     expect(long.last.state).toBe("stuck");
     expect(reasons(long.last)).toMatch(/throughput gauge stuck at/);
     expect(paths(s)).not.toContain("/health"); // its /health would run a generation
+  });
+
+  it("the one-shot check without --wait waits 75 s (SGLang's 150 s window), so a hang ends stuck, not stalled", async () => {
+    const s = await sim({ engine: "sglang", engineOptions: { warmupSeconds: 0 } });
+    s.load({ requests: 2, promptTokens: 100, maxTokens: 1_000_000 });
+    await pause(300);
+    await watch({ url: s.url }, 1, 0);
+    await s.setMode("hang");
+    let now = 1_800_000_000_000;
+    const sleeps: number[] = [];
+    // The check's clock moves by what it sleeps; the wall only a little.
+    const sleep = async (ms: number) => {
+      sleeps.push(ms);
+      now += ms;
+      await pause(200);
+    };
+    const r = await checkBackend({ url: s.url }, { waitSeconds: 30, sleep, now: () => now, read: { timeoutMs: 3000, probeTimeoutMs: 3000 } });
+    expect(sleeps).toEqual([75_000, 75_000]);
+    expect(r).toMatchObject({ state: "stuck", engine: "sglang", waitSeconds: 75, reads: 3, probeSent: false });
+    expect(r.reasons[0]).toMatch(/waits 75 s between reads, not the default 30 s: SGLang needs at least 150 s/);
+    expect(slotTaking(s)).toHaveLength(0);
   });
 
   it("idle: probed once with /v1/completions, idle", async () => {

@@ -337,8 +337,8 @@ describe("bad input: 4xx with a reason", () => {
 });
 
 describe("security headers on every page and API route", () => {
-  const PAGES = ["/", "/signin", "/restarts", "/backends/keyed", "/backends/argv", "/no-such-page"];
-  const APIS = ["/api/fleet", "/api/restarts", "/api/backends/argv/history", "/api/session", "/api/backends/nope/history", "/metrics"];
+  const PAGES = ["/", "/signin", "/restarts", "/config", "/backends/keyed", "/backends/argv", "/no-such-page"];
+  const APIS = ["/api/fleet", "/api/restarts", "/api/config", "/api/backends/argv/history", "/api/session", "/api/backends/nope/history", "/metrics"];
 
   it.each([...PAGES, ...APIS])("%s", async (p) => {
     const r = await get(p, { cookie });
@@ -366,12 +366,12 @@ describe("no secret anywhere a browser or a log reader can see", () => {
   it("API answers, pages, their scripts and the server log hold none of the config's secrets", async () => {
     // Make the app do everything once more: reads, history, restarts list, pages, a failed sign-in.
     await waitFor("the webhook restart recorded", async () => (await getJson<RestartEventDTO[]>(`${app.url}/api/restarts`))?.body.some((e) => e.backendId === "hook" && e.commandFinishedAt !== null), 15_000);
-    for (const p of ["/api/fleet", "/api/restarts", "/api/session", "/api/backends/keyed/history", "/api/backends/argv/history", "/api/backends/hook/history", "/metrics"]) {
+    for (const p of ["/api/fleet", "/api/restarts", "/api/config", "/api/session", "/api/backends/keyed/history", "/api/backends/argv/history", "/api/backends/hook/history", "/metrics"]) {
       await get(p, { cookie });
       await get(p);
     }
     const scripts = new Set<string>();
-    for (const p of ["/", "/signin", "/restarts", "/backends/keyed", "/backends/argv", "/backends/hook", "/no-such-page"]) {
+    for (const p of ["/", "/signin", "/restarts", "/config", "/backends/keyed", "/backends/argv", "/backends/hook", "/no-such-page"]) {
       for (const c of [cookie, undefined]) {
         const r = await get(p, { cookie: c });
         for (const m of r.text.matchAll(/<script[^>]+src="([^"]+)"/g)) scripts.add(m[1]);

@@ -7,7 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toRows } from "@/lib/api/history";
-import type { FleetBackend, FleetResponse, HistoryResponse, RestartEventDTO } from "@/lib/api/types";
+import type { ConfigView, FleetBackend, FleetResponse, HistoryResponse, RestartEventDTO } from "@/lib/api/types";
 import { startLeastConnProxy, type LeastConnProxy } from "@/lib/sim/proxy";
 import { startSimulator, type Simulator } from "@/lib/sim/server";
 import { assertBuilt, getJson, spawnApp, waitFor, type RunningApp } from "./app-support";
@@ -207,7 +207,17 @@ describe("no config at all", () => {
       expect(f.demo).toBe(true);
       expect(f.backends.length).toBeGreaterThanOrEqual(2);
       expect(f.proxies.length).toBeGreaterThanOrEqual(1);
+      expect(f.proxies[0].totalBackends).toBe(2); // "N of 2 healthy" beside the demo proxy
       expect(a.output()).toMatch(/DEMO fleet/);
+      // No file to reload: the Configuration page says so, and a reload is refused (409).
+      const cfg = (await getJson<ConfigView>(`${a.url}/api/config`))!.body;
+      expect(cfg).toMatchObject({ demo: true, path: null, operators: [{ name: "demo", password: "***" }] });
+      const session = await fetch(`${a.url}/api/session`, { method: "POST", headers: { "content-type": "application/json", origin: a.url }, body: JSON.stringify({ name: "demo", password: "demo" }) });
+      const cookie = (session.headers.get("set-cookie") ?? "").split(";")[0];
+      expect(cookie).toMatch(/^stepwatch_session=/);
+      const reload = await fetch(`${a.url}/api/config/reload`, { method: "POST", headers: { cookie, origin: a.url } });
+      expect(reload.status).toBe(409);
+      expect(((await reload.json()) as { message: string }).message).toMatch(/demo fleet.*no config file/);
     } finally {
       await a.stop();
     }

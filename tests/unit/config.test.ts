@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, DEFAULTS, loadConfig, parseConfig, resolveConfigPath } from "@/lib/config";
+import { ConfigError, DEFAULTS, jsonProblem, loadConfig, parseConfig, parseConfigText, resolveConfigPath } from "@/lib/config";
 
 const env = { KEY: "sk-secret", PW: "hunter2", PWHASH: "scrypt:abc$def", HOOK: "tok" };
 
@@ -54,6 +54,30 @@ describe("parseConfig", () => {
     j.proxies[0].apiKey = "env:KEY"; // named twice, listed once
     expect(parseConfig(j, "t", { env }).secretEnvNames).toEqual(["HOOK", "KEY", "PW"]);
     expect(parseConfig({}, "t", { env }).secretEnvNames).toEqual([]);
+  });
+
+  it("a proxy may name the backends it fronts", () => {
+    const j = valid();
+    j.proxies[0].backends = ["gb10", "b2"];
+    expect(parseConfig(j, "t", { env }).proxies[0].backends).toEqual(["gb10", "b2"]);
+    expect(parseConfig(valid(), "t", { env }).proxies[0].backends).toBeUndefined();
+  });
+
+  it("a JSON syntax error names where, never quoting the file (it holds secrets)", () => {
+    for (const text of ['{"apiKey": sk-live-secret-123}', 'x{"apiKey": "sk-live-secret-123"}', '{\n  "apiKey": "sk-live-secret-123" x\n}', '{"apiKey": "sk-live-secret-123']) {
+      let p: string[] = [];
+      try {
+        parseConfigText(text, "f.json", { env });
+      } catch (e) {
+        p = (e as ConfigError).problems;
+      }
+      expect(p).toHaveLength(1);
+      expect(p[0]).toMatch(/^not valid JSON: /);
+      expect(p[0]).not.toContain("secret");
+    }
+    expect(jsonProblem("Expected ',' or '}' after property value in JSON at position 33", '{\n  "apiKey": "sk-live-secret-123" x\n}')).toBe(
+      "Expected ',' or '}' after property value at line 2, column 32",
+    );
   });
 
   it("a webhook takes its own timeoutSeconds", () => {
@@ -126,6 +150,8 @@ describe("parseConfig", () => {
     ["backends[1].restart.webhook unknown", (j) => (j.backends[1].restart.webhook.body = "x"), /^backends\[1\]\.restart\.webhook\.body: unknown field$/],
     ["proxies[0].url", (j) => (j.proxies[0].url = "127.0.0.1:9000"), /^proxies\[0\]\.url: Invalid URL$/],
     ["proxies[0].apiKey", (j) => (j.proxies[0].apiKey = "env:bad-name"), /^proxies\[0\]\.apiKey: /],
+    ["proxies[0].backends unknown id", (j) => (j.proxies[0].backends = ["gb10", "gone"]), /^proxies\[0\]\.backends\[1\]: no backend "gone" in backends$/],
+    ["proxies[0].backends type", (j) => (j.proxies[0].backends = "gb10"), /^proxies\[0\]\.backends: /],
     ["proxies[0] unknown", (j) => (j.proxies[0].restart = { command: ["x"] }), /^proxies\[0\]\.restart: unknown field$/],
     ["operators[0].name", (j) => (j.operators[0].name = ""), /^operators\[0\]\.name: /],
     ["operators[1].name duplicate", (j) => (j.operators[1].name = "ana"), /^operators\[1\]\.name: "ana" appears twice$/],

@@ -45,10 +45,11 @@ function fleet(backends: FleetBackend[]): FleetResponse {
     demo: false,
     pollIntervalSeconds: 5,
     storageError: null,
+    configError: null,
     backends,
     proxies: [
-      { id: "lb", url: "http://127.0.0.1/lb", state: "up", models: ["m"], lastReadAt: NOW, since: NOW, error: null },
-      { id: "lb2", url: "http://127.0.0.1/lb2", state: "down", models: [], lastReadAt: NOW, since: NOW, error: "refused" },
+      { id: "lb", url: "http://127.0.0.1/lb", state: "up", models: ["m"], lastReadAt: NOW, since: NOW, error: null, healthyBackends: null, totalBackends: null, sleepingBackends: null },
+      { id: "lb2", url: "http://127.0.0.1/lb2", state: "down", models: [], lastReadAt: NOW, since: NOW, error: "refused", healthyBackends: null, totalBackends: null, sleepingBackends: null },
     ],
   };
 }
@@ -145,6 +146,18 @@ describe("the Prometheus export", () => {
     expect(value(text, "stepwatch_restarts_total", { backend: "a", outcome: "timed-out" })).toBe(0);
     expect(value(text, "stepwatch_restarts_total", { backend: "b", outcome: "timed-out" })).toBe(1);
     expect(r.some((s) => s.labels.backend === "gone")).toBe(false);
+  });
+
+  it("a config reload: a removed backend's restart series go, one added (back) is seeded from the database once", async () => {
+    const m = new StepwatchMetrics({ defaultMetrics: false });
+    const stored = [{ backendId: "a", outcome: "recovered" as const, count: 3 }];
+    m.seedRestarts(["a"], stored);
+    m.forgetRestarts(["a"]); // reload removed a
+    expect(samples(await m.render(), "stepwatch_restarts_total")).toHaveLength(0);
+    m.seedRestarts(["a", "c"], stored); // a later reload added a back, and c
+    const text = await m.render();
+    expect(value(text, "stepwatch_restarts_total", { backend: "a", outcome: "recovered" })).toBe(3); // not 6
+    expect(value(text, "stepwatch_restarts_total", { backend: "c", outcome: "failed" })).toBe(0);
   });
 
   it("counts stepwatch's own health: poll lag, read durations, failed reads, storage and notification failures", async () => {

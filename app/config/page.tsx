@@ -1,0 +1,167 @@
+import type { Metadata } from "next";
+import { ConfigErrorBanner } from "@/components/ConfigErrorBanner";
+import { ReloadButton } from "@/components/ReloadButton";
+import { Time } from "@/components/TimeZone";
+import { currentOperatorName } from "@/lib/auth/server";
+import { getConfigView } from "@/lib/api/config-view";
+import type { ConfigView } from "@/lib/api/types";
+
+export const metadata: Metadata = { title: "Configuration" };
+export const dynamic = "force-dynamic";
+
+
+/**
+ * Read-only: what config is loaded, from the same redacted view as GET /api/config (secrets as
+ * `***`, or `env:NAME` as written). Reloaded by SIGHUP, a change of the file, or
+ * POST /api/config/reload; this page shows the state when it was opened.
+ */
+export default async function ConfigPage() {
+  let view: ConfigView | null = null;
+  let failure: string | null = null;
+  try {
+    view = await getConfigView();
+  } catch (e) {
+    failure = (e as Error).message;
+  }
+  if (!view) {
+    return (
+      <div className="banner error" role="alert">
+        <strong>Cannot read the configuration</strong>
+        {failure}
+      </div>
+    );
+  }
+  const s = view.settings;
+  const operator = view.demo ? null : await currentOperatorName();
+  return (
+    <>
+      <ConfigErrorBanner error={view.configError} />
+      <div className="page-head">
+        <h1>Configuration</h1>
+        <span className="meta" data-testid="config-source">
+          {view.demo ? "embedded demo fleet (no file)" : view.path} · loaded <Time at={view.loadedAt} /> ({view.loadedBy})
+        </span>
+        {operator ? <ReloadButton /> : null}
+      </div>
+      <p className="muted small">
+        Read-only. Edit the file: stepwatch reloads it when it changes, on <code>SIGHUP</code>, or on{" "}
+        <code>POST /api/config/reload</code> (an operator). A file with problems is not loaded; the running config stays.
+        Secrets show as <code>***</code>, or as the <code>env:NAME</code> they are read from.
+      </p>
+      {view.lastChange ? (
+        <p className="small" data-testid="config-last-change">
+          Last reload <Time at={view.lastChange.at} /> ({view.lastChange.trigger}):{" "}
+          {[
+            view.lastChange.added.length ? `added ${view.lastChange.added.join(", ")}` : null,
+            view.lastChange.removed.length ? `removed ${view.lastChange.removed.join(", ")}` : null,
+            view.lastChange.changed.length ? `changed ${view.lastChange.changed.join(", ")}` : null,
+          ]
+            .filter(Boolean)
+            .join("; ") || "no target changed"}
+        </p>
+      ) : null}
+
+      <section className="section panel">
+        <h2>Settings</h2>
+        <dl className="metrics">
+          {(
+            [
+              ["poll interval", `${s.pollIntervalSeconds} s`],
+              ["stuck after", `${s.stuckAfterSeconds} s`],
+              ["probe timeout", `${s.probeTimeoutSeconds} s`],
+              ["idle probe every", `${s.idleProbeSeconds} s`],
+              ["restart cooldown", `${s.restartCooldownSeconds} s`],
+              ["recovery timeout", `${s.recoveryTimeoutSeconds} s`],
+              ["startup grace", `${s.startupGraceSeconds} s`],
+              ["/metrics token", s.metricsBearerToken ?? "none (public)"],
+              ["raw readings kept", `${s.retention.rawHours} h`],
+              ["rollups kept", `${s.retention.rollupDays} d`],
+            ] as const
+          ).map(([k, v]) => (
+            <div key={k}>
+              <dt>{k}</dt>
+              <dd>{v}</dd>
+            </div>
+          ))}
+        </dl>
+      </section>
+
+      <section className="section">
+        <h2>Backends ({view.backends.length})</h2>
+        <div className="table-wrap">
+          <table data-testid="config-backends">
+            <thead>
+              <tr>
+                <th>id</th>
+                <th>URL</th>
+                <th>model</th>
+                <th>engine</th>
+                <th>probe</th>
+                <th>API key</th>
+                <th>restart</th>
+              </tr>
+            </thead>
+            <tbody>
+              {view.backends.map((b) => (
+                <tr key={b.id} data-testid={`config-backend-${b.id}`}>
+                  <td style={{ whiteSpace: "nowrap" }}>{b.id}</td>
+                  <td className="mono">{b.url}</td>
+                  <td>{b.model ?? "from /v1/models"}</td>
+                  <td>{b.engine}</td>
+                  <td>{b.probe}</td>
+                  <td className="mono">{b.apiKey ?? "none"}</td>
+                  <td className="mono small">
+                    {b.restart === null
+                      ? "none"
+                      : b.restart.kind === "command"
+                        ? `command: ${b.restart.command.join(" ")} (timeout ${b.restart.timeoutSeconds} s)`
+                        : `webhook: ${b.restart.method} ${b.restart.url}${Object.keys(b.restart.headers).length ? ` headers ${Object.entries(b.restart.headers).map(([h, v]) => `${h}: ${v}`).join(", ")}` : ""} (timeout ${b.restart.timeoutSeconds} s)`}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      </section>
+
+      {view.proxies.length ? (
+        <section className="section">
+          <h2>Proxies ({view.proxies.length})</h2>
+          <div className="table-wrap">
+            <table data-testid="config-proxies">
+              <thead>
+                <tr>
+                  <th>id</th>
+                  <th>URL</th>
+                  <th>API key</th>
+                  <th>fronts</th>
+                </tr>
+              </thead>
+              <tbody>
+                {view.proxies.map((p) => (
+                  <tr key={p.id}>
+                    <td style={{ whiteSpace: "nowrap" }}>{p.id}</td>
+                    <td className="mono">{p.url}</td>
+                    <td className="mono">{p.apiKey ?? "none"}</td>
+                    <td>{p.backends.length ? p.backends.join(", ") : "not said"}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        </section>
+      ) : null}
+
+      <section className="section">
+        <h2>Operators ({view.operators.length})</h2>
+        <ul data-testid="config-operators">
+          {view.operators.map((o) => (
+            <li key={o.name}>
+              {o.name} <span className="muted mono small">password {o.password}</span>
+            </li>
+          ))}
+        </ul>
+      </section>
+    </>
+  );
+}
