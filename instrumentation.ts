@@ -7,6 +7,9 @@ export async function register(): Promise<void> {
   if (process.env.NEXT_RUNTIME === "nodejs") {
     // `next build` may load this file while collecting pages: watching belongs to `next start`.
     if (process.env.NEXT_PHASE === "phase-production-build") return;
+    // The socket address for the sign-in throttle and the Origin/Host checks (lib/auth/net-policy).
+    const { installPeerHeader } = await import("./lib/auth/net-policy");
+    await installPeerHeader();
     const { startFromInstrumentation } = await import("./lib/runtime");
     await startFromInstrumentation();
   }

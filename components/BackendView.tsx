@@ -15,6 +15,7 @@ import { stateLabel } from "@/lib/ui/state";
 import { Time, useTimeZone } from "./TimeZone";
 import type { OutagesResponse } from "@/lib/outages";
 import { OutagesTable, UptimeTable } from "./OutagesTable";
+import { OnCallPanel } from "./OnCallPanel";
 import { RestartDialog } from "./RestartDialog";
 import { RestartsTable } from "./RestartsTable";
 import { StateBadge } from "./StateBadge";
@@ -332,6 +333,8 @@ export function BackendView({
           </ul>
         </div>
       ) : null}
+
+      {b ? <OnCallPanel b={b} operator={operator} onChanged={() => void fleet.mutate()} /> : null}
 
       <div className="page-head" style={{ marginBottom: ".6rem" }}>
         <div className="ranges" role="group" aria-label="Time range">

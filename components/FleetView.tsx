@@ -25,6 +25,7 @@ import { frontedLabel } from "@/lib/ui/proxy";
 import { stateLabel } from "@/lib/ui/state";
 import { ConfigErrorBanner } from "./ConfigErrorBanner";
 import { useTimeZone } from "./TimeZone";
+import { FailingChannels, OnCallStatus } from "./OnCallStatus";
 import { ProxyBadge, StateBadge } from "./StateBadge";
 import { RestartDialog } from "./RestartDialog";
 import { TimeChart } from "./TimeChart";
@@ -118,6 +119,7 @@ function BackendCard({ b, points, now, onRestart }: { b: FleetBackend; points: S
         </div>
       </dl>
       <Sparkline b={b} points={points} />
+      <OnCallStatus b={b} />
       {b.configProblem ? (
         <div className="recommend config" data-testid={`config-problem-${b.id}`}>
           <strong>Configuration problem</strong>
@@ -276,6 +278,7 @@ export function FleetView({ initial, operator }: { initial: FleetResponse | null
         </div>
       ) : null}
       <ConfigErrorBanner error={data?.configError} />
+      <FailingChannels channels={data?.notificationChannels} />
       {error ? (
         <div className="banner error" role="alert">
           <strong>Cannot reach stepwatch</strong>

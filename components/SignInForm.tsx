@@ -1,6 +1,7 @@
 "use client";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
+import { safeNextPath } from "@/lib/auth/next-path";
 import { ApiError, sendJson } from "@/lib/ui/fetcher";
 
 export function SignInForm({ next, operator, demoOperator }: { next: string; operator: string | null; demoOperator: { name: string; password: string } | null }) {
@@ -16,7 +17,7 @@ export function SignInForm({ next, operator, demoOperator }: { next: string; ope
     setError(null);
     try {
       await sendJson("/api/session", "POST", { name, password });
-      router.replace(next);
+      router.replace(safeNextPath(next));
       router.refresh();
     } catch (err) {
       setError(

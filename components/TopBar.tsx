@@ -37,9 +37,9 @@ export function TopBar({ operator }: { operator: string | null }) {
         <TimeZoneToggle />
         {operator ? (
           <>
-            <span className="muted name" data-testid="operator-name">
+            <Link href="/account" className="muted name" data-testid="operator-name" title="Your sessions">
               {operator}
-            </span>
+            </Link>
             <button type="button" className="link" onClick={signOut} data-testid="sign-out">
               Sign out
             </button>

@@ -4,12 +4,12 @@
  * samples and minute rollups deletes anything.
  */
 import type Database from "better-sqlite3";
-import { and, asc, count, desc, eq, getTableColumns, gte, isNotNull, isNull, lt, lte, SQL, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, getTableColumns, gt, gte, isNotNull, isNull, lt, lte, SQL, sql } from "drizzle-orm";
 import { figuresOf, type Figures, type Reading, type Verdict } from "../lib/check/types";
 import type { BackendState } from "../lib/check/states";
 import { LATENCY_FIELDS, type LatencySample } from "../lib/metrics/vllm-latency";
 import type { Db } from "./client";
-import { restartEvents, samples, transitions, type RestartEventRow, type RestartOutcome, type TransitionRow } from "./schema";
+import { auditLog, restartEvents, samples, sessions, transitions, type AuditRow, type RestartEventRow, type RestartOutcome, type SessionRow, type TransitionRow } from "./schema";
 
 export type NewSample = typeof samples.$inferInsert;
 export type NewTransition = typeof transitions.$inferInsert;
@@ -176,9 +176,10 @@ export function firstTransitionAt(db: Db, kind: TargetKind, targetId: string): n
 
 export function listRestartEvents(
   db: Db,
-  filter: { backendId?: string; from?: number; to?: number; limit?: number } = {},
+  filter: { backendId?: string; from?: number; to?: number; limit?: number; beforeId?: number } = {},
 ): RestartEventRow[] {
   const conds = [
+    filter.beforeId !== undefined ? lt(restartEvents.id, filter.beforeId) : undefined,
     filter.backendId !== undefined ? eq(restartEvents.backendId, filter.backendId) : undefined,
     filter.from !== undefined ? gte(restartEvents.requestedAt, filter.from) : undefined,
     filter.to !== undefined ? lte(restartEvents.requestedAt, filter.to) : undefined,
@@ -289,6 +290,12 @@ export function insertRestartUnlessBlocked(
   db: Db,
   r: NewRestartRequest,
   cooldownStart: number | null,
+  /**
+   * Both run inside the transaction once the row is in: `audit` gives the event's audit line (no
+   * restart without its line), `onInserted` writes what else belongs with it (the restart-requested
+   * notification).
+   */
+  hooks: { audit?: (row: RestartEventRow) => AuditEntry; onInserted?: (row: RestartEventRow) => void } = {},
 ): { inserted: RestartEventRow } | { blocked: RestartBlock } {
   const sqlite = db.$client;
   const params = {
@@ -306,6 +313,8 @@ export function insertRestartUnlessBlocked(
       // Same connection, inside the open transaction: drizzle maps columns, JSON and booleans.
       const row = restartEventById(db, Number(info.lastInsertRowid));
       if (!row) throw new Error(`restart event #${info.lastInsertRowid} vanished inside its own transaction`);
+      if (hooks.audit) recordAudit(db, hooks.audit(row));
+      hooks.onInserted?.(row);
       return { inserted: row };
     }
     const block = restartBlockOf(db, r.backendId, cooldownStart);
@@ -324,6 +333,8 @@ export function recordActionResult(
   id: number,
   result: { exitCode: number | null; output: string; error: string | null; finishedAt: number },
   failed: { resolution: string } | null,
+  /** Runs inside the transaction when this call closed the event as failed (the restart-finished notification). */
+  onFailed?: () => void,
 ): boolean {
   return db.$client.transaction(() => {
     db.update(restartEvents)
@@ -331,7 +342,9 @@ export function recordActionResult(
       .where(eq(restartEvents.id, id))
       .run();
     // Conditional on still pending: the watcher may have resolved it meanwhile (it came back anyway).
-    return failed ? resolveRestart(db, id, { outcome: "failed", resolvedAt: result.finishedAt, resolution: failed.resolution }) : false;
+    const closed = failed ? resolveRestart(db, id, { outcome: "failed", resolvedAt: result.finishedAt, resolution: failed.resolution }) : false;
+    if (closed) onFailed?.();
+    return closed;
   })();
 }
 
@@ -531,4 +544,101 @@ export function applyRetention(db: Db, opts: { now: number; rawHours: number; ro
     const deletedRollups = delRollups.run({ cutoff: rollupCutoff }).changes;
     return { rolledMinutes: rolled, deletedSamples, deletedRollups };
   })();
+}
+
+// ---- sessions and the audit log (lib/auth) ----
+
+export type NewSession = typeof sessions.$inferInsert;
+
+/** Store a new session; ends expired ones, and the operator's oldest past `maxPerOperator`. */
+export function insertSession(db: Db, row: NewSession, maxPerOperator: number): void {
+  db.$client.transaction(() => {
+    db.delete(sessions).where(lte(sessions.expiresAt, row.createdAt)).run();
+    db.insert(sessions).values(row).run();
+    const extra = db
+      .select({ id: sessions.id })
+      .from(sessions)
+      .where(eq(sessions.operator, row.operator))
+      .orderBy(desc(sessions.createdAt), desc(sessions.id))
+      .offset(maxPerOperator)
+      .limit(1000)
+      .all();
+    for (const e of extra) db.delete(sessions).where(eq(sessions.id, e.id)).run();
+  })();
+}
+
+export function sessionById(db: Db, id: string): SessionRow | undefined {
+  return db.select().from(sessions).where(eq(sessions.id, id)).get();
+}
+
+export function touchSession(db: Db, id: string, at: number): void {
+  db.update(sessions).set({ lastSeenAt: at }).where(eq(sessions.id, id)).run();
+}
+
+/** Ends one session; with `operator`, only if it is that operator's. Returns whether one ended. */
+export function deleteSession(db: Db, id: string, operator?: string): boolean {
+  const where = operator === undefined ? eq(sessions.id, id) : and(eq(sessions.id, id), eq(sessions.operator, operator));
+  return db.delete(sessions).where(where).run().changes > 0;
+}
+
+/** Ends every session of an operator (e.g. "sign out everywhere"); returns how many. */
+export function deleteSessionsOf(db: Db, operator: string): number {
+  return db.delete(sessions).where(eq(sessions.operator, operator)).run().changes;
+}
+
+/** The operator's live sessions, newest first. */
+export function sessionsOf(db: Db, operator: string, now: number): SessionRow[] {
+  return db
+    .select()
+    .from(sessions)
+    .where(and(eq(sessions.operator, operator), gt(sessions.expiresAt, now)))
+    .orderBy(desc(sessions.createdAt))
+    .all();
+}
+
+export type AuditActorKind = AuditRow["actorKind"];
+
+export interface AuditEntry {
+  at: number;
+  actor: string | null;
+  actorKind: AuditActorKind;
+  /** "signin.ok", "signin.failed", "signout", "session.ended", "restart", "config.reload", "acknowledge", "maintenance", ... */
+  action: string;
+  target?: string | null;
+  address?: string | null;
+  detail?: string | null;
+}
+
+/** Longest actor/target/detail kept: the audit log is bounded whatever a client sends. */
+const AUDIT_FIELD_MAX = 200;
+const AUDIT_DETAIL_MAX = 1000;
+const clip = (s: string | null | undefined, n: number) => (s == null ? null : s.length > n ? `${s.slice(0, n)}… (${s.length - n} more characters)` : s);
+
+/**
+ * Append one line to the audit log. For every engineer's verbs (acknowledgements, maintenance...):
+ * call it in the same transaction as the change it records where one exists.
+ */
+export function recordAudit(db: Db, e: AuditEntry): void {
+  db.insert(auditLog)
+    .values({
+      at: e.at,
+      actor: clip(e.actor, AUDIT_FIELD_MAX),
+      actorKind: e.actorKind,
+      action: clip(e.action, 64)!,
+      target: clip(e.target, AUDIT_FIELD_MAX),
+      address: clip(e.address, 64),
+      detail: clip(e.detail, AUDIT_DETAIL_MAX),
+    })
+    .run();
+}
+
+/** The audit log, newest first; `before` (an id) pages back. */
+export function listAudit(db: Db, opts: { limit: number; before?: number }): AuditRow[] {
+  return db
+    .select()
+    .from(auditLog)
+    .where(opts.before !== undefined ? lt(auditLog.id, opts.before) : undefined)
+    .orderBy(desc(auditLog.id))
+    .limit(opts.limit)
+    .all();
 }

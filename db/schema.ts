@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { BACKEND_STATES, PROXY_STATES } from "../lib/check/states";
+import { CHANNEL_TYPES, DELIVERY_STATUSES, NOTIFICATION_EVENTS } from "../lib/notify/events";
 
 /** Every state a transition row can hold: a backend's states and a proxy's. */
 const TRANSITION_STATES = [...new Set([...BACKEND_STATES, ...PROXY_STATES])] as [string, ...string[]];
@@ -161,7 +162,154 @@ export const restartEvents = sqliteTable(
   ],
 );
 
+/**
+ * Operator sessions, server-side: the cookie holds a random token, this table its SHA-256 (a
+ * copied database row cannot be replayed as a cookie). Signing out, a changed password (the
+ * credential fingerprint no longer matches) or the operator's removal from the config end a
+ * session; it never outlives expiresAt, set once at sign-in.
+ */
+export const sessions = sqliteTable(
+  "sessions",
+  {
+    id: text("id").primaryKey(), // hex SHA-256 of the token
+    operator: text("operator").notNull(),
+    createdAt: integer("created_at").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    lastSeenAt: integer("last_seen_at").notNull(),
+    address: text("address"),
+    userAgent: text("user_agent"),
+    /** HMAC of the operator's password spec at sign-in: a changed password ends the session. */
+    credential: text("credential").notNull(),
+  },
+  (t) => [index("sessions_operator").on(t.operator), index("sessions_expires").on(t.expiresAt)],
+);
+
+/**
+ * Who did what: sign-ins (ok and failed, with the name tried and the client address), sign-outs,
+ * restarts, config reloads, acknowledgements, maintenance. Kept forever; written through
+ * recordAudit (db/queries.ts), read by operators only.
+ */
+export const auditLog = sqliteTable(
+  "audit_log",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    at: integer("at").notNull(),
+    /** The operator, token or proxy user; for a failed sign-in the name that was tried; null for the system. */
+    actor: text("actor"),
+    actorKind: text("actor_kind", { enum: ["operator", "token", "proxy", "anonymous", "system"] }).notNull(),
+    action: text("action").notNull(),
+    target: text("target"),
+    address: text("address"),
+    detail: text("detail"),
+  },
+  (t) => [index("audit_log_at").on(t.at)],
+);
+
 export type SampleRow = typeof samples.$inferSelect;
 export type SampleMinuteRow = typeof sampleMinutes.$inferSelect;
 export type TransitionRow = typeof transitions.$inferSelect;
 export type RestartEventRow = typeof restartEvents.$inferSelect;
+export type SessionRow = typeof sessions.$inferSelect;
+export type AuditRow = typeof auditLog.$inferSelect;
+
+// ---- the on-call loop (lib/notify, lib/oncall) ----
+
+/**
+ * One row per notification: what happened, written in the same transaction as the transition or
+ * restart event that caused it. `uid` is the id receivers see, the same on every retry.
+ */
+export const notifications = sqliteTable(
+  "notifications",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    uid: text("uid").notNull().unique(),
+    event: text("event", { enum: NOTIFICATION_EVENTS }).notNull(),
+    backendId: text("backend_id").notNull(),
+    state: text("state", { enum: BACKEND_STATES }).notNull(),
+    previousState: text("previous_state", { enum: BACKEND_STATES }),
+    reasons: text("reasons", { mode: "json" }).$type<string[]>().notNull(),
+    at: integer("at").notNull(),
+    link: text("link"),
+    /** Event-specific facts: who/note (restart-requested), outcome/downtime, scheduledAt, reminder. */
+    details: text("details", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+  },
+  (t) => [index("notifications_backend_at").on(t.backendId, t.at), index("notifications_at").on(t.at)],
+);
+
+/** The outbox: one row per notification and channel, delivered in the background and retried. */
+export const notificationDeliveries = sqliteTable(
+  "notification_deliveries",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    notificationId: integer("notification_id").notNull(),
+    channelId: text("channel_id").notNull(),
+    channelType: text("channel_type", { enum: CHANNEL_TYPES }).notNull(),
+    status: text("status", { enum: DELIVERY_STATUSES }).notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    nextAttemptAt: integer("next_attempt_at").notNull(),
+    lastError: text("last_error"),
+    deliveredAt: integer("delivered_at"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [
+    index("notification_deliveries_due").on(t.status, t.nextAttemptAt),
+    uniqueIndex("notification_deliveries_one").on(t.notificationId, t.channelId),
+    index("notification_deliveries_channel").on(t.channelId, t.createdAt),
+  ],
+);
+
+/** Every delivery attempt and its result (kept with its delivery). */
+export const notificationAttempts = sqliteTable(
+  "notification_attempts",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    deliveryId: integer("delivery_id").notNull(),
+    at: integer("at").notNull(),
+    ok: integer("ok", { mode: "boolean" }).notNull(),
+    statusCode: integer("status_code"),
+    error: text("error"),
+    durationMs: integer("duration_ms").notNull(),
+  },
+  (t) => [index("notification_attempts_delivery").on(t.deliveryId, t.at)],
+);
+
+/**
+ * "Someone is on it": stops reminders and unattended restarts for the current problem. Cleared
+ * (cleared_at) once the backend is healthy again. Kept forever: who, when, note.
+ */
+export const acknowledgements = sqliteTable(
+  "acknowledgements",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    backendId: text("backend_id").notNull(),
+    at: integer("at").notNull(),
+    by: text("by").notNull(),
+    note: text("note"),
+    stateAtAck: text("state_at_ack", { enum: BACKEND_STATES }).notNull(),
+    clearedAt: integer("cleared_at"),
+    clearedReason: text("cleared_reason"),
+  },
+  (t) => [index("acknowledgements_backend_at").on(t.backendId, t.at)],
+);
+
+/** Maintenance started from the API (config windows live in the config). Kept forever. */
+export const maintenancePeriods = sqliteTable(
+  "maintenance_periods",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    backendId: text("backend_id").notNull(),
+    startsAt: integer("starts_at").notNull(),
+    endsAt: integer("ends_at").notNull(),
+    by: text("by").notNull(),
+    note: text("note"),
+    endedAt: integer("ended_at"),
+    endedBy: text("ended_by"),
+  },
+  (t) => [index("maintenance_periods_backend_ends").on(t.backendId, t.endsAt)],
+);
+
+export type NotificationRow = typeof notifications.$inferSelect;
+export type NotificationDeliveryRow = typeof notificationDeliveries.$inferSelect;
+export type NotificationAttemptRow = typeof notificationAttempts.$inferSelect;
+export type AcknowledgementRow = typeof acknowledgements.$inferSelect;
+export type MaintenancePeriodRow = typeof maintenancePeriods.$inferSelect;

@@ -8,6 +8,8 @@ import path from "node:path";
 import { z } from "zod";
 import { DEFAULT_THRESHOLDS, PROBE_CHOICES, type ProbeChoice, type Thresholds } from "./check/types";
 import { ENGINE_CHOICES, type EngineChoice } from "./engines/types";
+import { CHANNEL_TYPES, NOTIFICATION_EVENTS, type NotificationEvent } from "./notify/events";
+import { buildNetPolicy } from "./auth/net-policy";
 
 /** Every default of the config, and only here (the classifier's thresholds come from DEFAULT_THRESHOLDS). */
 export const DEFAULTS = {
@@ -21,6 +23,15 @@ export const DEFAULTS = {
   restartCommandTimeoutSeconds: 120,
   webhookMethod: "POST",
   webhookTimeoutSeconds: 30,
+  notifications: {
+    renotifyMinutes: 60,
+    /**
+     * Flap debounce: a problem counts as over (one `recovered`) only after the backend stayed
+     * healthy this long; a stuck -> busy -> stuck flap inside it sends nothing.
+     */
+    recoveredAfterSeconds: 60,
+    smtpPort: 587,
+  },
 } as const;
 
 export type PasswordSpec =
@@ -32,6 +43,14 @@ export type RestartAction =
   | { kind: "command"; command: string[]; timeoutSeconds: number }
   | { kind: "webhook"; url: string; method: string; headers: Record<string, string>; timeoutSeconds: number };
 
+/** Opt-in unattended restart (restart.unattended): off unless given. */
+export interface UnattendedConfig {
+  /** How long the backend must have been stuck (restart recommended) before stepwatch restarts it. */
+  afterSeconds: number;
+  /** At most this many unattended restarts of this backend in any 24 hours. */
+  maxPerDay: number;
+}
+
 export interface BackendConfig {
   id: string;
   url: string;
@@ -42,7 +61,44 @@ export interface BackendConfig {
   /** Which request the idle probe sends ("auto" by engine, learning from 404/405; "none": metrics alone). */
   probe?: ProbeChoice;
   restart?: RestartAction;
+  /** From restart.unattended; only with a restart action. */
+  unattended?: UnattendedConfig;
 }
+
+interface ChannelBase {
+  id: string;
+  /** null: every event. */
+  events: NotificationEvent[] | null;
+  /** null: every backend. */
+  backends: string[] | null;
+}
+export type ChannelConfig =
+  | (ChannelBase & { type: "webhook"; url: string; headers: Record<string, string> })
+  | (ChannelBase & { type: "slack"; url: string })
+  | (ChannelBase & { type: "ntfy"; url: string; token?: string })
+  | (ChannelBase & {
+      type: "email";
+      smtp: { host: string; port: number; secure: boolean; user?: string; password?: string };
+      from: string;
+      to: string[];
+    });
+
+export interface NotificationsConfig {
+  /** Where stepwatch is reached by people; links in messages are {publicUrl}/backends/{id}. */
+  publicUrl: string | null;
+  renotifyMinutes: number;
+  recoveredAfterSeconds: number;
+  channels: ChannelConfig[];
+}
+
+/**
+ * A maintenance window from the config: one-off (start/end) or weekly (days, at HH:MM UTC,
+ * minutes). backends null: all.
+ */
+export type MaintenanceWindowConfig = { backends: string[] | null; note: string | null } & (
+  | { kind: "once"; start: number; end: number }
+  | { kind: "weekly"; days: number[]; minuteOfDay: number; minutes: number }
+);
 
 export interface ProxyConfig {
   id: string;
@@ -52,9 +108,20 @@ export interface ProxyConfig {
   backends?: string[];
 }
 
+/** operator: reads and restarts. viewer: reads only (when access.read is "signed-in"), never restarts. */
+export type Role = "operator" | "viewer";
+
 export interface OperatorConfig {
   name: string;
   password: PasswordSpec;
+  role: Role;
+}
+
+/** An API token for scripts (`Authorization: Bearer <token>`); `name` is recorded as the actor. */
+export interface TokenConfig {
+  name: string;
+  token: string;
+  role: Role;
 }
 
 export interface Config {
@@ -73,6 +140,21 @@ export interface Config {
   operators: OperatorConfig[];
   /** GET /metrics: public (null) or requiring `Authorization: Bearer <bearerToken>`. */
   metrics: { bearerToken: string | null };
+  notifications: NotificationsConfig;
+  maintenance: MaintenanceWindowConfig[];
+  tokens: TokenConfig[];
+  /** "public": anyone who reaches the port reads (the default); "signed-in": reading needs a viewer or operator. */
+  access: { read: "public" | "signed-in" };
+  /** Trusted reverse-proxy sign-in: the header (from server.trustProxy only) naming the signed-in user. */
+  auth: { proxyHeader?: string };
+  /**
+   * The URL operators open stepwatch at (behind a proxy): its host passes the Host check, and it is
+   * the base of messages' links. `notifications.publicUrl` is the same setting (issue 12's spelling);
+   * give either, or both alike.
+   */
+  publicUrl?: string;
+  /** Who may speak for clients (trustProxy) and under which names stepwatch is served (allowedHosts). */
+  server: { trustProxy: string[]; allowedHosts: string[] };
   /**
    * Every variable an "env:NAME" secret was read from, sorted. Restart commands run without them
    * (lib/restart/execute.ts restartCommandEnv): a command's output is shown to every reader.
@@ -146,6 +228,9 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
           timeoutSeconds: seconds.optional(),
         })
         .optional(),
+      unattended: z
+        .strictObject({ afterSeconds: seconds, maxPerDay: z.number().int().positive() })
+        .optional(),
     })
     .superRefine((r, ctx) => {
       if ((r.command === undefined) === (r.webhook === undefined))
@@ -153,8 +238,8 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       if (r.webhook !== undefined && r.timeoutSeconds !== undefined)
         ctx.addIssue({ code: "custom", path: ["timeoutSeconds"], message: "only applies to command; a webhook takes webhook.timeoutSeconds" });
     })
-    .transform((r): RestartAction =>
-      r.command
+    .transform((r): { action: RestartAction; unattended?: UnattendedConfig } => ({
+      action: r.command
         ? { kind: "command", command: r.command, timeoutSeconds: r.timeoutSeconds ?? DEFAULTS.restartCommandTimeoutSeconds }
         : {
             kind: "webhook",
@@ -163,7 +248,8 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
             headers: r.webhook!.headers ?? {},
             timeoutSeconds: r.webhook!.timeoutSeconds ?? DEFAULTS.webhookTimeoutSeconds,
           },
-    );
+      ...(r.unattended ? { unattended: r.unattended } : {}),
+    }));
 
   const password = z.string().transform((s, ctx): PasswordSpec => {
     if (s.startsWith("scrypt:")) return { kind: "scrypt", hash: s };
@@ -185,23 +271,141 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
     return { kind: "plain", value: s, source: "inline" };
   });
 
-  const backend = z.strictObject({
+  const backend = z
+    .strictObject({
+      id,
+      url: httpUrl,
+      apiKey: secret.optional(),
+      model: z.string().min(1).optional(),
+      engine: z.enum(ENGINE_CHOICES).default(DEFAULTS.engine),
+      probe: z.enum(PROBE_CHOICES).default(DEFAULTS.probe),
+      restart: restart.optional(),
+    })
+    .transform(({ restart: r, ...b }): BackendConfig => ({
+      ...b,
+      ...(r ? { restart: r.action } : {}),
+      ...(r?.unattended ? { unattended: r.unattended } : {}),
+    }));
+
+  const filters = {
     id,
-    url: httpUrl,
-    apiKey: secret.optional(),
-    model: z.string().min(1).optional(),
-    engine: z.enum(ENGINE_CHOICES).default(DEFAULTS.engine),
-    probe: z.enum(PROBE_CHOICES).default(DEFAULTS.probe),
-    restart: restart.optional(),
-  });
+    events: z.array(z.enum(NOTIFICATION_EVENTS)).min(1).optional(),
+    backends: z.array(z.string()).min(1).optional(),
+  };
+  const channel = z
+    .discriminatedUnion("type", [
+      z.strictObject({ ...filters, type: z.literal("webhook"), url: secretUrl, headers: z.record(z.string(), secret).optional() }),
+      z.strictObject({ ...filters, type: z.literal("slack"), url: secretUrl }),
+      z.strictObject({ ...filters, type: z.literal("ntfy"), url: secretUrl, token: secret.optional() }),
+      z.strictObject({
+        ...filters,
+        type: z.literal("email"),
+        smtp: z.strictObject({
+          host: z.string().min(1),
+          port: z.number().int().min(1).max(65535).optional(),
+          secure: z.boolean().optional(),
+          user: z.string().min(1).optional(),
+          password: secret.optional(),
+        }),
+        from: z.string().min(3),
+        to: z.array(z.string().min(3)).min(1),
+      }),
+    ], { error: () => `type must be one of ${CHANNEL_TYPES.join(", ")}` })
+    .transform((c): ChannelConfig => {
+      const base = { id: c.id, events: c.events ?? null, backends: c.backends ?? null };
+      switch (c.type) {
+        case "webhook":
+          return { ...base, type: c.type, url: c.url, headers: c.headers ?? {} };
+        case "slack":
+          return { ...base, type: c.type, url: c.url };
+        case "ntfy":
+          return { ...base, type: c.type, url: c.url, ...(c.token ? { token: c.token } : {}) };
+        case "email":
+          return {
+            ...base,
+            type: c.type,
+            smtp: { ...c.smtp, port: c.smtp.port ?? DEFAULTS.notifications.smtpPort, secure: c.smtp.secure ?? false },
+            from: c.from,
+            to: c.to,
+          };
+      }
+    });
+  const notifications = z
+    .strictObject({
+      publicUrl: httpUrl.optional(),
+      renotifyMinutes: z.number().positive().optional(),
+      recoveredAfterSeconds: z.number().nonnegative().optional(),
+      channels: z.array(channel).default([]),
+    })
+    .transform(
+      (n): NotificationsConfig => ({
+        publicUrl: n.publicUrl ?? null,
+        renotifyMinutes: n.renotifyMinutes ?? DEFAULTS.notifications.renotifyMinutes,
+        recoveredAfterSeconds: n.recoveredAfterSeconds ?? DEFAULTS.notifications.recoveredAfterSeconds,
+        channels: n.channels,
+      }),
+    );
+
+  const isoTime = z.iso.datetime({ offset: true, message: "must be an ISO 8601 date-time with a zone (2026-12-01T14:00:00Z)" });
+  const maintenanceWindow = z
+    .strictObject({
+      backends: z.array(z.string()).min(1).optional(),
+      note: z.string().max(500).optional(),
+      start: isoTime.optional(),
+      end: isoTime.optional(),
+      weekly: z
+        .strictObject({
+          days: z.array(z.enum(WEEKDAYS)).min(1),
+          at: z.string().regex(/^([01][0-9]|2[0-3]):[0-5][0-9]$/, "must be HH:MM (UTC)"),
+          minutes: z.number().int().positive().max(7 * 24 * 60),
+        })
+        .optional(),
+    })
+    .superRefine((w, ctx) => {
+      const once = w.start !== undefined || w.end !== undefined;
+      if (once === (w.weekly !== undefined)) ctx.addIssue({ code: "custom", message: "give either start and end, or weekly" });
+      else if (once && (w.start === undefined || w.end === undefined)) ctx.addIssue({ code: "custom", message: "give both start and end" });
+      else if (once && Date.parse(w.end!) <= Date.parse(w.start!)) ctx.addIssue({ code: "custom", path: ["end"], message: "must be after start" });
+    })
+    .transform((w): MaintenanceWindowConfig => {
+      const base = { backends: w.backends ?? null, note: w.note ?? null };
+      if (w.weekly) {
+        const [h, m] = w.weekly.at.split(":").map(Number);
+        return { ...base, kind: "weekly", days: w.weekly.days.map((d) => WEEKDAYS.indexOf(d)), minuteOfDay: h * 60 + m, minutes: w.weekly.minutes };
+      }
+      return { ...base, kind: "once", start: Date.parse(w.start!), end: Date.parse(w.end!) };
+    });
   const proxy = z.strictObject({ id, url: httpUrl, apiKey: secret.optional(), backends: z.array(z.string()).optional() });
-  const operator = z.strictObject({ name: z.string().min(1), password });
-  // Only "env:NAME": a scrape token in a config file that is often world-readable is no secret.
+  const role = z.enum(["operator", "viewer"]).default("operator");
+  const operator = z.strictObject({ name: z.string().min(1).max(100), password, role });
+  // Only "env:NAME" (the /metrics scrape token and API tokens): a token in a config file that is
+  // often world-readable is no secret.
   const bearerToken = z
     .string()
     .refine((s) => s.startsWith("env:"), { message: 'must be "env:NAME" (the variable holds the token)' })
     .pipe(secret)
     .refine((s) => s.length >= 16, { message: "the token must be at least 16 characters" });
+  const token = z.strictObject({
+    name: z.string().min(1).max(100),
+    token: bearerToken,
+    role,
+  });
+  const proxyAddress = z.string().superRefine((entry, ctx) => {
+    try {
+      buildNetPolicy({ trustProxy: [entry], allowedHosts: [] });
+    } catch {
+      ctx.addIssue({ code: "custom", message: `"${entry}" is not an IP address or CIDR range (e.g. "127.0.0.1", "10.0.0.0/8", "::1")` });
+    }
+  });
+  const hostName = z
+    .string()
+    .regex(/^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$/, "must be a host name without scheme or port (e.g. stepwatch.example.internal)");
+  const server = z
+    .strictObject({
+      trustProxy: z.array(proxyAddress).default([]),
+      allowedHosts: z.array(hostName).default([]),
+    })
+    .default({ trustProxy: [], allowedHosts: [] });
 
   return z
     .strictObject({
@@ -225,6 +429,21 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
         .strictObject({ bearerToken: bearerToken.optional() })
         .default({})
         .transform((m) => ({ bearerToken: m.bearerToken ?? null })),
+      notifications: notifications.prefault({}),
+      maintenance: z.array(maintenanceWindow).default([]),
+      tokens: z.array(token).default([]),
+      access: z.strictObject({ read: z.enum(["public", "signed-in"]).default("public") }).default({ read: "public" }),
+      auth: z
+        .strictObject({
+          proxyHeader: z
+            .string()
+            .regex(/^[A-Za-z0-9-]+$/, "must be a header name (e.g. X-Forwarded-User)")
+            .transform((h) => h.toLowerCase())
+            .optional(),
+        })
+        .default({}),
+      publicUrl: httpUrl.optional(),
+      server,
     })
     .superRefine((c, ctx) => {
       // Backends and proxies share one id space: transitions and logs name them by id alone.
@@ -249,8 +468,31 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
         if (names.has(o.name)) ctx.addIssue({ code: "custom", path: ["operators", i, "name"], message: `"${o.name}" appears twice` });
         names.add(o.name);
       });
+      const unknownBackends = (list: string[] | null, at: (string | number)[]) =>
+        list?.forEach((b, j) => {
+          if (!backendIds.has(b)) ctx.addIssue({ code: "custom", path: [...at, j], message: `no backend "${b}" in backends` });
+        });
+      const channelIds = new Set<string>();
+      c.notifications.channels.forEach((ch, i) => {
+        if (channelIds.has(ch.id)) ctx.addIssue({ code: "custom", path: ["notifications", "channels", i, "id"], message: `"${ch.id}" appears twice` });
+        channelIds.add(ch.id);
+        unknownBackends(ch.backends, ["notifications", "channels", i, "backends"]);
+      });
+      c.maintenance.forEach((w, i) => unknownBackends(w.backends, ["maintenance", i, "backends"]));
+      c.tokens.forEach((t, i) => {
+        if (names.has(t.name)) ctx.addIssue({ code: "custom", path: ["tokens", i, "name"], message: `"${t.name}" is already an operator's or another token's name` });
+        names.add(t.name);
+      });
+      if (c.auth.proxyHeader && c.server.trustProxy.length === 0)
+        ctx.addIssue({ code: "custom", path: ["auth", "proxyHeader"], message: "needs server.trustProxy: the header is believed only from those addresses" });
+      const top = c.publicUrl, inNotifications = c.notifications.publicUrl;
+      if (top !== undefined && inNotifications !== null && top !== inNotifications)
+        ctx.addIssue({ code: "custom", path: ["notifications", "publicUrl"], message: `differs from publicUrl ("${top}"): give one, or both alike` });
     });
 }
+
+/** Weekday names of maintenance.weekly.days, in Date.getUTCDay() order. */
+export const WEEKDAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"] as const;
 
 /** `backends[1].url` from zod's path array. */
 export function formatPath(p: ReadonlyArray<PropertyKey>): string {
@@ -283,7 +525,14 @@ export function parseConfig(json: unknown, source: string, opts: ParseOptions = 
   const warnings = r.data.operators
     .filter((o) => o.password.kind === "plain" && o.password.source === "inline")
     .map((o) => `operator "${o.name}" has a clear-text password in the config (accepted for the demo only)`);
-  return { source, ...r.data, secretEnvNames: [...secretEnvNames].sort(), warnings, raw: json };
+  // /metrics is outside the read gate (a scraper has no session): it has its own token (SECURITY.md).
+  if (r.data.access.read === "signed-in" && r.data.metrics.bearerToken === null) {
+    warnings.push('access.read is "signed-in" but metrics.bearerToken is unset: GET /metrics (backend ids, states, load) is readable by anyone who reaches the port');
+  }
+  // One setting under two names (issue 16's publicUrl, issue 12's notifications.publicUrl): each falls back on the other.
+  const url = r.data.publicUrl ?? r.data.notifications.publicUrl ?? undefined;
+  const notifications = { ...r.data.notifications, publicUrl: url ?? null };
+  return { source, ...r.data, ...(url ? { publicUrl: url } : {}), notifications, secretEnvNames: [...secretEnvNames].sort(), warnings, raw: json };
 }
 
 /** Read and validate a config file. Throws ConfigError naming the file and the fields. */

@@ -11,6 +11,7 @@ export type DomainErrorCode =
   | "confirmation-required" // a healthy backend's id was not typed
   | "invalid-config" // a config reload found problems (the running config stays)
   | "too-large" // request body over the cap
+  | "unsupported-media-type" // a JSON route sent something that does not say application/json
   | "rate-limited" // too many sign-in attempts
   | "not-configured" // no restart action for this backend
   | "unavailable"; // storage down
@@ -40,6 +41,8 @@ export function httpStatus(code: DomainErrorCode): number {
       return 409;
     case "too-large":
       return 413;
+    case "unsupported-media-type":
+      return 415;
     case "confirmation-required":
     case "invalid-config":
       return 422;

@@ -6,9 +6,12 @@
  */
 import { openDb, resolveDbPath, type DbHandle } from "../db/client";
 import { ConfigError, parseConfig, parseConfigText, readConfigText, resolveConfigPath, type Config } from "./config";
-import { restartOutcomeCounts } from "../db/queries";
+import { recordAudit, restartOutcomeCounts } from "../db/queries";
 import { getStepwatchMetrics, type StepwatchMetrics } from "./export/metrics";
+import { requestUnattendedRestart } from "./oncall/unattended";
 import { describeReload, emptyStatus, startReloader, type ConfigStatus, type ReloadResult, type ReloadTrigger } from "./reload";
+import { buildNetPolicy, setNetPolicy } from "./auth/net-policy";
+import { warmPasswords } from "./auth/password";
 import { startWatcher, type Watcher } from "./watcher";
 import { fleetSnapshot } from "./api/snapshot";
 
@@ -69,6 +72,9 @@ async function startRuntime(): Promise<Runtime> {
     console.log(`stepwatch: ${why}: watching the embedded DEMO fleet of simulated backends`);
   }
   for (const w of config.warnings) console.warn(`stepwatch: ${w}`);
+  setNetPolicy(buildNetPolicy({ ...config.server, publicUrl: config.publicUrl }));
+  // Every sign-in then costs exactly one scrypt, the first one too (lib/auth/password.ts).
+  void warmPasswords(config.operators.map((o) => o.password)).catch(() => {});
 
   const dbPath = resolveDbPath();
   let db: DbHandle;
@@ -78,6 +84,18 @@ async function startRuntime(): Promise<Runtime> {
     await stopDemo?.();
     throw e;
   }
+  try {
+    recordAudit(db.db, {
+      at: startedAt,
+      actor: null,
+      actorKind: "system",
+      action: "config.loaded",
+      target: configPath ?? "demo",
+      detail: `${config.backends.length} backend(s), ${config.proxies.length} proxy(ies), ${config.operators.length} operator(s), ${config.tokens.length} token(s); reading ${config.access.read}`,
+    });
+  } catch (e) {
+    console.error(`stepwatch: cannot write the audit log: ${(e as Error).message}`);
+  }
   const metrics = getStepwatchMetrics();
   try {
     // Once: from here on the counter counts restarts as this process resolves them.
@@ -86,7 +104,16 @@ async function startRuntime(): Promise<Runtime> {
     console.error(`stepwatch: cannot read restart counts for /metrics (counting from 0): ${(e as Error).message}`);
     metrics.seedRestarts(config.backends.map((b) => b.id), []);
   }
-  const watcher = startWatcher({ config, db: db.db, telemetry: metrics.telemetry });
+  // The watcher finds an unattended restart due; the restart verb needs the whole runtime.
+  let rtRef: Runtime | null = null;
+  const watcher = startWatcher({
+    config,
+    db: db.db,
+    telemetry: metrics.telemetry,
+    onUnattendedDue: (id) => {
+      if (rtRef) requestUnattendedRestart(rtRef, id, Date.now());
+    },
+  });
   const demo = stopDemo !== null;
   console.log(`stepwatch: database ${dbPath}; polling every ${config.pollIntervalSeconds} s`);
 
@@ -109,6 +136,8 @@ async function startRuntime(): Promise<Runtime> {
       })()),
   };
 
+  rtRef = rt;
+
   // /metrics' restart counters follow the backends a reload added or removed (seeded as at start).
   const backendIds = (list: string[]) => list.filter((t) => t.startsWith("backend ")).map((t) => t.slice("backend ".length));
   const syncRestartCounts = (change: { added: string[]; removed: string[] }) => {
@@ -127,9 +156,26 @@ async function startRuntime(): Promise<Runtime> {
     initialText: configText,
     onResult: (r, trigger) => {
       if (!r.attempted) return;
-      // The audit hook of a reload: the server log now; the audit log (issue 16) hangs here too.
-      if (r.ok) console.log(describeReload(r, trigger, configPath));
-      else console.error(describeReload(r, trigger, configPath));
+      // The audit hook of a reload: the server log and the audit log (who: the operator of a POST,
+      // else the system; the line names what changed or the problems, never a value from the file).
+      const line = describeReload(r, trigger, configPath);
+      if (r.ok) console.log(line);
+      else console.error(line);
+      const operator = trigger.startsWith("operator ") ? trigger.slice("operator ".length) : null;
+      try {
+        recordAudit(db.db, {
+          at: Date.now(),
+          actor: operator,
+          actorKind: operator ? "operator" : "system",
+          action: r.ok ? "config.reload" : "config.reload.refused",
+          target: configPath,
+          detail: `${trigger}: ${line.replace(/^stepwatch: /, "")}`,
+        });
+      } catch (e) {
+        console.error(`stepwatch: cannot write the audit log: ${(e as Error).message}`);
+      }
+      // Host, Origin and trusted proxies follow the reloaded config at once.
+      if (r.ok) setNetPolicy(buildNetPolicy({ ...rt.config.server, publicUrl: rt.config.publicUrl }));
       for (const w of r.ok ? rt.config.warnings : []) console.warn(`stepwatch: ${w}`);
       if (r.ok && r.change) syncRestartCounts(r.change);
     },

@@ -1,19 +1,16 @@
 import type { Metadata } from "next";
 import { SignInForm } from "@/components/SignInForm";
+import { safeNextPath } from "@/lib/auth/next-path";
 import { currentOperatorName } from "@/lib/auth/server";
 import { getRuntime } from "@/lib/runtime";
 
 export const metadata: Metadata = { title: "Sign in" };
 export const dynamic = "force-dynamic";
 
-/** Only same-site paths: ?next=https://evil.example must not become an open redirect. */
-function safeNext(v: string | string[] | undefined): string {
-  const s = Array.isArray(v) ? v[0] : v;
-  return s && s.startsWith("/") && !s.startsWith("//") && !s.startsWith("/\\") ? s : "/";
-}
 
 export default async function SignInPage({ searchParams }: { searchParams: Promise<Record<string, string | string[] | undefined>> }) {
-  const next = safeNext((await searchParams).next);
+  // Only same-site paths: ?next=https://evil.example must not become an open redirect.
+  const next = safeNextPath((await searchParams).next);
   // The demo's operator has a published clear-text password; say it, so a newcomer can try a restart.
   // Only an inline clear-text password of the embedded demo config is ever shown (it is public anyway).
   const demo = await getRuntime()

@@ -52,15 +52,23 @@ export const FLEET_JSON_MAX_AGE_MS = 250;
 /**
  * `keyOf` names what the answer was built from besides the clock: when it changes (a config
  * reload replaces the runtime's configStatus, good file or bad), the cached bytes are not served
- * again, so the first answer after a reload is the new fleet with a new ETag.
+ * again, so the first answer after a reload is the new fleet with a new ETag. `revision` (the
+ * watcher's: it moves when an acknowledgement, a maintenance or a restart request changed the
+ * fleet between polls) likewise, so the dashboard's refetch right after such a POST gets the new
+ * snapshot and a new ETag, never the bytes from just before it.
  */
-export function cachedEncoding(build: (now: number) => Promise<unknown>, keyOf: () => Promise<unknown>): (now?: number) => Promise<EncodedJson> {
-  let cache: { at: number; key: unknown; encoded: Promise<EncodedJson> } | null = null;
+export function cachedEncoding(
+  build: (now: number) => Promise<unknown>,
+  keyOf: () => Promise<unknown>,
+  revision: () => Promise<number> = async () => 0,
+): (now?: number) => Promise<EncodedJson> {
+  let cache: { at: number; key: unknown; revision: number; encoded: Promise<EncodedJson> } | null = null;
   return async (now = Date.now()) => {
     const key = await keyOf();
-    if (cache && cache.key === key && now - cache.at >= 0 && now - cache.at < FLEET_JSON_MAX_AGE_MS) return cache.encoded;
+    const rev = await revision();
+    if (cache && cache.key === key && cache.revision === rev && now - cache.at >= 0 && now - cache.at < FLEET_JSON_MAX_AGE_MS) return cache.encoded;
     const encoded = build(now).then(encodeJson);
-    const entry = { at: now, key, encoded };
+    const entry = { at: now, key, revision: rev, encoded };
     cache = entry;
     encoded.catch(() => {
       if (cache === entry) cache = null; // a failure is not cached
@@ -71,9 +79,10 @@ export function cachedEncoding(build: (now: number) => Promise<unknown>, keyOf: 
 
 /** Replaced by every reload attempt (lib/reload.ts), so it keys the cached fleet answers. */
 const configGeneration = async (): Promise<unknown> => (await getRuntime()).configStatus;
+const watcherRevision = async () => (await getRuntime()).watcher.revision();
 
 /** GET /api/fleet, encoded (see cachedEncoding). */
-export const getFleetJson = cachedEncoding(getFleet, configGeneration);
+export const getFleetJson = cachedEncoding(getFleet, configGeneration, watcherRevision);
 /** GET /api/fleet/recent, encoded. */
 export const getFleetRecentJson = cachedEncoding(getFleetRecent, configGeneration);
 
@@ -115,8 +124,14 @@ export async function getRestartPlan(id: string): Promise<RestartPlanDTO> {
   };
 }
 
-export async function listRestarts(filter: { backendId?: string; limit?: number } = {}): Promise<RestartEventDTO[]> {
+/** Restart log pages: GET /api/restarts?limit= (default 100, at most 1000) &before=<id of the last event seen>. */
+export const RESTARTS_DEFAULT_LIMIT = 100;
+export const RESTARTS_MAX_LIMIT = 1000;
+
+export async function listRestarts(
+  filter: { backendId?: string; limit?: number; beforeId?: number } = {},
+): Promise<{ events: RestartEventDTO[]; nextBefore: number | null }> {
   const rt = await getRuntime();
   if (filter.backendId !== undefined) knownBackend(rt, filter.backendId);
-  return fromStorage("the restart log", () => restartsOf(rt.db.db, filter));
+  return fromStorage("the restart log", () => restartsOf(rt.db.db, { ...filter, limit: Math.min(filter.limit ?? RESTARTS_DEFAULT_LIMIT, RESTARTS_MAX_LIMIT) }));
 }

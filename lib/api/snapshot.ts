@@ -13,6 +13,8 @@ import { STATE_INFO, restartRecommended } from "../check/states";
 import { figuresOf } from "../check/types";
 import { lastEngine } from "../check/read";
 import { publicUrl } from "../net/public-url";
+import type { OnCallBook } from "../oncall/book";
+import { onCallView } from "../oncall/view";
 import { cooldownUntil as cooldownEnd } from "../restart/cooldown";
 import type { BackendMonitor, ProxyMonitor } from "../watcher/monitors";
 import type { Watcher } from "../watcher";
@@ -20,7 +22,7 @@ import type { Watcher } from "../watcher";
 /** Rates to three significant digits: what the dashboard shows, and a third of the bytes. */
 const shown = (x: number | null) => (x === null || !Number.isFinite(x) || x === 0 ? x : Number(x.toPrecision(3)));
 
-export function backendView(m: BackendMonitor, restartCooldownSeconds: number, now: number): FleetBackend {
+export function backendView(m: BackendMonitor, restartCooldownSeconds: number, now: number, book: OnCallBook): FleetBackend {
   const figures = figuresOf(m.last?.reading ?? null, m.last?.verdict ?? null);
   const reading = m.last?.reading ?? null;
   const verdict = m.last?.verdict ?? null;
@@ -30,6 +32,7 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
   const cooldownUntil = last ? cooldownEnd(last.requestedAt, restartCooldownSeconds) : null;
   const models = metrics?.models.length ? metrics.models : (reading?.models?.ids ?? []);
   const configured = m.config.engine && m.config.engine !== "auto" ? m.config.engine : null;
+  const recommended = verdict?.restartRecommended ?? restartRecommended(state);
   return {
     id: m.config.id,
     url: publicUrl(m.config.url),
@@ -47,11 +50,11 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
     kvCacheUsage: shown(figures.kvCacheUsage),
     processStartTime: metrics?.processStartTime ?? null,
     lastReadAt: reading?.at ?? null,
-    restartRecommended: verdict?.restartRecommended ?? restartRecommended(state),
     reasons: verdict?.reasons ?? [`${STATE_INFO.unknown.description} Not read yet since stepwatch started.`],
     restartConfigured: m.config.restart !== undefined,
     pendingRestartId: last && last.outcome === null ? last.id : null,
     cooldownUntil: cooldownUntil !== null && cooldownUntil > now ? cooldownUntil : null,
+    ...onCallView(m, book, recommended, now),
   };
 }
 
@@ -100,8 +103,9 @@ export function fleetSnapshot(
     demo: opts.demo,
     pollIntervalSeconds: opts.pollIntervalSeconds,
     storageError: w.store.storageError,
+    notificationChannels: w.outbox.channelStatus(),
     configError: opts.configError ? configErrorDTO(opts.configError) : null,
-    backends: [...w.backends.values()].map((m) => backendView(m, opts.restartCooldownSeconds, opts.now)),
+    backends: [...w.backends.values()].map((m) => backendView(m, opts.restartCooldownSeconds, opts.now, w.book)),
     proxies: [...w.proxies.values()].map((p) => proxyView(p, w.backends)),
   };
 }
@@ -156,6 +160,12 @@ export function historyOf(db: Db, backendId: string, from: number, to: number, o
   };
 }
 
-export function restartsOf(db: Db, filter: { backendId?: string; limit?: number }): RestartEventDTO[] {
-  return listRestartEvents(db, filter).map(restartDTO);
+/**
+ * One page of the restart log, newest first: at most `limit` events older than event `beforeId`,
+ * and the cursor of the next page (null on the last one).
+ */
+export function restartsOf(db: Db, filter: { backendId?: string; limit: number; beforeId?: number }): { events: RestartEventDTO[]; nextBefore: number | null } {
+  const rows = listRestartEvents(db, { ...filter, limit: filter.limit + 1 });
+  const page = rows.slice(0, filter.limit);
+  return { events: page.map(restartDTO), nextBefore: rows.length > filter.limit ? page[page.length - 1].id : null };
 }

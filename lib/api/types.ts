@@ -6,6 +6,7 @@ import type { BackendState, ProxyState } from "../check/states";
 import type { Figures } from "../check/types";
 import type { EngineKind } from "../engines/types";
 import type { LatencySample } from "../metrics/vllm-latency";
+import type { ChannelType, DeliveryStatus, NotificationEvent } from "../notify/events";
 
 export interface FleetBackend extends Figures {
   id: string;
@@ -31,6 +32,82 @@ export interface FleetBackend extends Figures {
   pendingRestartId: number | null;
   /** Until when a new restart is refused without an override (ms), null when none. */
   cooldownUntil: number | null;
+  /** The open problem (stuck/down notified, not yet recovered), or null. */
+  problem: { event: "stuck" | "down"; since: number } | null;
+  /** Who acknowledged the current problem, when, and why; null when nobody did. */
+  acknowledged: { by: string; at: number; note: string | null } | null;
+  /** The maintenance in force: no notification, no restart recommendation, no unattended restart. */
+  maintenance: { until: number; by: string | null; note: string | null; source: "api" | "config" } | null;
+  /** When the unattended restart will run unless someone acknowledges (ms), or null. */
+  unattendedRestartAt: number | null;
+  /** Whether restart.unattended is configured for this backend. */
+  unattendedConfigured: boolean;
+}
+
+export interface ChannelStatusDTO {
+  id: string;
+  type: ChannelType;
+  consecutiveFailures: number;
+  lastAttemptAt: number | null;
+  lastOkAt: number | null;
+  lastError: string | null;
+  /** The last attempts all failed (shown on the dashboard). */
+  failing: boolean;
+}
+
+export interface AcknowledgementDTO {
+  id: number;
+  backendId: string;
+  at: number;
+  by: string;
+  note: string | null;
+  stateAtAck: BackendState;
+}
+
+export interface MaintenanceDTO {
+  id: number;
+  backendId: string;
+  startsAt: number;
+  endsAt: number;
+  by: string;
+  note: string | null;
+  endedAt: number | null;
+  endedBy: string | null;
+}
+
+export interface NotificationAttemptDTO {
+  at: number;
+  ok: boolean;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+export interface NotificationDTO {
+  id: string;
+  event: NotificationEvent;
+  backendId: string;
+  state: BackendState;
+  previousState: BackendState | null;
+  reasons: string[];
+  at: number;
+  link: string | null;
+  details: Record<string, unknown>;
+  deliveries: Array<{
+    channelId: string;
+    channelType: ChannelType;
+    status: DeliveryStatus;
+    attempts: number;
+    nextAttemptAt: number | null;
+    lastError: string | null;
+    deliveredAt: number | null;
+    recentAttempts: NotificationAttemptDTO[];
+  }>;
+}
+
+export interface NotificationsResponse {
+  channels: ChannelStatusDTO[];
+  notifications: NotificationDTO[];
 }
 
 /** One sparkline point: [at ms, running, generation tokens/s]. */
@@ -77,6 +154,8 @@ export interface FleetResponse {
   pollIntervalSeconds: number;
   /** A storage problem the operator should know about (disk full, unwritable file), else null. */
   storageError: string | null;
+  /** Notification channels and how their recent attempts went. */
+  notificationChannels: ChannelStatusDTO[];
   /** The last config reload's problems while an older config keeps running, else null. */
   configError: ConfigErrorDTO | null;
   backends: FleetBackend[];

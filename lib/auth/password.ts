@@ -2,7 +2,10 @@
  * Operator passwords. A config holds either a scrypt hash ("scrypt:N:r:p:salt:key", made by
  * `npm run hash-password`) or a clear-text password (from an env var, or inline in the demo only;
  * lib/config.ts decides which are allowed). Every comparison is constant-time
- * (crypto.timingSafeEqual) so response timing does not leak how much of a guess was right.
+ * (crypto.timingSafeEqual) so response timing does not leak how much of a guess was right, and
+ * every comparison costs one scrypt with the default parameters, whatever the operator's password
+ * is kept as (a hash, a clear-text env value) or whether the name exists: a clear-text password is
+ * compared as scrypt(guess, salt) against scrypt(password, salt), the latter computed once.
  */
 import { randomBytes, scrypt as scryptCb, timingSafeEqual, createHash, type ScryptOptions } from "node:crypto";
 import type { PasswordSpec } from "../config";
@@ -59,9 +62,37 @@ export function safeEqualStrings(a: string, b: string): boolean {
   return timingSafeEqual(digest(a), digest(b));
 }
 
+/** One random salt per process for clear-text passwords: their derived keys never leave memory. */
+const PLAIN_SALT = randomBytes(16);
+const plainKeys = new WeakMap<object, Promise<Buffer>>();
+
+function deriveDefault(password: string, salt: Buffer): Promise<Buffer> {
+  return scrypt(password, salt, KEY_LEN, { ...DEFAULT_PARAMS, maxmem: maxmem(DEFAULT_PARAMS.N, DEFAULT_PARAMS.r) });
+}
+
+function plainKeyOf(spec: Extract<PasswordSpec, { kind: "plain" }>): Promise<Buffer> {
+  let k = plainKeys.get(spec);
+  if (!k) {
+    k = deriveDefault(spec.value, PLAIN_SALT);
+    plainKeys.set(spec, k);
+  }
+  return k;
+}
+
+/**
+ * Derive the keys of clear-text passwords ahead of the first sign-in (at start), so that even the
+ * first comparison costs exactly one scrypt.
+ */
+export async function warmPasswords(specs: PasswordSpec[]): Promise<void> {
+  await Promise.all(specs.map((s) => (s.kind === "plain" ? plainKeyOf(s) : null)));
+}
+
 /** True when `given` matches the spec. Never throws: a malformed hash simply does not match. */
 export async function verifyPassword(spec: PasswordSpec, given: string): Promise<boolean> {
-  if (spec.kind === "plain") return safeEqualStrings(spec.value, given);
+  if (spec.kind === "plain") {
+    const expected = await plainKeyOf(spec);
+    return timingSafeEqual(await deriveDefault(given, PLAIN_SALT), expected);
+  }
   const h = parseScryptHash(spec.hash);
   if (!h) return false;
   try {
@@ -77,5 +108,5 @@ export async function verifyPassword(spec: PasswordSpec, given: string): Promise
  * answer's timing does not tell which names exist.
  */
 export async function burnPasswordCheck(given: string): Promise<void> {
-  await scrypt(given, Buffer.alloc(16), KEY_LEN, { ...DEFAULT_PARAMS, maxmem: maxmem(DEFAULT_PARAMS.N, DEFAULT_PARAMS.r) });
+  await deriveDefault(given, PLAIN_SALT);
 }

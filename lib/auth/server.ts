@@ -1,77 +1,139 @@
 /**
- * Server-side glue of sign-in and sessions: the process-wide key and throttle (on globalThis: Next
- * loads routes as separate module instances), reading the session cookie, the Origin guard.
- * Route handlers and server pages call these; the pure parts live in session/signin/throttle.
+ * Server-side glue of sign-in and sessions: the process-wide key, throttle and comparison gate (on
+ * globalThis: Next loads routes as separate module instances), reading the session cookie, the
+ * Origin guard, the client's address. Route handlers and server pages call these; the pure parts
+ * live in session/signin/throttle/net-policy.
  */
 import "server-only";
-import { cookies } from "next/headers";
+import { cookies, headers } from "next/headers";
+import type { NextResponse } from "next/server";
 import { DomainError } from "../errors";
 import { getRuntime, type Runtime } from "../runtime";
-import { isForeignOrigin } from "./origin";
-import { SESSION_COOKIE, loadSessionKey, verifySession, type Session } from "./session";
-import { SignInThrottle } from "./throttle";
+import { buildNetPolicy, clientAddressOf, currentNetPolicy, isForeignOriginFor, requestOrigin, setNetPolicy, type HeaderSource, type NetPolicy } from "./net-policy";
+import { principalOf, type Principal } from "./principal";
+import { SECURE_SESSION_COOKIE, SESSION_COOKIE, resolveSession, sessionTokenFrom, type Session } from "./session";
+import { authHolder } from "./state";
+import type { ConcurrencyGate, SignInThrottle } from "./throttle";
 
-const KEY = Symbol.for("stepwatch.auth");
-type Holder = { [KEY]?: { key: Buffer; dbPath: string; throttle: SignInThrottle } };
-
-function state(rt: Runtime) {
-  const g = globalThis as Holder;
-  if (!g[KEY] || g[KEY].dbPath !== rt.db.path) {
-    g[KEY] = { key: loadSessionKey(rt.db.path), dbPath: rt.db.path, throttle: g[KEY]?.throttle ?? new SignInThrottle() };
-  }
-  return g[KEY];
-}
-
-export async function authState(): Promise<{ rt: Runtime; key: Buffer; throttle: SignInThrottle }> {
+export async function authState(): Promise<{ rt: Runtime; key: Buffer; throttle: SignInThrottle; gate: ConcurrencyGate }> {
   const rt = await getRuntime();
-  const s = state(rt);
-  return { rt, key: s.key, throttle: s.throttle };
+  const s = authHolder(rt);
+  return { rt, key: s.key, throttle: s.throttle, gate: s.gate };
 }
 
-/** The signed-in operator from the cookie, or null. An operator removed from the config is signed out. */
+/** The config's network policy (set at start by lib/runtime; built here if a route came first). */
+export function netPolicyOf(rt: Runtime): NetPolicy {
+  let p = currentNetPolicy();
+  if (!p) {
+    p = buildNetPolicy({ ...rt.config.server, publicUrl: rt.config.publicUrl });
+    setNetPolicy(p);
+  }
+  return p;
+}
+
+/** Whether the browser reached stepwatch over https (directly, or as a trusted proxy says). */
+function httpsOf(h: HeaderSource, policy: NetPolicy): boolean {
+  return requestOrigin(h, policy).scheme === "https";
+}
+
+/** The signed-in operator's session from the cookie, or null. */
 export async function currentSession(now: number = Date.now()): Promise<Session | null> {
-  const token = (await cookies()).get(SESSION_COOKIE)?.value;
-  if (!token) return null;
   const { rt, key } = await authState();
-  const s = verifySession(token, key, now);
-  if (!s || !rt.config.operators.some((o) => o.name === s.name)) return null;
-  return s;
+  const https = httpsOf(await headers(), netPolicyOf(rt));
+  const token = sessionTokenFrom(await cookies(), https);
+  if (!token) return null;
+  return resolveSession(rt.db.db, token, { operators: rt.config.operators, key, now });
 }
 
-/** For server pages: the operator's name, or null (never throws: a page still renders read-only). */
+/** Who is asking (API token, trusted proxy user, or session), or null. */
+export async function currentPrincipal(now: number = Date.now()): Promise<Principal | null> {
+  const { rt, key } = await authState();
+  const h = await headers();
+  const policy = netPolicyOf(rt);
+  return principalOf(h, sessionTokenFrom(await cookies(), httpsOf(h, policy)), { config: rt.config, db: rt.db.db, key, policy, now });
+}
+
+/** The raw session token of this request (for sign-out), or undefined. */
+export async function currentToken(req: Request): Promise<string | undefined> {
+  const rt = await getRuntime();
+  return sessionTokenFrom(await cookies(), isHttps(req, rt));
+}
+
+/** For server pages: the signed-in user's name (operator or viewer), or null (never throws: a page still renders read-only). */
 export async function currentOperatorName(): Promise<string | null> {
   try {
-    return (await currentSession())?.name ?? null;
+    return (await currentPrincipal())?.name ?? null;
   } catch {
     return null;
   }
 }
 
-export async function requireOperator(): Promise<Session> {
-  const s = await currentSession();
-  if (!s) throw new DomainError("unauthenticated", "sign in as an operator first");
-  return s;
+/**
+ * For every state-changing route: the operator acting (a session, an API token or a trusted
+ * proxy's user with the operator role). 401 without one, 403 for a viewer. `.name` is the actor to
+ * record.
+ */
+export async function requireOperator(): Promise<Principal> {
+  const p = await currentPrincipal();
+  if (!p) throw new DomainError("unauthenticated", "sign in as an operator first");
+  if (p.role !== "operator") throw new DomainError("forbidden", `${p.name} is a viewer: only operators can do this`);
+  return p;
 }
 
-/** 403 for a browser request from another site (CSRF); see origin.ts. */
+/** How the audit log names the kind of actor a principal is. */
+export function actorKindOf(p: Principal): "operator" | "token" | "proxy" {
+  return p.via === "token" ? "token" : p.via === "proxy" ? "proxy" : "operator";
+}
+
+/** Who asked, for the audit log of the verbs that take an operator (acknowledge, maintenance). */
+export function actorOf(req: Request, p: Principal): { actorKind: "operator" | "token" | "proxy"; address: string } {
+  return { actorKind: actorKindOf(p), address: clientAddress(req) };
+}
+
+/** For read routes: anyone when access.read is "public", else a viewer or an operator (401). */
+export async function requireReader(): Promise<Principal | null> {
+  const rt = await getRuntime();
+  const p = await currentPrincipal();
+  if (rt.config.access.read === "signed-in" && !p) throw new DomainError("unauthenticated", "sign in to read this stepwatch (access.read is signed-in)");
+  return p;
+}
+
+/**
+ * 403 for a browser request from another site (CSRF). Compares the Origin's scheme and host with
+ * the ones this request was made to (X-Forwarded-Host/-Proto only from server.trustProxy) or with
+ * publicUrl's origin. Synchronous when the policy is known (it is once the runtime started).
+ */
 export function assertSameOrigin(req: Request): void {
+  const policy = currentNetPolicy() ?? buildNetPolicy({ trustProxy: [], allowedHosts: [] });
   const origin = req.headers.get("origin");
-  const host = req.headers.get("x-forwarded-host") ?? req.headers.get("host");
-  if (isForeignOrigin(origin, host)) {
+  if (isForeignOriginFor(origin, req.headers, policy)) {
     throw new DomainError("forbidden", `requests from ${origin} are not accepted; use the stepwatch page itself`);
   }
 }
 
-/**
- * The client's address for the sign-in throttle. Behind a reverse proxy this is the proxy's
- * X-Forwarded-For entry; without one, Next fills it from the socket.
- */
+/** The client's address: the socket's, or what a proxy in server.trustProxy says. */
 export function clientAddress(req: Request): string {
-  const xff = req.headers.get("x-forwarded-for");
-  return (xff?.split(",")[0] ?? req.headers.get("x-real-ip") ?? "local").trim() || "local";
+  return clientAddressOf(req.headers, currentNetPolicy() ?? buildNetPolicy({ trustProxy: [], allowedHosts: [] }));
 }
 
-/** The cookie is Secure when the page was served over https (directly or behind a TLS proxy). */
-export function isHttps(req: Request): boolean {
-  return new URL(req.url).protocol === "https:" || req.headers.get("x-forwarded-proto") === "https";
+/** The cookie is Secure (and `__Host-`) when the page was served over https (directly or behind a trusted TLS proxy). */
+export function isHttps(req: Request, rt?: Runtime): boolean {
+  const policy = currentNetPolicy() ?? (rt ? netPolicyOf(rt) : buildNetPolicy({ trustProxy: [], allowedHosts: [] }));
+  return httpsOf(req.headers, policy);
+}
+
+export function setSessionCookie(res: NextResponse, req: Request, token: string, expiresAt: number): void {
+  const https = isHttps(req);
+  res.cookies.set(https ? SECURE_SESSION_COOKIE : SESSION_COOKIE, token, {
+    httpOnly: true,
+    sameSite: "strict",
+    secure: https,
+    path: "/",
+    expires: new Date(expiresAt),
+  });
+}
+
+export function clearSessionCookie(res: NextResponse, req: Request): void {
+  const https = isHttps(req);
+  res.cookies.set(https ? SECURE_SESSION_COOKIE : SESSION_COOKIE, "", { httpOnly: true, sameSite: "strict", secure: https, path: "/", maxAge: 0 });
 }

@@ -1,51 +1,99 @@
 /**
- * Operator sessions: a stateless token "<payload>.<mac>" in an httpOnly, SameSite=Strict cookie.
- * payload = base64url(JSON {n: name, e: expiry ms}); mac = HMAC-SHA256(payload) with a key that is
- * STEPWATCH_SESSION_SECRET or, failing that, generated once per data directory and kept next to the
- * DB file, so sessions survive a restart of stepwatch but never leave the box.
- * Pure apart from `loadSessionKey` (file system) — the clock and the key are passed in.
+ * Operator sessions, kept server-side in SQLite (db/schema.ts `sessions`). The cookie holds 32
+ * random bytes; the table holds their SHA-256, the operator, the fixed expiry and a fingerprint of
+ * the operator's password as configured at sign-in. A session ends when the operator signs out
+ * (its row is deleted), ends it from the sessions list, is removed from the config, or has another
+ * password (the fingerprint differs), and at the latest SESSION_TTL_MS after sign-in: nothing the
+ * client sends can extend it. The key (STEPWATCH_SESSION_SECRET or session.key next to the DB)
+ * only keys the password fingerprints now.
  */
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import type { OperatorConfig, PasswordSpec } from "../config";
+import { deleteSession, insertSession, sessionById, touchSession } from "../../db/queries";
+import type { Db } from "../../db/client";
 
+/** The cookie over http; over https the `__Host-` prefixed name (Secure, Path=/, no Domain). */
 export const SESSION_COOKIE = "stepwatch_session";
+export const SECURE_SESSION_COOKIE = "__Host-stepwatch_session";
 /** A working day: long enough for a shift, short enough that a forgotten laptop expires. */
 export const SESSION_TTL_MS = 12 * 60 * 60 * 1000;
+/** Most live sessions of one operator; a new sign-in past it ends the oldest. */
+export const MAX_SESSIONS_PER_OPERATOR = 20;
+/** lastSeenAt is written at most this often (a poll every 2 s must not write every 2 s). */
+const TOUCH_EVERY_MS = 60_000;
 
 export interface Session {
+  /** The row id (SHA-256 of the token): safe to show, useless as a cookie. */
+  id: string;
   name: string;
+  createdAt: number;
   expiresAt: number;
 }
 
-function mac(payload: string, key: Buffer): Buffer {
-  return createHmac("sha256", key).update(payload).digest();
+/** The session cookie's token: over https only the `__Host-` one (a plain-http page cannot set that one). */
+export function sessionTokenFrom(jar: { get(name: string): { value: string } | undefined }, https: boolean): string | undefined {
+  return https ? jar.get(SECURE_SESSION_COOKIE)?.value : (jar.get(SESSION_COOKIE)?.value ?? jar.get(SECURE_SESSION_COOKIE)?.value);
 }
 
-export function signSession(session: Session, key: Buffer): string {
-  const payload = Buffer.from(JSON.stringify({ n: session.name, e: session.expiresAt })).toString("base64url");
-  return `${payload}.${mac(payload, key).toString("base64url")}`;
+export function tokenId(token: string): string {
+  return createHash("sha256").update(token, "utf8").digest("hex");
 }
 
-/** The session a token carries, or null when it is malformed, forged or expired. */
-export function verifySession(token: string | undefined | null, key: Buffer, now: number): Session | null {
-  if (!token || token.length > 1024) return null;
-  const dot = token.indexOf(".");
-  if (dot <= 0) return null;
-  const payload = token.slice(0, dot);
-  const given = Buffer.from(token.slice(dot + 1), "base64url");
-  const expected = mac(payload, key);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
-  let data: unknown;
-  try {
-    data = JSON.parse(Buffer.from(payload, "base64url").toString("utf8"));
-  } catch {
+/** HMAC of the password spec: equal while the operator's password stays what it was at sign-in. */
+export function credentialOf(spec: PasswordSpec, key: Buffer): string {
+  const what = spec.kind === "scrypt" ? `scrypt\u0000${spec.hash}` : `plain\u0000${spec.value}`;
+  return createHmac("sha256", key).update(what).digest("base64url");
+}
+
+export function createSession(
+  db: Db,
+  input: { operator: OperatorConfig; key: Buffer; now: number; address?: string | null; userAgent?: string | null },
+): { token: string; session: Session } {
+  const token = randomBytes(32).toString("base64url");
+  const id = tokenId(token);
+  const expiresAt = input.now + SESSION_TTL_MS;
+  insertSession(
+    db,
+    {
+      id,
+      operator: input.operator.name,
+      createdAt: input.now,
+      expiresAt,
+      lastSeenAt: input.now,
+      address: input.address ?? null,
+      userAgent: input.userAgent ? input.userAgent.slice(0, 200) : null,
+      credential: credentialOf(input.operator.password, input.key),
+    },
+    MAX_SESSIONS_PER_OPERATOR,
+  );
+  return { token, session: { id, name: input.operator.name, createdAt: input.now, expiresAt } };
+}
+
+/** The live session a cookie token names, or null; a stale row (expired, removed, re-passworded) is deleted. */
+export function resolveSession(db: Db, token: string | null | undefined, ctx: { operators: OperatorConfig[]; key: Buffer; now: number }): Session | null {
+  if (!token || token.length > 256) return null;
+  const id = tokenId(token);
+  const row = sessionById(db, id);
+  if (!row) return null;
+  const operator = ctx.operators.find((o) => o.name === row.operator);
+  const live =
+    row.expiresAt > ctx.now &&
+    row.expiresAt - row.createdAt <= SESSION_TTL_MS &&
+    operator !== undefined &&
+    row.credential === credentialOf(operator.password, ctx.key);
+  if (!live) {
+    deleteSession(db, id);
     return null;
   }
-  const d = data as { n?: unknown; e?: unknown };
-  if (typeof d.n !== "string" || typeof d.e !== "number") return null;
-  if (d.e <= now) return null;
-  return { name: d.n, expiresAt: d.e };
+  if (ctx.now - row.lastSeenAt >= TOUCH_EVERY_MS) touchSession(db, id, ctx.now);
+  return { id, name: row.operator, createdAt: row.createdAt, expiresAt: row.expiresAt };
+}
+
+/** Sign-out: the token's session ends (whether or not it was still live). */
+export function endSessionByToken(db: Db, token: string | null | undefined): boolean {
+  return token ? deleteSession(db, tokenId(token)) : false;
 }
 
 const KEY_FILE = "session.key";

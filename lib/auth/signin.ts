@@ -1,17 +1,17 @@
 /**
- * The sign-in verb: check the throttle, verify the password in constant time, answer failures late.
- * Route handlers only parse input and map the DomainError this throws.
+ * The sign-in verb: count the attempt (throttle), wait for a comparison slot (gate), compare the
+ * password in constant time with exactly one scrypt, answer failures late. Route handlers only
+ * parse input and map the DomainError this throws.
  */
 import { DomainError } from "../errors";
 import type { OperatorConfig } from "../config";
 import { burnPasswordCheck, safeEqualStrings, verifyPassword } from "./password";
-import { SESSION_TTL_MS, signSession, type Session } from "./session";
-import { NAME_WIDE_FACTOR, failureDelayMs, nameWideKey, throttleKey, type SignInThrottle } from "./throttle";
+import { failureDelayMs, nameDelayMs, type ConcurrencyGate, type SignInThrottle } from "./throttle";
 
 export interface SignInInput {
   name: string;
   password: string;
-  /** The client's address as the server saw it; part of the throttle key. */
+  /** The client's address (lib/auth/net-policy clientAddressOf); part of the throttle keys. */
   clientAddress: string;
   now: number;
 }
@@ -19,35 +19,52 @@ export interface SignInInput {
 export interface SignInDeps {
   operators: OperatorConfig[];
   throttle: SignInThrottle;
-  key: Buffer;
+  gate: ConcurrencyGate;
   sleep?: (ms: number) => Promise<void>;
+  /** Told about every failed attempt (the audit log and the server log). */
+  onFailure?: (name: string, clientAddress: string, why: "wrong" | "rate-limited" | "busy") => void;
 }
 
 const realSleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-export async function signIn(input: SignInInput, deps: SignInDeps): Promise<{ token: string; session: Session }> {
+function rateLimited(retryAfterMs: number, message = "too many failed sign-ins"): DomainError {
+  const s = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new DomainError("rate-limited", `${message}; try again in ${s} s`, { retryAfterSeconds: s });
+}
+
+/** The operator whose name and password match; throws "unauthenticated" or "rate-limited". */
+export async function signIn(input: SignInInput, deps: SignInDeps): Promise<OperatorConfig> {
   const sleep = deps.sleep ?? realSleep;
-  const tkey = throttleKey(input.name, input.clientAddress);
-  const nkey = nameWideKey(input.name);
-  const perAddress = deps.throttle.retryAfterMs(tkey, input.now);
-  const nameWide = deps.throttle.retryAfterMs(nkey, input.now, deps.throttle.maxFailures * NAME_WIDE_FACTOR);
-  const retry = perAddress === null ? nameWide : nameWide === null ? perAddress : Math.max(perAddress, nameWide);
-  if (retry !== null) {
-    throw new DomainError("rate-limited", `too many failed sign-ins; try again in ${Math.ceil(retry / 1000)} s`, {
-      retryAfterSeconds: Math.ceil(retry / 1000),
-    });
+  // Counted before any await: a burst is throttled exactly like the same guesses one by one.
+  const admitted = deps.throttle.admit(input.name, input.clientAddress, input.now);
+  if (!admitted.ok) {
+    deps.onFailure?.(input.name, input.clientAddress, "rate-limited");
+    throw rateLimited(admitted.retryAfterMs, admitted.why === "full" ? "too many sign-ins are being refused right now" : undefined);
   }
-  // Look the name up without an early exit, so timing does not reveal which names exist.
+  const { ticket } = admitted;
+  const release = await deps.gate.acquire(input.name, input.clientAddress);
+  if (!release) {
+    deps.throttle.withdraw(ticket); // never evaluated: it does not count
+    deps.onFailure?.(input.name, input.clientAddress, "busy");
+    throw rateLimited(5_000, "too many sign-ins at once");
+  }
   let operator: OperatorConfig | undefined;
-  for (const o of deps.operators) if (safeEqualStrings(o.name, input.name)) operator = o;
-  const ok = operator ? await verifyPassword(operator.password, input.password) : (await burnPasswordCheck(input.password), false);
+  let ok = false;
+  try {
+    // A name failing from everywhere is slowed (inside its one slot), never refused.
+    const extra = nameDelayMs(ticket.nameAttempts);
+    if (extra > 0) await sleep(extra);
+    // Look the name up without an early exit, so timing does not reveal which names exist.
+    for (const o of deps.operators) if (safeEqualStrings(o.name, input.name)) operator = o;
+    ok = operator ? await verifyPassword(operator.password, input.password) : (await burnPasswordCheck(input.password), false);
+  } finally {
+    release();
+  }
   if (!ok || !operator) {
-    deps.throttle.fail(nkey, input.now);
-    const failures = deps.throttle.fail(tkey, input.now);
-    await sleep(failureDelayMs(failures));
+    deps.onFailure?.(input.name, input.clientAddress, "wrong");
+    await sleep(failureDelayMs(ticket.pairAttempts));
     throw new DomainError("unauthenticated", "unknown operator or wrong password");
   }
-  deps.throttle.succeed(tkey);
-  const session = { name: operator.name, expiresAt: input.now + SESSION_TTL_MS };
-  return { token: signSession(session, deps.key), session };
+  deps.throttle.succeed(ticket);
+  return operator;
 }

@@ -9,6 +9,7 @@
  */
 import { rulesOf } from "../engines/registry";
 import { ENGINE_LABELS, PROGRESS_COUNTERS, type EngineMetrics, type EngineSlice, type EvidenceFigure } from "../engines/types";
+import { countOf, namesOf } from "./caps";
 import { STATE_INFO, restartRecommended, type BackendState } from "./states";
 import { DEFAULT_THRESHOLDS, type PendingRestart, type ProbeChoice, type Rates, type Reading, type Thresholds, type Verdict } from "./types";
 
@@ -393,8 +394,9 @@ function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
 
 function judgeNoMetrics(cur: Reading): Judgement {
   const alive = cur.models?.outcome === "ok";
-  const n = cur.models?.ids.length ?? 0;
-  const models = `${n} model${n === 1 ? "" : "s"}${n > 0 ? ` (${cur.models!.ids.slice(0, 5).join(", ")})` : ""}`;
+  // The list is capped where it was read (lib/check/caps.ts): count what it stands for.
+  const n = countOf(cur.models?.ids ?? []);
+  const models = `${n} model${n === 1 ? "" : "s"}${n > 0 ? ` (${namesOf(cur.models!.ids).slice(0, 5).join(", ")}${n > 5 ? ", …" : ""})` : ""}`;
   if (cur.engine === "ollama") {
     if (!alive) return { state: "unknown", reasons: [`Ollama: /api/version failed (${cur.error ?? cur.models?.outcome ?? "not asked"})`] };
     return { state: "no-metrics", reasons: [`${cur.error ?? "Ollama"}: Ollama exposes no load metrics: liveness only, never probed, never called stuck`, `alive: /api/version answers; loaded: ${models}`] };

@@ -2,6 +2,7 @@
  * One observation of a backend: read its engine's answers, probe only when the classifier says
  * so, judge. This is the only way stepwatch judges a backend; the CLI and the watcher both call it.
  */
+import { firstWholeName } from "./caps";
 import { classify, shouldProbe } from "./classify";
 import { lastEngine, learnedProbe, probeBackend, readBackend, type BackendTarget, type ReadOptions } from "./read";
 import type { PendingRestart, Reading, Thresholds, Verdict } from "./types";
@@ -25,7 +26,8 @@ export async function observe(
   if (shouldProbe(input)) {
     reading.probe = await probeBackend(target, {
       ...read,
-      model: target.model ?? reading.metrics?.models[0],
+      // A name cut by the caps is not asked for: the probe then lists /v1/models itself.
+      model: target.model ?? firstWholeName(reading.metrics?.models),
       engine: reading.engine,
       learned: learnedProbe(history),
     });

@@ -5,6 +5,7 @@
  * The one proxy rule, used by the watcher and the CLI alike: one failed read is "unknown", two
  * failed reads in a row are "down" (docs/decisions.md, "Proxy down rule").
  */
+import { countOf } from "./caps";
 import type { ProxyState } from "./states";
 import type { ProxyReading } from "./types";
 
@@ -16,7 +17,7 @@ export interface ProxyJudgement {
 /** Pure: `previous` is the reading before this one (null on the first). One miss is not "down". */
 export function judgeProxy(previous: ProxyReading | null, reading: ProxyReading): ProxyJudgement {
   if (reading.outcome === "ok") {
-    return { state: "up", reasons: [`/v1/models answered in ${Math.round(reading.latencyMs)} ms: ${reading.models.length} model(s)`] };
+    return { state: "up", reasons: [`/v1/models answered in ${Math.round(reading.latencyMs)} ms: ${countOf(reading.models)} model(s)`] };
   }
   const why = `/v1/models failed: ${reading.error ?? reading.outcome}${reading.status ? ` (HTTP ${reading.status})` : ""}`;
   if (previous && previous.outcome !== "ok") return { state: "down", reasons: [why, "failed on two consecutive reads"] };

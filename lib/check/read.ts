@@ -21,6 +21,7 @@ import { ENGINE_LABELS, type EngineChoice, type EngineKind } from "../engines/ty
 import { extractVllmLatency } from "../metrics/vllm-latency";
 import { detach } from "../metrics/prometheus";
 import { httpRequest, type HttpResult } from "../net/http";
+import { capList, capText } from "./caps";
 import type { ProbeChoice, ProbeKind, ProbeResult, ProxyReading, Reading } from "./types";
 
 export interface BackendTarget {
@@ -38,7 +39,12 @@ export interface ReadOptions {
   timeoutMs?: number;
   /** Deadline of the probe, default 10 s (probeTimeoutSeconds). */
   probeTimeoutMs?: number;
-  /** Cap on an answer's size, default 8 MB (a real 8-engine /metrics is well under 1 MB). */
+  /**
+   * Cap on an answer's size, default 2 MB: a real 8-engine /metrics is well under 100 KB (the
+   * largest real fixture is 75 KB), and parsing a hostile 8 MB exposition took ~0.5 s of the one
+   * event loop every poll, slowing every other backend and the API. The other answers (/props,
+   * /api/ps, /v1/models, /health, /info) have smaller caps of their own below.
+   */
   maxBytes?: number;
   dispatcher?: Dispatcher;
   now?: () => number;
@@ -47,7 +53,7 @@ export interface ReadOptions {
   engineHint?: EngineKind;
 }
 
-export const READ_DEFAULTS = { timeoutMs: 10_000, probeTimeoutMs: 10_000, maxBytes: 8 * 1024 * 1024 };
+export const READ_DEFAULTS = { timeoutMs: 10_000, probeTimeoutMs: 10_000, maxBytes: 2 * 1024 * 1024 };
 
 /** `path` appended to the base URL's path; a query in the configured URL (a token) is kept. */
 export function endpoint(base: string, path: string): string {
@@ -70,7 +76,24 @@ function get(target: BackendTarget, path: string, common: Common, accept: string
   return httpRequest(endpoint(target.url, path), { ...common, maxBytes, headers: { accept, ...authHeaders(target.apiKey) } });
 }
 
+/**
+ * Read one backend, whatever its engine. What is kept of the answers is bounded here, once, for
+ * every adapter and every path (lib/check/caps.ts): a hostile or broken backend cannot make a
+ * stored reading, a restart's evidence or an API answer large.
+ */
 export async function readBackend(target: BackendTarget, opts: ReadOptions = {}): Promise<Reading> {
+  return capReading(await readBackendUncapped(target, opts));
+}
+
+/** The error (it may quote what the backend sent) and every model list of a reading, bounded. */
+export function capReading(reading: Reading): Reading {
+  if (reading.error !== undefined) reading.error = capText(reading.error);
+  if (reading.metrics) reading.metrics.models = capList(reading.metrics.models);
+  if (reading.models) reading.models.ids = capList(reading.models.ids);
+  return reading;
+}
+
+async function readBackendUncapped(target: BackendTarget, opts: ReadOptions): Promise<Reading> {
   const now = opts.now ?? Date.now;
   const common: Common = {
     timeoutMs: opts.timeoutMs ?? READ_DEFAULTS.timeoutMs,
@@ -298,6 +321,7 @@ async function listModels(
   try {
     const json = JSON.parse(res.body) as { data?: Array<{ id?: unknown }> };
     if (!Array.isArray(json.data)) throw new Error("no data array");
+    // Whole here (the probe needs a real name); what is kept of it is capped by the callers.
     const models = json.data.map((m) => m.id).filter((id): id is string => typeof id === "string");
     return { outcome: "ok", status: res.status, models, bytes: res.bytes, latencyMs: res.latencyMs };
   } catch (err) {
@@ -307,7 +331,7 @@ async function listModels(
       models: [],
       bytes: res.bytes,
       latencyMs: res.latencyMs,
-      error: `/v1/models is not an OpenAI model list (${(err as Error).message})`,
+      error: capText(`/v1/models is not an OpenAI model list (${(err as Error).message})`),
     };
   }
 }
@@ -394,7 +418,7 @@ export async function probeBackend(target: BackendTarget, opts: ProbeOptions = {
     });
   const result = (k: ProbeKind, res: HttpResult, extra: Partial<ProbeResult> = {}): ProbeResult => {
     if (res.outcome === "ok") return { ok: true, at, latencyMs: elapsed(), status: res.status, kind: k, ...extra };
-    const base: ProbeResult = { ok: false, at, latencyMs: elapsed(), status: res.status, kind: k, error: res.error ?? res.outcome, ...extra };
+    const base: ProbeResult = { ok: false, at, latencyMs: elapsed(), status: res.status, kind: k, error: capText(res.error ?? res.outcome), ...extra };
     if (res.status === 401 || res.status === 403) return { ...base, cannotSucceed: "auth" };
     return base;
   };
@@ -436,5 +460,5 @@ export function lastEngine(history: Reading[]): EngineKind | undefined {
 export async function readProxy(target: { url: string; apiKey?: string }, opts: ReadOptions = {}): Promise<ProxyReading> {
   const at = (opts.now ?? Date.now)();
   const res = await listModels(target, opts);
-  return { at, latencyMs: res.latencyMs, outcome: res.outcome, status: res.status, error: res.error, models: res.models };
+  return { at, latencyMs: res.latencyMs, outcome: res.outcome, status: res.status, error: res.error === undefined ? undefined : capText(res.error), models: capList(res.models) };
 }

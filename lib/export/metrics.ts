@@ -61,9 +61,10 @@ export class StepwatchMetrics {
   readonly readFailures: Counter<"kind" | "outcome">;
   readonly storageErrors: Counter;
   /**
-   * The notifications' registration point: their sender calls `notificationFailed(channel)` (or
-   * `.inc({ channel })` here) for every delivery attempt that failed, and `notificationChannel(channel)`
-   * once per configured channel at start so the series exists at 0 before the first failure.
+   * Failed notification delivery attempts by channel id (`notifications.channels[].id`): the outbox
+   * (lib/notify/outbox.ts) reports each one through the watcher's telemetry (`notificationFailed`),
+   * and the watcher calls `notificationChannel` once per configured channel at start, so the series
+   * exists at 0 before the first failure.
    */
   readonly notificationFailures: Counter<"channel">;
   readonly restarts: Counter<"backend" | "outcome">;
@@ -236,6 +237,8 @@ export class StepwatchMetrics {
     },
     storageError: () => this.storageErrors.inc(),
     restartResolved: (backend, outcome) => this.restarts.inc({ backend, outcome }),
+    notificationChannel: (channel) => this.notificationChannel(channel),
+    notificationFailed: (channel) => this.notificationFailed(channel),
   };
 
   get contentType(): string {
@@ -269,7 +272,7 @@ export function getStepwatchMetrics(): StepwatchMetrics {
   return g[KEY];
 }
 
-/** For the notification sender: count one failed delivery attempt on `channel` (email, webhook...). */
+/** Count one failed delivery attempt on the channel with this id (the watcher's telemetry does this for the outbox). */
 export function notificationFailed(channel: string): void {
   getStepwatchMetrics().notificationFailed(channel);
 }

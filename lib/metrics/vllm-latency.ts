@@ -9,6 +9,7 @@
  * inside a bucket as Prometheus' histogram_quantile. Kept apart from lib/metrics/vllm.ts on
  * purpose: nothing here decides a state, and a bad histogram only leaves a figure empty.
  */
+import { MAX_HISTOGRAM_BUCKETS, MAX_LIST_ITEMS } from "../check/caps";
 import type { ParseResult, Sample } from "./prometheus";
 
 /** One histogram summed over its label sets (engines): cumulative counts per upper bound. */
@@ -88,6 +89,8 @@ function histogramOf(byName: Map<string, Sample[]>, family: string): Histogram |
     if (le === null || !finiteNonNeg(s.value)) return null;
     sums.set(le, (sums.get(le) ?? 0) + s.value);
   }
+  // Bounded (lib/check/caps.ts): a hostile body's 30,000 bounds would be kept with 200 readings.
+  if (sums.size > MAX_HISTOGRAM_BUCKETS) return null;
   const buckets = [...sums].sort((a, b) => a[0] - b[0]);
   if (buckets.at(-1)![0] !== Infinity) return null;
   // Cumulative counts never fall with a larger bound; if they do the body is not a histogram.
@@ -129,8 +132,12 @@ export function extractVllmLatency(input: ParseResult | SampleIndex): VllmLatenc
   const success = byName.get("vllm:request_success_total");
   if (success?.length && success.every((s) => finiteNonNeg(s.value))) {
     successByReason = {};
+    // Past MAX_LIST_ITEMS reasons (a hostile body), the unnamed ones are kept as one "other":
+    // latencySample adds them up the same way, so the stored figures do not change.
+    const fold = new Set(success.map((s) => s.labels.finished_reason ?? "unknown")).size > MAX_LIST_ITEMS;
     for (const s of success) {
-      const r = s.labels.finished_reason ?? "unknown";
+      const reason = s.labels.finished_reason ?? "unknown";
+      const r = fold && !Object.hasOwn(NAMED_REASONS, reason) ? "other" : reason;
       successByReason[r] = (successByReason[r] ?? 0) + s.value;
     }
   }
@@ -256,7 +263,7 @@ export function latencySample(f: LatencyFigures): LatencySample {
     out.successErrorPerSecond = 0;
     out.successOtherPerSecond = 0;
     for (const [reason, v] of Object.entries(sps)) {
-      const k = (NAMED_REASONS as Record<string, keyof LatencySample>)[reason] ?? "successOtherPerSecond";
+      const k = Object.hasOwn(NAMED_REASONS, reason) ? NAMED_REASONS[reason as keyof typeof NAMED_REASONS] : "successOtherPerSecond";
       out[k] = (out[k] ?? 0) + v;
     }
   }

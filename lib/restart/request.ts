@@ -5,8 +5,9 @@
  *    order: unknown id (404), nothing configured (422), a pending restart or the cooldown (409,
  *    with who asked and when, and until when), a healthy backend whose id was not typed (422).
  * 2. ONE SQLite transaction (BEGIN IMMEDIATE, insertRestartUnlessBlocked in db/queries.ts) inserts
- *    the audit row with INSERT ... SELECT ...
- *    WHERE NOT EXISTS (a pending restart, or one inside the cooldown). The partial unique index
+ *    the restart event with INSERT ... SELECT ...
+ *    WHERE NOT EXISTS (a pending restart, or one inside the cooldown), and its line in the audit
+ *    log (who, from where, which backend). The partial unique index
  *    restart_events_one_pending backs it up across processes. Two concurrent confirms therefore
  *    cannot both insert, and only the one that inserted runs the action: no check-then-act in JS.
  * 3. The action runs asynchronously, once. A failure (non-zero exit, timeout, webhook error)
@@ -18,16 +19,21 @@ import { isHealthy } from "../check/states";
 import type { BackendConfig, RestartAction } from "../config";
 import type { DbHandle } from "../../db/client";
 import type { RestartEventRow } from "../../db/schema";
-import { insertRestartUnlessBlocked, recordActionResult, restartBlockOf, type RestartBlock } from "../../db/queries";
+import { insertRestartUnlessBlocked, recordActionResult, restartBlockOf, type AuditActorKind, type RestartBlock } from "../../db/queries";
 import { DomainError } from "../errors";
+import type { NotificationDraft } from "../notify/outbox";
 import type { Runtime } from "../runtime";
 import { cooldownStart, cooldownUntil } from "./cooldown";
 import { describeAction, executeAction, restartCommandEnv, type ActionResult, type Env, type WebhookContext } from "./execute";
 
 export interface RestartInput {
   backendId: string;
-  /** The signed-in operator's name. */
+  /** The acting operator's name (a session's operator, an API token's or a trusted proxy user's name). */
   operator: string;
+  /** How the operator was identified, for the audit log (default "operator": a session). */
+  actorKind?: AuditActorKind;
+  /** The client's address, for the audit log. */
+  address?: string | null;
   /** The backend id typed by the operator; required when the backend is healthy. */
   confirm?: string;
   overrideCooldown?: boolean;
@@ -58,6 +64,11 @@ export interface RestartDeps {
   onResolved?(backendId: string, outcome: "failed"): void;
   execute?: (action: RestartAction, ctx: WebhookContext) => Promise<ActionResult>;
   now?: () => number;
+  /**
+   * Writes a notification (lib/notify) inside the transaction that records the event:
+   * restart-requested with the insert, restart-finished with a failed action's resolution.
+   */
+  notify?: (draft: NotificationDraft) => void;
 }
 
 /** The verb's dependencies in a running stepwatch: its config, its database, its watcher. */
@@ -70,6 +81,7 @@ export function restartDeps(rt: Pick<Runtime, "config" | "db" | "watcher">, env:
     current: (b) => rt.watcher.current(b),
     onPending: (b, p) => rt.watcher.notifyRestartRequested(b, p),
     onResolved: (b, outcome) => rt.watcher.notifyRestartResolved(b, outcome),
+    notify: (d) => rt.watcher.notify(d),
   };
 }
 
@@ -116,7 +128,9 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
     running: metrics?.running ?? null,
     waiting: metrics?.waiting ?? null,
     processStartTime: metrics?.processStartTime ?? null,
-    evidence: { reasons: verdict?.reasons ?? ["no reading yet"], readings: verdict?.basis ?? [] },
+    // The readings as stored for samples: without the in-memory latency histograms and finish
+    // reasons (kept only for the next read's deltas; a hostile backend's could be megabytes).
+    evidence: { reasons: verdict?.reasons ?? ["no reading yet"], readings: (verdict?.basis ?? []).map((r) => ({ ...r, latency: undefined })) },
     overrideCooldown: override,
     confirmedHealthy: healthy,
     action: describeAction(backend.restart),
@@ -124,7 +138,29 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
 
   let row: RestartEventRow;
   try {
-    const result = insertRestartUnlessBlocked(deps.db.db, request, since);
+    // The audit line and the restart-requested notification go in with the event, in its
+    // transaction: a restart is never unaudited, and its notification is never lost.
+    const result = insertRestartUnlessBlocked(deps.db.db, request, since, {
+      audit: (ev) => ({
+        at: ev.requestedAt,
+        actor: input.operator,
+        actorKind: input.actorKind ?? "operator",
+        action: "restart",
+        target: ev.backendId,
+        address: input.address ?? null,
+        detail: `restart #${ev.id}${ev.overrideCooldown ? ", cooldown overridden" : ""}${ev.confirmedHealthy ? ", confirmed while healthy" : ""}`,
+      }),
+      onInserted: (inserted) =>
+        deps.notify?.({
+          event: "restart-requested",
+          backendId: backend.id,
+          state,
+          previousState: null,
+          reasons: verdict?.reasons ?? [],
+          at: input.now,
+          details: { restartId: inserted.id, requestedBy: input.operator, note: inserted.note, overrideCooldown: override, action: inserted.action },
+        }),
+    });
     if ("blocked" in result) throw conflictFor(backend.id, result.blocked, deps.restartCooldownSeconds);
     row = result.inserted;
   } catch (e) {
@@ -197,7 +233,17 @@ async function runAndRecord(row: RestartEventRow, action: RestartAction, deps: R
   try {
     // A failed action closes the event at once; nothing is retried without an operator.
     const failed = result.ok ? null : { resolution: `the restart action failed: ${result.error ?? "unknown error"}; not retried` };
-    failedHere = recordActionResult(deps.db.db, row.id, result, failed);
+    failedHere = recordActionResult(deps.db.db, row.id, result, failed, () =>
+      deps.notify?.({
+        event: "restart-finished",
+        backendId: row.backendId,
+        state: deps.current(row.backendId)?.verdict?.state ?? row.stateAtRequest,
+        previousState: "restarting",
+        reasons: [failed!.resolution],
+        at: result.finishedAt,
+        details: { restartId: row.id, requestedBy: row.requestedBy, outcome: "failed", downtimeSeconds: null, resolution: failed!.resolution },
+      }),
+    );
   } catch (e) {
     console.error(`[restart] could not record the result of restart #${row.id} of ${row.backendId}: ${(e as Error).message}`);
   }

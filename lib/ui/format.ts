@@ -127,6 +127,12 @@ export function formatDateTime(at: number | null | undefined, timeZone: TimeZone
   return `${p.Y}-${pad(p.M)}-${pad(p.D)} ${pad(p.h)}:${pad(p.m)}:${pad(p.s)} ${zoneName(at, timeZone)}`;
 }
 
+/** "14:30" in the chosen zone: a time of today in a line that names its zone itself ("maintenance until 14:30 UTC"). */
+export function formatClock(at: number, timeZone: TimeZone = "UTC"): string {
+  const p = partsIn(at, timeZone);
+  return `${pad(p.h)}:${pad(p.m)}`;
+}
+
 /** A chart axis tick in the chosen zone: "14:05", "14:05:30" under a minute's spacing, "03-04" for days. */
 export function formatTick(at: number, spacingSeconds: number, timeZone: TimeZone = "UTC"): string {
   const p = partsIn(at, timeZone);

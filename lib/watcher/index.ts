@@ -14,6 +14,8 @@ import { readProxy as realReadProxy, type ReadOptions } from "../check/read";
 import type { PendingRestart, Reading, Verdict } from "../check/types";
 import { thresholdsOf, type BackendConfig, type Config, type ProxyConfig } from "../config";
 import { realClock, runEvery, type LoopClock } from "./loop";
+import { OnCallBook } from "../oncall/book";
+import { Outbox, type NotificationDraft, type OutboxOptions } from "../notify/outbox";
 import { BackendMonitor, ProxyMonitor, type MonitorDeps } from "./monitors";
 import { WatchStore, STORE_LIMITS, type StoreLimits } from "./store";
 import { NO_TELEMETRY, type WatcherTelemetry } from "./telemetry";
@@ -35,12 +37,22 @@ export interface WatcherOptions {
   readProxy?: MonitorDeps["readProxy"];
   /** Where the watcher's own health goes (lib/runtime passes the Prometheus export's); none by default. */
   telemetry?: WatcherTelemetry;
+  /** Outbox options (an undici dispatcher, a sender, retry tuning) for tests. */
+  outbox?: Pick<OutboxOptions, "dispatcher" | "send" | "tuning">;
+  /** Called when an unattended restart is due (lib/runtime asks the restart verb). */
+  onUnattendedDue?: (backendId: string) => void;
 }
 
 export interface Watcher {
   readonly backends: ReadonlyMap<string, BackendMonitor>;
   readonly proxies: ReadonlyMap<string, ProxyMonitor>;
   readonly store: WatchStore;
+  /** The notification outbox (its delivery loop runs with the watcher). */
+  readonly outbox: Outbox;
+  /** Acknowledgements and maintenance, in memory (lib/oncall/book.ts). */
+  readonly book: OnCallBook;
+  /** Writes a notification now (inside the caller's transaction), unless the backend is in maintenance. */
+  notify(draft: NotificationDraft): void;
   readonly startedAt: number;
   /** What the watcher believes now about a backend (the restart verb records it as evidence). */
   current(backendId: string): { verdict: Verdict | null; reading: Reading | null } | null;
@@ -48,6 +60,11 @@ export interface Watcher {
   notifyRestartRequested(backendId: string, pending?: PendingRestart & { eventId: number }): void;
   /** Called by the restart verb when it resolved an event itself (a failed action). */
   notifyRestartResolved(backendId: string, outcome: RestartOutcome): void;
+  /**
+   * Moves whenever an operator's verb changed what the fleet shows between polls (acknowledge,
+   * maintenance, a restart asked for or resolved by the verb): cached fleet answers are re-made.
+   */
+  revision(): number;
   /** Runs the retention job now (also runs every retentionIntervalMs). */
   runRetention(): RetentionResult | null;
   /** Aborts every loop, waits for in-flight reads to end, writes what is queued. */
@@ -91,6 +108,25 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   // One listener per poll loop (runEvery, and each target's own stop in startLoop), by design: a
   // fleet of 1000 is not a leak to warn about.
   setMaxListeners(0, signal);
+  const book = new OnCallBook(
+    opts.db,
+    config.maintenance,
+    config.backends.map((b) => b.id),
+    () => clock.now(),
+    (what, e) => store.fail(what, e),
+  );
+  const outbox = new Outbox(opts.db, config.notifications, {
+    ...opts.outbox,
+    now: () => clock.now(),
+    log,
+    onAttemptFailed: (channelId) => telemetry.notificationFailed(channelId),
+  });
+  // Every configured channel's failure series exists at 0 before its first failure.
+  for (const c of config.notifications.channels) telemetry.notificationChannel(c.id);
+  // While in maintenance nothing is sent at all; the policy already holds back its own events.
+  const notify = (draft: NotificationDraft) => {
+    if (book.maintenance(draft.backendId, draft.at) === null) outbox.write(draft);
+  };
   const readOf = (c: Config): ReadOptions => ({
     timeoutMs: readTimeoutMs(c.pollIntervalSeconds),
     probeTimeoutMs: c.probeTimeoutSeconds * 1000,
@@ -99,6 +135,13 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   // Shared by every monitor and changed in place by apply(): the next poll reads the new values.
   const deps: MonitorDeps = {
     store,
+    oncall: {
+      book,
+      renotifyMinutes: config.notifications.renotifyMinutes,
+      recoveredAfterSeconds: config.notifications.recoveredAfterSeconds,
+      notify,
+      onUnattendedDue: opts.onUnattendedDue,
+    },
     thresholds: thresholdsOf(config),
     now: () => clock.now(),
     read: readOf(config),
@@ -181,6 +224,8 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   track(runEvery(refreshRestarts, { intervalMs: RESTART_REFRESH_MS, signal, clock }));
   track(runEvery(() => void store.flush(), { intervalMs: opts.flushIntervalMs ?? WATCHER_DEFAULTS.flushIntervalMs, signal, clock }));
   track(runEvery(() => void runRetention(), { intervalMs: opts.retentionIntervalMs ?? WATCHER_DEFAULTS.retentionIntervalMs, signal, clock }));
+  // Delivery is its own loop: a slow receiver never delays a poll (polls only write rows).
+  if (config.notifications.channels.length > 0) track(outbox.run(signal));
 
   /** Same id, new settings: the monitor (and its history) stays, its config is swapped. */
   function sync<C extends { id: string }, M extends { config: C; reconfigure(c: C): void }>(kind: "backend" | "proxy", list: C[], map: Map<string, M>, add: (c: C, offsetMs: number) => void, change: ConfigChange): void {
@@ -205,10 +250,14 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   }
 
   let stopping: Promise<void> | null = null;
+  let restartChanges = 0;
   return {
     backends,
     proxies,
     store,
+    outbox,
+    book,
+    notify,
     startedAt: clock.now(),
     signal,
     current(id) {
@@ -217,12 +266,15 @@ export function startWatcher(opts: WatcherOptions): Watcher {
       return { verdict: m.last?.verdict ?? null, reading: m.last?.reading ?? null };
     },
     notifyRestartRequested(id) {
+      restartChanges++;
       backends.get(id)?.refreshRestart();
     },
     notifyRestartResolved(id, outcome) {
+      restartChanges++;
       telemetry.restartResolved(id, outcome);
       backends.get(id)?.refreshRestart();
     },
+    revision: () => book.revision + restartChanges,
     runRetention,
     apply(next) {
       const change: ConfigChange = { added: [], removed: [], changed: [] };

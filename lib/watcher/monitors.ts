@@ -11,6 +11,9 @@ import type { readProxy as readProxyFn } from "../check/read";
 import type { BackendState, ProxyState } from "../check/states";
 import type { PendingRestart, ProxyReading, Reading, Thresholds, Verdict } from "../check/types";
 import type { BackendConfig, ProxyConfig } from "../config";
+import type { OnCallBook } from "../oncall/book";
+import { decide, NO_PROBLEM, seedProblemState, type ProblemState } from "../notify/policy";
+import type { NotificationDraft } from "../notify/outbox";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
 import { dropOlderLatency, latencyOf } from "./latency";
 import { judgeProxy } from "../check/proxy";
@@ -20,8 +23,26 @@ import type { WatcherTelemetry } from "./telemetry";
 /** Points kept for the fleet page's sparkline. */
 export const RECENT_POINTS = 60;
 
+/** The on-call loop's part of a poll (lib/notify, lib/oncall); absent in unit tests of the scheduling. */
+export interface OnCallDeps {
+  book: OnCallBook;
+  renotifyMinutes: number;
+  recoveredAfterSeconds: number;
+  /** Writes a notification now, inside the caller's transaction, unless the backend is in maintenance. */
+  notify(draft: NotificationDraft): void;
+  /** The unattended restart is due: ask the one restart verb (lib/restart/request.ts). */
+  onUnattendedDue?(backendId: string): void;
+}
+
+/** requestedBy of the restarts stepwatch asks for itself (restart.unattended). */
+export const UNATTENDED_BY = "stepwatch:unattended";
+const DAY_MS = 86_400_000;
+/** An unattended restart refused (cooldown) is asked for again at most this often. */
+const UNATTENDED_RETRY_MS = 60_000;
+
 export interface MonitorDeps {
   store: WatchStore;
+  oncall?: OnCallDeps;
   thresholds: Thresholds;
   read: ReadOptions;
   now: () => number;
@@ -59,6 +80,11 @@ export class BackendMonitor {
    * verdict's `restarting` and the fleet view; the verb's own SQL check decides what may be asked.
    */
   lastRestart: RestartEventRow | null = null;
+  /** The state before the current one (a notification's previousState). */
+  previousState: BackendState | null = null;
+  /** The on-call loop's view of the current problem (lib/notify/policy.ts). */
+  problem: ProblemState = NO_PROBLEM;
+  private unattendedAskedAt = Number.NEGATIVE_INFINITY;
 
   /** `config` is replaced in place by a config reload (same id): history and state stay. */
   constructor(
@@ -88,9 +114,11 @@ export class BackendMonitor {
     const t = store.lastTransition("backend", this.config.id);
     if (t) {
       this.storedState = t.toState as BackendState;
+      this.previousState = (t.fromState as BackendState | null) ?? null;
       this.since = t.at;
     }
     this.refreshRestart();
+    if (this.deps.oncall) this.problem = seedProblemState(store.problemSeed(this.config.id), this.storedState, this.since);
   }
 
   pending(): PendingRestart | null {
@@ -126,32 +154,74 @@ export class BackendMonitor {
     dropOlderLatency(this.history);
     this.last = { reading, verdict };
     this.pushRecent(reading, verdict.rates.generationTokensPerSecond);
+    const before = this.storedState;
     recordState(this, store, "backend", reading.at, verdict.state, verdict.reasons);
+    if (this.storedState !== before) this.previousState = before;
+    this.onCall(reading, verdict);
     store.enqueueSample({ ...sampleRow(this.config.id, reading, verdict), ...latency });
+  }
+
+  /** Notifications, acknowledgement clearing and the unattended restart for this verdict (lib/notify/policy.ts decides). */
+  private onCall(reading: Reading, verdict: Verdict): void {
+    const oc = this.deps.oncall;
+    if (!oc) return;
+    const { store } = this.deps;
+    const id = this.config.id;
+    const at = reading.at;
+    const ack = oc.book.acknowledgement(id);
+    const unattended = this.config.unattended;
+    const d = decide(this.problem, {
+      backendId: id,
+      verdict,
+      at,
+      previousState: this.previousState,
+      acknowledged: ack !== null,
+      inMaintenance: oc.book.maintenance(id, at) !== null,
+      restartPending: this.lastRestart?.outcome === null,
+      renotifyMinutes: oc.renotifyMinutes,
+      recoveredAfterSeconds: oc.recoveredAfterSeconds,
+      unattended,
+      // Read only while it matters (a recommended restart with unattended configured): one indexed count.
+      unattendedAllowed: unattended && verdict.restartRecommended ? store.restartsBy(id, UNATTENDED_BY, at - DAY_MS) < unattended.maxPerDay : false,
+    });
+    this.problem = d.state;
+    // The policy already left out what maintenance silences; these land with the transition.
+    for (const draft of d.drafts) store.enqueueAfter(() => oc.notify(draft));
+    if (d.clearAcknowledgement && ack) store.enqueueAfter(oc.book.clearAcknowledgement(id, at, `healthy again (${verdict.state})`));
+    if (d.restartNow && oc.onUnattendedDue && at - this.unattendedAskedAt >= UNATTENDED_RETRY_MS) {
+      this.unattendedAskedAt = at;
+      oc.onUnattendedDue(id);
+    }
   }
 
   private resolvePending(row: RestartEventRow, verdict: Verdict, reading: Reading): void {
     const { store, thresholds, now } = this.deps;
     const t = now();
+    const finished = (outcome: "recovered" | "timed-out", resolution: string, downtimeSeconds: number | null) => () =>
+      this.deps.oncall?.notify({
+        event: "restart-finished",
+        backendId: this.config.id,
+        state: verdict.state,
+        previousState: "restarting",
+        reasons: verdict.reasons,
+        at: reading.at,
+        details: { restartId: row.id, requestedBy: row.requestedBy, outcome, downtimeSeconds, resolution },
+      });
     let won: boolean;
     let outcome: "recovered" | "timed-out";
     if (verdict.recovered) {
       const downtimeSeconds = (reading.at - row.requestedAt) / 1000;
+      const resolution = `a new process was seen serving ${downtimeSeconds.toFixed(1)} s after the restart was asked for (${verdict.state})`;
       outcome = "recovered";
-      won = store.resolveRestart(row.id, {
-        outcome: "recovered",
-        resolvedAt: t,
-        recoveredAt: reading.at,
-        downtimeSeconds,
-        resolution: `a new process was seen serving ${downtimeSeconds.toFixed(1)} s after the restart was asked for (${verdict.state})`,
-      });
+      won = store.resolveRestart(
+        row.id,
+        { outcome: "recovered", resolvedAt: t, recoveredAt: reading.at, downtimeSeconds, resolution },
+        finished("recovered", resolution, downtimeSeconds),
+      );
     } else if (t - row.requestedAt > thresholds.recoveryTimeoutSeconds * 1000) {
+      const resolution = `no new process seen serving within recoveryTimeoutSeconds (${thresholds.recoveryTimeoutSeconds} s); last state ${verdict.state}`;
       outcome = "timed-out";
-      won = store.resolveRestart(row.id, {
-        outcome: "timed-out",
-        resolvedAt: t,
-        resolution: `no new process seen serving within recoveryTimeoutSeconds (${thresholds.recoveryTimeoutSeconds} s); last state ${verdict.state}`,
-      });
+      won = store.resolveRestart(row.id, { outcome: "timed-out", resolvedAt: t, resolution }, finished("timed-out", resolution, null));
     } else {
       return;
     }

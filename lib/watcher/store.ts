@@ -17,7 +17,8 @@ import {
   type NewTransition,
   type TargetKind,
 } from "../../db/queries";
-import type { RestartEventRow, TransitionRow } from "../../db/schema";
+import { countRestartsBy, lastNotificationOf } from "../../db/queries-oncall";
+import type { NotificationRow, RestartEventRow, TransitionRow } from "../../db/schema";
 import type { Reading } from "../check/types";
 
 export interface StoreLimits {
@@ -31,6 +32,8 @@ export const STORE_LIMITS: StoreLimits = { maxQueuedSamples: 10_000, maxQueuedTr
 export class WatchStore {
   private samples: NewSample[] = [];
   private transitions: NewTransition[] = [];
+  /** Writes that must land in the same transaction as the transitions queued before them (notifications). */
+  private after: Array<() => void> = [];
   private error: string | null = null;
   dropped = 0;
 
@@ -48,7 +51,7 @@ export class WatchStore {
   }
 
   get queued(): number {
-    return this.samples.length + this.transitions.length;
+    return this.samples.length + this.transitions.length + this.after.length;
   }
 
   enqueueSample(row: NewSample): void {
@@ -66,18 +69,31 @@ export class WatchStore {
     if (over > 0) this.transitions.splice(0, over);
   }
 
+  /**
+   * Queue a write for the next flush, after the transitions queued so far, in the same
+   * transaction: a notification is on disk exactly when the transition that caused it is.
+   */
+  enqueueAfter(write: () => void): void {
+    this.after.push(write);
+    const over = this.after.length - this.limits.maxQueuedTransitions;
+    if (over > 0) this.after.splice(0, over);
+  }
+
   /** Writes everything queued in one transaction. Returns false (and keeps the queue) on failure. */
   flush(): boolean {
     if (this.queued === 0) return true;
     const samples = this.samples;
     const transitions = this.transitions;
+    const after = this.after;
     try {
       this.db.$client.transaction(() => {
         insertSamples(this.db, samples);
         for (const t of transitions) insertTransition(this.db, t);
+        for (const w of after) w();
       })();
       this.samples = this.samples.slice(samples.length);
       this.transitions = this.transitions.slice(transitions.length);
+      this.after = this.after.slice(after.length);
       if (this.error) this.log(`stepwatch: storage writable again; ${samples.length} queued samples written`);
       this.error = null;
       return true;
@@ -113,8 +129,33 @@ export class WatchStore {
     return this.read<Map<string, RestartEventRow> | undefined>(() => latestRestartsOf(this.db), undefined);
   }
 
-  resolveRestart(id: number, r: Parameters<typeof resolveRestart>[2]): boolean {
-    return this.read(() => resolveRestart(this.db, id, r), false);
+  /** Resolves a pending restart; `then` (the restart-finished notification) runs in the same transaction, only if this call won. */
+  resolveRestart(id: number, r: Parameters<typeof resolveRestart>[2], then?: () => void): boolean {
+    return this.read(
+      () =>
+        this.db.$client.transaction(() => {
+          const won = resolveRestart(this.db, id, r);
+          if (won) then?.();
+          return won;
+        })(),
+      false,
+    );
+  }
+
+  /** Unattended restarts of a backend since `since` (maxPerDay); a failed read counts as "limit reached". */
+  restartsBy(backendId: string, requestedBy: string, since: number): number {
+    return this.read(() => countRestartsBy(this.db, backendId, requestedBy, since), Number.POSITIVE_INFINITY);
+  }
+
+  /** The newest problem/recovered and restart-scheduled notifications (seed the problem state). */
+  problemSeed(backendId: string): { lastProblem: NotificationRow | null; lastScheduled: NotificationRow | null } {
+    return this.read(
+      () => ({
+        lastProblem: lastNotificationOf(this.db, backendId, ["stuck", "down", "recovered"]) ?? null,
+        lastScheduled: lastNotificationOf(this.db, backendId, ["restart-scheduled"]) ?? null,
+      }),
+      { lastProblem: null, lastScheduled: null },
+    );
   }
 
   private read<T>(f: () => T, fallback: T): T {

@@ -17,6 +17,10 @@ export interface WatcherTelemetry {
   storageError(): void;
   /** A restart event was resolved by this process (the watcher, or the restart verb's failure). */
   restartResolved(backendId: string, outcome: RestartOutcome): void;
+  /** Once per configured notification channel at start (its failure count exists at 0). */
+  notificationChannel(channelId: string): void;
+  /** One delivery attempt to a notification channel failed (it is retried; lib/notify/outbox.ts). */
+  notificationFailed(channelId: string): void;
 }
 
 export const NO_TELEMETRY: WatcherTelemetry = {
@@ -24,4 +28,6 @@ export const NO_TELEMETRY: WatcherTelemetry = {
   read() {},
   storageError() {},
   restartResolved() {},
+  notificationChannel() {},
+  notificationFailed() {},
 };

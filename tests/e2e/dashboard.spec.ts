@@ -6,7 +6,8 @@
  * - the backend page: separate token panels, a window held in the URL, a folded/filterable timeline;
  * - the restart dialog: focus on Cancel, the action, the cooldown and the expected outage;
  * - an unknown backend id; the restart log as cards on a phone;
- * screenshots of every page (light and dark, desktop and phone) in tests/e2e/artifacts/.
+ * screenshots of every page (light and dark, desktop and phone) in tests/e2e/artifacts/;
+ * and on every page of every test, no Content-Security-Policy violation (the nonce CSP, issue 16).
  */
 import { expect, test, type Page } from "@playwright/test";
 import { screenshot, signInApi, sim } from "./support/helpers";
@@ -20,6 +21,25 @@ function collectErrors(page: Page): string[] {
   page.on("pageerror", (e) => errors.push(String(e)));
   return errors;
 }
+
+/**
+ * Every page of every test here runs under the nonce CSP of proxy.ts (no 'unsafe-inline' scripts):
+ * nothing the dashboard needs (its charts, dialogs, time zones, phone layout) may be blocked.
+ */
+const cspViolations = new WeakMap<Page, string[]>();
+test.beforeEach(async ({ page }) => {
+  const seen: string[] = [];
+  cspViolations.set(page, seen);
+  await page.exposeFunction("reportCspViolation", (v: string) => seen.push(v));
+  await page.addInitScript(() => {
+    document.addEventListener("securitypolicyviolation", (e) =>
+      (window as unknown as { reportCspViolation: (v: string) => void }).reportCspViolation(`${e.violatedDirective} ${e.blockedURI} at ${e.sourceFile}:${e.lineNumber}`),
+    );
+  });
+});
+test.afterEach(async ({ page }) => {
+  expect(cspViolations.get(page)).toEqual([]);
+});
 
 const ONE_FORMAT = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d (UTC|GMT[+-]\d+(:\d\d)?|[A-Z]{3,4})$/;
 

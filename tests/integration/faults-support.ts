@@ -5,6 +5,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
+import { Agent, fetch as undiciFetch } from "undici";
 import { assertBuilt, getJson, spawnApp, waitFor, type RunningApp } from "./app-support";
 
 export { assertBuilt, getJson, waitFor, type RunningApp };
@@ -16,7 +17,9 @@ export async function startApp(env: Record<string, string>, port?: number): Prom
     "the app answering /api/fleet",
     async () => {
       if (a.proc.exitCode !== null || a.proc.signalCode !== null) throw new Error(`the app exited:\n${a.output()}`);
-      return (await getJson(`${a.url}/api/fleet`))?.status === 200;
+      // 401: up, with access.read "signed-in" (the read gate answers only once the runtime started).
+      const status = (await getJson(`${a.url}/api/fleet`))?.status;
+      return status === 200 || status === 401;
     },
     60_000,
   );
@@ -40,22 +43,31 @@ export interface HttpAnswer {
   json: unknown;
 }
 
-/** One request to the app; never follows redirects, never throws on a status. */
+const agents = new Map<string, Agent>();
+/** An HTTP client whose connections leave from `address` (any 127.x.y.z works on Linux loopback). */
+function agentFrom(address: string): Agent {
+  let a = agents.get(address);
+  if (!a) {
+    a = new Agent({ localAddress: address });
+    agents.set(address, a);
+  }
+  return a;
+}
+
+/**
+ * One request to the app; never follows redirects, never throws on a status. `from` picks the
+ * client's source address (127.0.0.2, ...), so tests can be several clients, or a trusted proxy.
+ */
 export async function call(
   url: string,
-  opts: { method?: string; body?: string; headers?: Record<string, string>; cookie?: string; origin?: string } = {},
+  opts: { method?: string; body?: string; headers?: Record<string, string>; cookie?: string; origin?: string; from?: string } = {},
 ): Promise<HttpAnswer> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.cookie) headers.cookie = opts.cookie;
   if (opts.origin) headers.origin = opts.origin;
   if (opts.body !== undefined && !headers["content-type"]) headers["content-type"] = "application/json";
-  const res = await fetch(url, {
-    method: opts.method ?? "GET",
-    headers,
-    body: opts.body,
-    redirect: "manual",
-    signal: AbortSignal.timeout(20_000),
-  });
+  const init = { method: opts.method ?? "GET", headers, body: opts.body, redirect: "manual" as const, signal: AbortSignal.timeout(30_000) };
+  const res = opts.from ? await undiciFetch(url, { ...init, dispatcher: agentFrom(opts.from) }) : await fetch(url, init);
   const text = await res.text();
   let json: unknown = null;
   try {
@@ -63,7 +75,7 @@ export async function call(
   } catch {
     /* not JSON (a page) */
   }
-  return { status: res.status, headers: res.headers, text, json };
+  return { status: res.status, headers: res.headers as Headers, text, json };
 }
 
 /** Signs in through POST /api/session; returns the cookie header to send back. */

@@ -179,6 +179,33 @@ describe("parseConfig", () => {
     expect(() => parseConfig({ metrics: { token: "x" } }, "t", { env: {} })).toThrow(/metrics\.token: unknown field/);
   });
 
+  it("security fields: defaults, and errors that name the field", () => {
+    const c = parseConfig({}, "t", { env });
+    expect(c.access).toEqual({ read: "public" });
+    expect(c.server).toEqual({ trustProxy: [], allowedHosts: [] });
+    expect(c.tokens).toEqual([]);
+    const ok = parseConfig(
+      { ...valid(), tokens: [{ name: "ci", token: "env:KEY" }], access: { read: "signed-in" }, auth: { proxyHeader: "X-Forwarded-User" }, server: { trustProxy: ["10.0.0.0/8", "::1"] } },
+      "t",
+      { env: { ...env, KEY: "a-token-of-16-chars" } },
+    );
+    expect(ok.tokens).toEqual([{ name: "ci", token: "a-token-of-16-chars", role: "operator" }]);
+    expect(ok.secretEnvNames).toContain("KEY");
+    expect(ok.auth.proxyHeader).toBe("x-forwarded-user");
+    expect(ok.operators[0].role).toBe("operator");
+    // Reading needs sign-in, but the Prometheus export has no token of its own: said at start.
+    expect(ok.warnings).toEqual([expect.stringMatching(/^access\.read is "signed-in" but metrics\.bearerToken is unset/)]);
+    const scraped = parseConfig({ ...valid(), access: { read: "signed-in" }, metrics: { bearerToken: "env:KEY" } }, "t", { env: { ...env, KEY: "a-token-of-16-chars" } });
+    expect(scraped.warnings).toEqual([]);
+    expect(problems({ server: { trustProxy: ["proxy.local"] } })).toEqual([expect.stringMatching(/^server\.trustProxy\[0\]: .*not an IP address/)]);
+    expect(problems({ server: { allowedHosts: ["http://x"] } })).toEqual([expect.stringMatching(/^server\.allowedHosts\[0\]: /)]);
+    expect(problems({ tokens: [{ name: "ci", token: "inline-token-000000000" }] })).toEqual([expect.stringMatching(/^tokens\[0\]\.token: must be "env:NAME"/)]);
+    expect(problems({ tokens: [{ name: "ci", token: "env:KEY" }] })).toEqual([expect.stringMatching(/^tokens\[0\]\.token: .*at least 16/)]);
+    expect(problems({ auth: { proxyHeader: "X-User" } })).toEqual([expect.stringMatching(/^auth\.proxyHeader: needs server\.trustProxy/)]);
+    expect(problems({ access: { read: "everyone" } })[0]).toMatch(/^access\.read: /);
+    expect(problems({ operators: [{ name: "a", password: "env:PW", role: "admin" }] })[0]).toMatch(/^operators\[0\]\.role: /);
+  });
+
   it("reports several problems at once", () => {
     const j = valid();
     j.backends[1].url = "x";

@@ -45,6 +45,7 @@ function fleet(backends: FleetBackend[]): FleetResponse {
     demo: false,
     pollIntervalSeconds: 5,
     storageError: null,
+    notificationChannels: [],
     configError: null,
     backends,
     proxies: [

@@ -118,6 +118,39 @@ describe("requestRestart", () => {
     expect(handle.sqlite.prepare("SELECT COUNT(*) AS n FROM restart_events").get()).toEqual({ n: 1 });
   });
 
+  it("writes the audit line with the event, and none for a refused restart", async () => {
+    const audit = () => handle.sqlite.prepare("SELECT actor, actor_kind AS kind, action, target, address, detail FROM audit_log ORDER BY id").all();
+    // The first action fails (the event closes), so the second is refused by the cooldown alone.
+    deps.execute = async () => ({ ...OK, ok: false, exitCode: 1, error: "exit 1" });
+    const first = requestRestart({ backendId: "gb10-a", operator: "ci", actorKind: "token", address: "10.0.0.7", now: 1_000 }, deps);
+    await first.done;
+    expect(audit()).toEqual([{ actor: "ci", kind: "token", action: "restart", target: "gb10-a", address: "10.0.0.7", detail: `restart #${first.event.id}` }]);
+    expect(code(() => requestRestart({ backendId: "gb10-a", operator: "bo", now: 2_000 }, deps))).toBe("conflict");
+    expect(audit()).toHaveLength(1);
+    const again = requestRestart({ backendId: "gb10-a", operator: "bo", overrideCooldown: true, now: 3_000 }, deps);
+    await again.done;
+    // A session's operator by default; the override is in the line.
+    expect(audit()[1]).toEqual({ actor: "bo", kind: "operator", action: "restart", target: "gb10-a", address: null, detail: `restart #${again.event.id}, cooldown overridden` });
+  });
+
+  it("keeps the evidence's readings without their in-memory latency figures", async () => {
+    const reading = { at: 1, latencyMs: 3, outcome: "ok" as const, metrics: null };
+    const latency = { ttft: null, itl: null, e2e: null, queue: null, preemptions: null, successByReason: Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`reason-${i}`, i])) };
+    views["gb10-a"] = { verdict: { ...verdict("stuck"), basis: [{ ...reading, latency }] }, reading: null };
+    const { event, done } = requestRestart({ backendId: "gb10-a", operator: "ana", now: 1_000 }, deps);
+    await done;
+    const stored = handle.sqlite.prepare("SELECT evidence FROM restart_events WHERE id = ?").get(event.id) as { evidence: string };
+    expect(JSON.parse(stored.evidence).readings).toEqual([reading]);
+    expect(stored.evidence.length).toBeLessThan(1024);
+  });
+
+  it("records no restart when its audit line cannot be written (one transaction)", () => {
+    handle.sqlite.exec("CREATE TRIGGER no_audit BEFORE INSERT ON audit_log BEGIN SELECT RAISE(ABORT, 'audit log unwritable'); END");
+    expect(code(() => requestRestart({ backendId: "gb10-a", operator: "ana", now: 1_000 }, deps))).toBe("unavailable");
+    expect(handle.sqlite.prepare("SELECT COUNT(*) AS n FROM restart_events").get()).toEqual({ n: 0 });
+    expect(calls).toEqual([]);
+  });
+
   it("answers the conflict (409) before asking for the typed id (422): pending, then cooldown", async () => {
     const first = requestRestart({ backendId: "gb10-a", operator: "ana", now: 1_000_000 }, deps);
     // Now it looks healthy, and nobody typed its id: the pending restart is still the first answer.

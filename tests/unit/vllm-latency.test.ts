@@ -25,6 +25,17 @@ describe("vLLM latency extraction", () => {
     const none = extractVllmLatency(parsePrometheus(fixture("sglang-0.5.10-datadog.prom")));
     expect(none).toEqual({ ttft: null, itl: null, e2e: null, queue: null, successByReason: null, preemptions: null });
   });
+  it("bounds what a hostile body keeps in memory: 30,000 bounds, 30,000 finish reasons", () => {
+    const lines: string[] = [];
+    for (let i = 0; i < 30_000; i++) lines.push(`vllm:time_to_first_token_seconds_bucket{le="${i / 1000}"} ${i}`);
+    lines.push('vllm:time_to_first_token_seconds_bucket{le="+Inf"} 30000');
+    for (let i = 0; i < 30_000; i++) lines.push(`vllm:request_success_total{finished_reason="r${i}"} 1`);
+    lines.push('vllm:request_success_total{finished_reason="stop"} 7', 'vllm:request_success_total{finished_reason="constructor"} 2');
+    const l = extractVllmLatency(parsePrometheus(lines.join("\n") + "\n"));
+    expect(l.ttft).toBeNull(); // not used, never guessed
+    expect(l.successByReason).toEqual({ stop: 7, other: 30_002 });
+    // A real scrape's few bounds and reasons are kept as they are (the test above).
+  });
   it("refuses a histogram with an unusable bucket instead of guessing", () => {
     const body = 'vllm:time_to_first_token_seconds_bucket{le="0.1"} 5\nvllm:time_to_first_token_seconds_bucket{le="+Inf"} NaN\n';
     expect(extractVllmLatency(parsePrometheus(body)).ttft).toBeNull();

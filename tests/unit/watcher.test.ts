@@ -10,6 +10,7 @@ import type { PendingRestart, ProxyReading, Reading, Verdict } from "@/lib/check
 import { parseConfig, type Config } from "@/lib/config";
 import { startWatcher, type Watcher, type WatcherOptions } from "@/lib/watcher";
 import { fleetSnapshot } from "@/lib/api/snapshot";
+import { requestUnattendedRestart } from "@/lib/oncall/unattended";
 
 const T0 = Date.UTC(2025, 0, 1);
 let dir: string;
@@ -72,7 +73,9 @@ function verdict(state: BackendState, extra: Partial<Verdict> = {}): Verdict {
 
 type Call = { id: string; at: number; history: Reading[]; pending: PendingRestart | null | undefined };
 
-function start(opts: Partial<WatcherOptions> & { states?: Record<string, () => BackendState>; slowMs?: number } = {}) {
+function start(
+  opts: Partial<WatcherOptions> & { states?: Record<string, () => BackendState>; slowMs?: number; verdictExtra?: () => Partial<Verdict> } = {},
+) {
   const calls: Call[] = [];
   const states = opts.states ?? {};
   const w = startWatcher({
@@ -91,7 +94,8 @@ function start(opts: Partial<WatcherOptions> & { states?: Record<string, () => B
         });
       }
       const state = states[id]?.() ?? "busy";
-      return { reading: reading(at), verdict: verdict(state, state === "idle" && ctx.pendingRestart ? { recovered: true } : {}) };
+      const extra = id === "fast" ? (opts.verdictExtra?.() ?? {}) : {};
+      return { reading: reading(at), verdict: verdict(state, { ...(state === "idle" && ctx.pendingRestart ? { recovered: true } : {}), ...extra }) };
     },
     readProxy: async (_t, _o): Promise<ProxyReading> => ({ at: Date.now(), latencyMs: 1, outcome: "ok", models: ["m"] }),
     ...opts,
@@ -227,6 +231,8 @@ describe("watcher", () => {
       read: (kind: string, _ms: number, outcome: string) => void reads.push(`${kind} ${outcome}`),
       storageError() {},
       restartResolved: (id: string, outcome: string) => void resolved.push(`${id} ${outcome}`),
+      notificationChannel() {},
+      notificationFailed() {},
     };
     start({ states: { fast: () => "restarting" }, telemetry, config: config({ backends: [{ id: "fast", url: "http://127.0.0.1:1" }] }) });
     await vi.advanceTimersByTimeAsync(13_500);
@@ -304,5 +310,139 @@ describe("watcher", () => {
     expect(h.sqlite.prepare("SELECT COUNT(*) AS c FROM sample_minutes").get()).toEqual({ c: 1 });
     await vi.advanceTimersByTimeAsync(24 * 3600_000); // a day passes in milliseconds
     expect(h.sqlite.prepare("SELECT COUNT(*) AS c FROM sample_minutes").get()).toEqual({ c: 0 });
+  });
+});
+
+describe("watcher: the on-call loop", () => {
+  const oneBackend = (extra: Record<string, unknown> = {}) =>
+    config({
+      backends: [{ id: "fast", url: "http://127.0.0.1:1", restart: { command: ["/bin/true"], unattended: { afterSeconds: 3, maxPerDay: 1 } } }],
+      proxies: [],
+      notifications: { renotifyMinutes: 0.05, recoveredAfterSeconds: 2 },
+      ...extra,
+    });
+  const events = () =>
+    (h.sqlite.prepare("SELECT event, details FROM notifications ORDER BY id").all() as Array<{ event: string; details: string }>).map(
+      (r) => r.event + (JSON.parse(r.details).reminder ? "(reminder)" : ""),
+    );
+
+  it("notifies stuck with the transition, reminds, announces and asks the unattended restart once, and a restart of stepwatch repeats nothing", async () => {
+    let s: BackendState = "busy";
+    const due: string[] = [];
+    const first = start({ states: { fast: () => s }, config: oneBackend(), onUnattendedDue: (id) => due.push(id) });
+    await vi.advanceTimersByTimeAsync(1500);
+    s = "stuck";
+    await vi.advanceTimersByTimeAsync(2000); // flushed with its transition
+    expect(events()).toEqual(["stuck", "restart-scheduled"]);
+    const stuckRow = h.sqlite.prepare("SELECT at FROM notifications WHERE event = 'stuck'").get() as { at: number };
+    expect(lastTransition(h.db, "backend", "fast")).toMatchObject({ toState: "stuck", at: stuckRow.at });
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(due).toEqual(["fast"]); // afterSeconds 3 after the recommendation, once
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(events()).toContain("stuck(reminder)"); // renotifyMinutes 0.05 = 3 s
+    await first.w.stop();
+    const before = events().length;
+
+    // A new process of stepwatch: the open problem and the announced schedule are seeded.
+    const second = start({ states: { fast: () => s }, config: oneBackend(), onUnattendedDue: (id) => due.push(id) });
+    await vi.advanceTimersByTimeAsync(1500);
+    expect(events().slice(before)).toEqual([]);
+    expect(second.w.backends.get("fast")!.problem.open?.event).toBe("stuck");
+  });
+
+  it("an acknowledgement stops reminders and the unattended restart; recovery clears it and sends recovered", async () => {
+    let s: BackendState = "stuck";
+    const due: string[] = [];
+    const { w } = start({ states: { fast: () => s }, config: oneBackend(), onUnattendedDue: (id) => due.push(id) });
+    await vi.advanceTimersByTimeAsync(1500);
+    h.sqlite.prepare("INSERT INTO acknowledgements (backend_id, at, by, note, state_at_ack) VALUES ('fast', ?, 'ana', 'on it', 'stuck')").run(Date.now());
+    const revision = w.revision();
+    w.book.refresh("fast");
+    expect(w.revision()).toBeGreaterThan(revision); // the fleet's cached answer is re-made (lib/api/fleet.ts)
+    await vi.advanceTimersByTimeAsync(8000);
+    expect(events()).toEqual(["stuck", "restart-scheduled"]);
+    expect(due).toEqual([]);
+    expect(fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600, pollIntervalSeconds: 1 }).backends[0]).toMatchObject({
+      acknowledged: { by: "ana", note: "on it" },
+      unattendedRestartAt: null,
+      problem: { event: "stuck" },
+    });
+    s = "busy";
+    await vi.advanceTimersByTimeAsync(4000);
+    expect(events()).toEqual(["stuck", "restart-scheduled", "recovered"]);
+    expect(w.book.acknowledgement("fast")).toBeNull();
+    const row = h.sqlite.prepare("SELECT cleared_at, cleared_reason FROM acknowledgements").get() as { cleared_at: number | null; cleared_reason: string };
+    expect(row.cleared_at).not.toBeNull();
+    expect(row.cleared_reason).toMatch(/healthy again/);
+  });
+
+  it("maintenance from the config: stuck is not notified, not recommended, not restarted", async () => {
+    const due: string[] = [];
+    const cfg = oneBackend({ maintenance: [{ start: new Date(T0 - 60_000).toISOString(), end: new Date(T0 + 3600_000).toISOString(), note: "driver update" }] });
+    const { w } = start({ states: { fast: () => "stuck" }, config: cfg, onUnattendedDue: (id) => due.push(id) });
+    await vi.advanceTimersByTimeAsync(8000);
+    expect(events()).toEqual([]);
+    expect(due).toEqual([]);
+    expect(fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600, pollIntervalSeconds: 1 }).backends[0]).toMatchObject({
+      state: "stuck",
+      restartRecommended: false,
+      maintenance: { until: T0 + 3600_000, by: null, note: "driver update", source: "config" },
+    });
+  });
+
+  it("sleeping, down inside startupGraceSeconds, a configuration problem: no notification, no unattended restart; stuck then is", async () => {
+    let s: BackendState = "sleeping";
+    let extra: Partial<Verdict> = {};
+    const due: string[] = [];
+    start({ states: { fast: () => s }, verdictExtra: () => extra, config: oneBackend(), onUnattendedDue: (id) => due.push(id) });
+    await vi.advanceTimersByTimeAsync(6000);
+    s = "down";
+    extra = { restartRecommended: false, reasons: ["down for 6 s; may be loading weights; restart recommended after 10 min"] };
+    await vi.advanceTimersByTimeAsync(6000);
+    s = "unknown";
+    extra = { configProblem: "the probe needs the API key: 401" };
+    await vi.advanceTimersByTimeAsync(6000);
+    expect(events()).toEqual([]);
+    expect(due).toEqual([]);
+    // The same watcher does notify and ask once the backend is really stuck (the test can fail).
+    s = "stuck";
+    extra = {};
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(events().filter((e) => !e.endsWith("(reminder)"))).toEqual(["stuck", "restart-scheduled"]);
+    expect(due).toEqual(["fast"]);
+  });
+
+  it("the unattended restart checks the verdict again at the last moment and goes through the restart verb", async () => {
+    let s: BackendState = "down";
+    let extra: Partial<Verdict> = { restartRecommended: false };
+    const cfg = oneBackend();
+    const { w } = start({ states: { fast: () => s }, verdictExtra: () => extra, config: cfg });
+    const logs: string[] = [];
+    const rt = { config: cfg, db: h, watcher: w };
+    await vi.advanceTimersByTimeAsync(1500);
+    expect(requestUnattendedRestart(rt, "fast", Date.now(), (m) => logs.push(m))).toBe(false);
+    expect(logs.at(-1)).toMatch(/not asked for: down, but inside startupGraceSeconds/);
+    s = "sleeping";
+    extra = {};
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(requestUnattendedRestart(rt, "fast", Date.now(), (m) => logs.push(m))).toBe(false);
+    expect(logs.at(-1)).toMatch(/sleeping/);
+    s = "unknown";
+    extra = { configProblem: "the probe needs the API key: 401" };
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(requestUnattendedRestart(rt, "fast", Date.now(), (m) => logs.push(m))).toBe(false);
+    expect(logs.at(-1)).toMatch(/configuration problem/);
+    expect(listRestartEvents(h.db)).toEqual([]);
+
+    s = "stuck";
+    extra = {};
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(requestUnattendedRestart(rt, "fast", Date.now(), (m) => logs.push(m))).toBe(true);
+    const [ev] = listRestartEvents(h.db);
+    expect(ev).toMatchObject({ backendId: "fast", requestedBy: "stepwatch:unattended", stateAtRequest: "stuck", outcome: null });
+    // The one pending restart: a second ask is refused by the verb itself.
+    expect(requestUnattendedRestart(rt, "fast", Date.now(), (m) => logs.push(m))).toBe(false);
+    expect(logs.at(-1)).toMatch(/not started/);
+    await vi.waitFor(() => expect(listRestartEvents(h.db)[0].commandExitCode).toBe(0), { timeout: 10_000 });
   });
 });

@@ -8,7 +8,16 @@ import { DomainError } from "@/lib/errors";
 
 export const MAX_BODY_BYTES = 4 * 1024;
 
+/** application/json, with or without parameters (charset); nothing else (a form, text/plain). */
+export function isJsonContentType(v: string | null): boolean {
+  return v !== null && /^application\/json\s*(;|$)/i.test(v.trim());
+}
+
 export async function readJson<S extends z.ZodType>(req: Request, schema: S, maxBytes = MAX_BODY_BYTES): Promise<z.infer<S>> {
+  // A cross-site <form> can only send form encodings or text/plain: JSON-only closes that door too.
+  if (!isJsonContentType(req.headers.get("content-type"))) {
+    throw new DomainError("unsupported-media-type", `content-type must be application/json (got ${JSON.stringify((req.headers.get("content-type") ?? "none").slice(0, 60))})`);
+  }
   const declared = Number(req.headers.get("content-length") ?? "0");
   if (declared > maxBytes) throw new DomainError("too-large", `request body over ${maxBytes} bytes`);
   let text = "";

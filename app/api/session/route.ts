@@ -1,10 +1,12 @@
 import { NextResponse } from "next/server";
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
-import { assertSameOrigin, authState, clientAddress, currentSession, isHttps } from "@/lib/auth/server";
-import { SESSION_COOKIE } from "@/lib/auth/session";
+import { assertSameOrigin, authState, clearSessionCookie, clientAddress, currentPrincipal, currentSession, currentToken, setSessionCookie } from "@/lib/auth/server";
+import { createSession, endSessionByToken } from "@/lib/auth/session";
 import { signIn } from "@/lib/auth/signin";
+import { auditSignInFailure } from "@/lib/auth/audit";
 import { DomainError } from "@/lib/errors";
+import { recordAudit } from "@/db/queries";
 import { readJson } from "../_lib/body";
 
 export const dynamic = "force-dynamic";
@@ -19,11 +21,14 @@ function withRetryAfter(res: Response, e: unknown): Response {
   return res;
 }
 
-/** Who am I: {operator, expiresAt} or {operator: null}. */
+/** Who am I: {operator: name, role, via, expiresAt} or {operator: null}. (`operator` is the name, viewers included.) */
 export async function GET(): Promise<Response> {
   try {
-    const s = await currentSession();
-    return NextResponse.json({ operator: s?.name ?? null, expiresAt: s?.expiresAt ?? null }, { headers: { "cache-control": "no-store" } });
+    const p = await currentPrincipal();
+    return NextResponse.json(
+      { operator: p?.name ?? null, role: p?.role ?? null, via: p?.via ?? null, expiresAt: p?.expiresAt ?? null },
+      { headers: { "cache-control": "no-store" } },
+    );
   } catch (e) {
     return errorResponse(e);
   }
@@ -34,31 +39,33 @@ export async function POST(req: Request): Promise<Response> {
   try {
     assertSameOrigin(req);
     const body = await readJson(req, SignIn);
-    const { rt, key, throttle } = await authState();
-    const { token, session } = await signIn(
-      { name: body.name, password: body.password, clientAddress: clientAddress(req), now: Date.now() },
-      { operators: rt.config.operators, throttle, key },
+    const { rt, key, throttle, gate } = await authState();
+    const address = clientAddress(req);
+    const operator = await signIn(
+      { name: body.name, password: body.password, clientAddress: address, now: Date.now() },
+      { operators: rt.config.operators, throttle, gate, onFailure: (name, addr, why) => auditSignInFailure(rt.db.db, name, addr, why) },
     );
+    const now = Date.now();
+    const { token, session } = createSession(rt.db.db, { operator, key, now, address, userAgent: req.headers.get("user-agent") });
+    recordAudit(rt.db.db, { at: now, actor: operator.name, actorKind: "operator", action: "signin.ok", address });
     const res = NextResponse.json({ operator: session.name, expiresAt: session.expiresAt }, { headers: { "cache-control": "no-store" } });
-    res.cookies.set(SESSION_COOKIE, token, {
-      httpOnly: true,
-      sameSite: "strict",
-      secure: isHttps(req),
-      path: "/",
-      expires: new Date(session.expiresAt),
-    });
+    setSessionCookie(res, req, token, session.expiresAt);
     return res;
   } catch (e) {
     return withRetryAfter(errorResponse(e), e);
   }
 }
 
-/** Sign out: clears the cookie (tokens are stateless; they also expire on their own). */
+/** Sign out: ends this session on the server (the token stops working at once) and clears the cookie. */
 export async function DELETE(req: Request): Promise<Response> {
   try {
     assertSameOrigin(req);
+    const { rt } = await authState();
+    const s = await currentSession();
+    endSessionByToken(rt.db.db, await currentToken(req));
+    if (s) recordAudit(rt.db.db, { at: Date.now(), actor: s.name, actorKind: "operator", action: "signout", address: clientAddress(req) });
     const res = NextResponse.json({ operator: null });
-    res.cookies.set(SESSION_COOKIE, "", { httpOnly: true, sameSite: "strict", secure: isHttps(req), path: "/", maxAge: 0 });
+    clearSessionCookie(res, req);
     return res;
   } catch (e) {
     return errorResponse(e);

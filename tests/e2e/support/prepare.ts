@@ -26,6 +26,12 @@ const config = {
     },
   })),
   proxies: [],
+  // One channel nobody listens on (port 9), for gb10-c's stuck only: the fleet must show it failing
+  // (oncall.spec.ts). A short flap debounce so a recovery clears an acknowledgement in seconds.
+  notifications: {
+    recoveredAfterSeconds: 2,
+    channels: [{ id: "pager", type: "webhook", url: "http://127.0.0.1:9/nobody-listens", events: ["stuck"], backends: ["gb10-c"] }],
+  },
   operators: [{ name: OPERATOR.name, password: `env:${OPERATOR_ENV}` }],
 };
 fs.writeFileSync(CONFIG_FILE, JSON.stringify(config, null, 2));

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
-import { assertSameOrigin, requireOperator } from "@/lib/auth/server";
+import { actorKindOf, assertSameOrigin, clientAddress, requireOperator } from "@/lib/auth/server";
 import { restartDTO } from "@/lib/api/snapshot";
 import { requestRestart, restartDeps } from "@/lib/restart/request";
 import { getRuntime } from "@/lib/runtime";
@@ -17,7 +17,7 @@ const Body = z.strictObject({
 
 /**
  * POST /api/backends/{id}/restart {confirm?, overrideCooldown?, note?}
- * 403 foreign Origin, 401 no session, 404 unknown id, 501 no restart configured, 409 pending or
+ * 403 foreign Origin, 401 no session or token, 403 a viewer, 404 unknown id, 501 no restart configured, 409 pending or
  * cooldown (before any 422 for the id), 422 healthy and the id not typed, 202 with the event (the
  * action then runs in the background). See docs/api.md.
  */
@@ -29,7 +29,16 @@ export async function POST(req: Request, ctx: { params: Promise<{ id: string }> 
     const { id } = await ctx.params;
     const rt = await getRuntime();
     const { event, done } = requestRestart(
-      { backendId: id, operator: session.name, confirm: body.confirm, overrideCooldown: body.overrideCooldown, note: body.note, now: Date.now() },
+      {
+        backendId: id,
+        operator: session.name,
+        actorKind: actorKindOf(session),
+        address: clientAddress(req),
+        confirm: body.confirm,
+        overrideCooldown: body.overrideCooldown,
+        note: body.note,
+        now: Date.now(),
+      },
       restartDeps(rt),
     );
     done.catch((e) => console.error(`stepwatch: restart #${event.id} of ${id}: ${(e as Error).message}`));

@@ -1,0 +1,28 @@
+import { z } from "zod";
+import { errorResponse } from "@/lib/api/respond";
+import { actorOf, assertSameOrigin, requireOperator } from "@/lib/auth/server";
+import { acknowledgeBackend } from "@/lib/oncall/api";
+import { readJson } from "../../../_lib/body";
+
+export const dynamic = "force-dynamic";
+export const runtime = "nodejs";
+
+const Body = z.strictObject({ note: z.string().max(500).optional() });
+
+/**
+ * POST /api/backends/{id}/acknowledge {note?}: stops reminders (and an unattended restart) for the
+ * current problem until the backend is healthy again. 403 foreign Origin, 401 no session, 404
+ * unknown id, 409 healthy (nothing to acknowledge), 201 with the acknowledgement.
+ */
+export async function POST(req: Request, ctx: { params: Promise<{ id: string }> }): Promise<Response> {
+  try {
+    assertSameOrigin(req);
+    const session = await requireOperator();
+    const body = await readJson(req, Body);
+    const { id } = await ctx.params;
+    const acknowledgement = await acknowledgeBackend(id, session.name, body.note, actorOf(req, session));
+    return Response.json({ acknowledgement }, { status: 201, headers: { "cache-control": "no-store" } });
+  } catch (e) {
+    return errorResponse(e);
+  }
+}

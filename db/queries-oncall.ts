@@ -1,0 +1,231 @@
+/**
+ * Named queries of the on-call loop: the notification outbox, its attempts, acknowledgements and
+ * maintenance periods. Kept apart from db/queries.ts (the watcher's readings and restarts) so each
+ * file stays one subject; lib/ calls these verbs and never builds SQL.
+ */
+import { and, desc, eq, gt, gte, inArray, isNull, lte, sql } from "drizzle-orm";
+import type { Db } from "./client";
+import {
+  acknowledgements,
+  maintenancePeriods,
+  notificationAttempts,
+  notificationDeliveries,
+  notifications,
+  restartEvents,
+  type AcknowledgementRow,
+  type MaintenancePeriodRow,
+  type NotificationAttemptRow,
+  type NotificationDeliveryRow,
+  type NotificationRow,
+} from "./schema";
+
+export type NewNotification = typeof notifications.$inferInsert;
+export type NewAcknowledgement = typeof acknowledgements.$inferInsert;
+export type NewMaintenancePeriod = typeof maintenancePeriods.$inferInsert;
+
+// ---- outbox ----
+
+/** The notification and one pending delivery per channel; call inside the cause's transaction. */
+export function insertNotification(
+  db: Db,
+  row: NewNotification,
+  channels: Array<{ id: string; type: NotificationDeliveryRow["channelType"] }>,
+  now: number,
+): NotificationRow {
+  return db.$client.transaction(() => {
+    const n = db.insert(notifications).values(row).returning().get();
+    if (channels.length > 0) {
+      db.insert(notificationDeliveries)
+        .values(channels.map((c) => ({ notificationId: n.id, channelId: c.id, channelType: c.type, status: "pending" as const, nextAttemptAt: now, createdAt: now })))
+        .run();
+    }
+    return n;
+  })();
+}
+
+export interface DueDelivery {
+  delivery: NotificationDeliveryRow;
+  notification: NotificationRow;
+}
+
+/** Pending deliveries whose next attempt is due, oldest first. */
+export function dueDeliveries(db: Db, now: number, limit: number, exclude: number[] = []): DueDelivery[] {
+  const conds = [eq(notificationDeliveries.status, "pending"), lte(notificationDeliveries.nextAttemptAt, now)];
+  const rows = db
+    .select({ delivery: notificationDeliveries, notification: notifications })
+    .from(notificationDeliveries)
+    .innerJoin(notifications, eq(notifications.id, notificationDeliveries.notificationId))
+    .where(and(...conds))
+    .orderBy(notificationDeliveries.nextAttemptAt, notificationDeliveries.id)
+    .limit(limit + exclude.length)
+    .all();
+  const skip = new Set(exclude);
+  return rows.filter((r) => !skip.has(r.delivery.id)).slice(0, limit);
+}
+
+/** The earliest next attempt of any pending delivery (the loop sleeps until then), or null. */
+export function nextDueAt(db: Db): number | null {
+  const r = db
+    .select({ at: sql<number | null>`MIN(${notificationDeliveries.nextAttemptAt})` })
+    .from(notificationDeliveries)
+    .where(eq(notificationDeliveries.status, "pending"))
+    .get();
+  return r?.at ?? null;
+}
+
+/** One attempt and the delivery's new status, in one transaction. */
+export function recordAttempt(
+  db: Db,
+  attempt: typeof notificationAttempts.$inferInsert,
+  update: { status: NotificationDeliveryRow["status"]; nextAttemptAt: number; lastError: string | null; deliveredAt: number | null },
+): void {
+  db.$client.transaction(() => {
+    db.insert(notificationAttempts).values(attempt).run();
+    db.update(notificationDeliveries)
+      .set({ ...update, attempts: sql`${notificationDeliveries.attempts} + 1` })
+      .where(eq(notificationDeliveries.id, attempt.deliveryId))
+      .run();
+  })();
+}
+
+export interface NotificationWithDeliveries extends NotificationRow {
+  deliveries: Array<NotificationDeliveryRow & { recentAttempts: NotificationAttemptRow[] }>;
+}
+
+/** Newest notifications first, each with its deliveries and their last attempts. */
+export function recentNotifications(db: Db, filter: { backendId?: string; limit?: number; attemptsPerDelivery?: number } = {}): NotificationWithDeliveries[] {
+  const ns = db
+    .select()
+    .from(notifications)
+    .where(filter.backendId !== undefined ? eq(notifications.backendId, filter.backendId) : undefined)
+    .orderBy(desc(notifications.at), desc(notifications.id))
+    .limit(filter.limit ?? 50)
+    .all();
+  if (ns.length === 0) return [];
+  const ds = db
+    .select()
+    .from(notificationDeliveries)
+    .where(inArray(notificationDeliveries.notificationId, ns.map((n) => n.id)))
+    .all();
+  const perDelivery = filter.attemptsPerDelivery ?? 5;
+  const as = ds.length
+    ? db
+        .select()
+        .from(notificationAttempts)
+        .where(inArray(notificationAttempts.deliveryId, ds.map((d) => d.id)))
+        .orderBy(desc(notificationAttempts.at), desc(notificationAttempts.id))
+        .all()
+    : [];
+  const attemptsOf = new Map<number, NotificationAttemptRow[]>();
+  for (const a of as) {
+    const list = attemptsOf.get(a.deliveryId) ?? [];
+    if (list.length < perDelivery) list.push(a);
+    attemptsOf.set(a.deliveryId, list);
+  }
+  return ns.map((n) => ({
+    ...n,
+    deliveries: ds.filter((d) => d.notificationId === n.id).map((d) => ({ ...d, recentAttempts: attemptsOf.get(d.id) ?? [] })),
+  }));
+}
+
+/** The last `limit` attempts of a channel, newest first (seeds the "keeps failing" view at start). */
+export function lastAttemptsOfChannel(db: Db, channelId: string, limit: number): NotificationAttemptRow[] {
+  return db
+    .select({ a: notificationAttempts })
+    .from(notificationAttempts)
+    .innerJoin(notificationDeliveries, eq(notificationDeliveries.id, notificationAttempts.deliveryId))
+    .where(eq(notificationDeliveries.channelId, channelId))
+    .orderBy(desc(notificationAttempts.at), desc(notificationAttempts.id))
+    .limit(limit)
+    .all()
+    .map((r) => r.a);
+}
+
+export function pendingCountOfChannel(db: Db, channelId: string): number {
+  const r = db
+    .select({ n: sql<number>`COUNT(*)` })
+    .from(notificationDeliveries)
+    .where(and(eq(notificationDeliveries.channelId, channelId), eq(notificationDeliveries.status, "pending")))
+    .get();
+  return r?.n ?? 0;
+}
+
+/** The newest notification of a backend among `events` (seeds the problem state after a restart of stepwatch). */
+export function lastNotificationOf(db: Db, backendId: string, events: NotificationRow["event"][]): NotificationRow | undefined {
+  return db
+    .select()
+    .from(notifications)
+    .where(and(eq(notifications.backendId, backendId), inArray(notifications.event, events)))
+    .orderBy(desc(notifications.at), desc(notifications.id))
+    .limit(1)
+    .get();
+}
+
+// ---- acknowledgements ----
+
+export function insertAcknowledgement(db: Db, row: NewAcknowledgement): AcknowledgementRow {
+  return db.insert(acknowledgements).values(row).returning().get();
+}
+
+/** The acknowledgement in force (not cleared), newest first. */
+export function activeAcknowledgement(db: Db, backendId: string): AcknowledgementRow | undefined {
+  return db
+    .select()
+    .from(acknowledgements)
+    .where(and(eq(acknowledgements.backendId, backendId), isNull(acknowledgements.clearedAt)))
+    .orderBy(desc(acknowledgements.at), desc(acknowledgements.id))
+    .limit(1)
+    .get();
+}
+
+export function clearAcknowledgements(db: Db, backendId: string, at: number, reason: string): number {
+  return db
+    .update(acknowledgements)
+    .set({ clearedAt: at, clearedReason: reason })
+    .where(and(eq(acknowledgements.backendId, backendId), isNull(acknowledgements.clearedAt)))
+    .run().changes;
+}
+
+// ---- maintenance ----
+
+export function insertMaintenance(db: Db, row: NewMaintenancePeriod): MaintenancePeriodRow {
+  return db.insert(maintenancePeriods).values(row).returning().get();
+}
+
+/** The API maintenance periods of a backend that are not over at `now` (current or scheduled). */
+export function openMaintenance(db: Db, backendId: string, now: number): MaintenancePeriodRow[] {
+  return db
+    .select()
+    .from(maintenancePeriods)
+    .where(and(eq(maintenancePeriods.backendId, backendId), isNull(maintenancePeriods.endedAt), gt(maintenancePeriods.endsAt, now)))
+    .orderBy(maintenancePeriods.startsAt)
+    .all();
+}
+
+/** Ends every running maintenance period of a backend early; returns how many. */
+export function endMaintenance(db: Db, backendId: string, at: number, by: string): number {
+  return db
+    .update(maintenancePeriods)
+    .set({ endedAt: at, endedBy: by })
+    .where(
+      and(
+        eq(maintenancePeriods.backendId, backendId),
+        isNull(maintenancePeriods.endedAt),
+        lte(maintenancePeriods.startsAt, at),
+        gt(maintenancePeriods.endsAt, at),
+      ),
+    )
+    .run().changes;
+}
+
+// ---- unattended restarts ----
+
+/** Restarts of a backend asked for by `requestedBy` since `since` (maxPerDay counts from here). */
+export function countRestartsBy(db: Db, backendId: string, requestedBy: string, since: number): number {
+  const r = db
+    .select({ n: sql<number>`COUNT(*)` })
+    .from(restartEvents)
+    .where(and(eq(restartEvents.backendId, backendId), eq(restartEvents.requestedBy, requestedBy), gte(restartEvents.requestedAt, since)))
+    .get();
+  return r?.n ?? 0;
+}

@@ -1,0 +1,26 @@
+/**
+ * Audit lines of the sign-in: a failed sign-in goes to the audit log and to the server log, with
+ * the name that was tried (cut to 100 characters by the route's schema) and the client address,
+ * never the password. Refusals by the throttle are counted, not written one by one: a burst of 500
+ * refused guesses must not become 500 rows; the first refusal of an address in a minute is.
+ */
+import type { Db } from "../../db/client";
+import { recordAudit } from "../../db/queries";
+
+const lastRefusalLogged = new Map<string, number>();
+
+export function auditSignInFailure(db: Db, name: string, address: string, why: "wrong" | "rate-limited" | "busy", now = Date.now()): void {
+  if (why !== "wrong") {
+    const last = lastRefusalLogged.get(address);
+    if (last !== undefined && now - last < 60_000) return;
+    if (lastRefusalLogged.size > 1000) lastRefusalLogged.clear();
+    lastRefusalLogged.set(address, now);
+  }
+  const action = why === "wrong" ? "signin.failed" : "signin.refused";
+  console.warn(`stepwatch: ${action} for ${JSON.stringify(name.slice(0, 100))} from ${address}${why === "wrong" ? "" : ` (${why})`}`);
+  try {
+    recordAudit(db, { at: now, actor: name, actorKind: "anonymous", action, address, detail: why === "wrong" ? null : why });
+  } catch (e) {
+    console.error(`stepwatch: cannot write the audit log: ${(e as Error).message}`);
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * Who is asking: one Principal from, in this order, an API token (`Authorization: Bearer`), the
+ * trusted reverse proxy's user header (`auth.proxyHeader`, only from server.trustProxy), or the
+ * session cookie. Its role decides: a viewer reads (where access.read is "signed-in"), only an
+ * operator restarts. The name is what the audit log and the restart log record as the actor.
+ * No Next imports: proxy.ts (the read gate) and route handlers (lib/auth/server.ts) share it.
+ */
+import type { Db } from "../../db/client";
+import type { Config, Role } from "../config";
+import { isTrustedProxy, peerAddress, type HeaderSource, type NetPolicy } from "./net-policy";
+import { safeEqualStrings } from "./password";
+import { resolveSession } from "./session";
+
+export interface Principal {
+  name: string;
+  role: Role;
+  via: "session" | "token" | "proxy";
+  /** The session's id (via "session"). */
+  sessionId?: string;
+  expiresAt?: number;
+}
+
+export interface PrincipalContext {
+  config: Pick<Config, "operators" | "tokens" | "auth">;
+  db: Db;
+  key: Buffer;
+  policy: NetPolicy;
+  now: number;
+}
+
+/** The token a Bearer header carries, or null. */
+export function bearerOf(headers: HeaderSource): string | null {
+  const h = headers.get("authorization");
+  const m = h ? /^Bearer\s+(\S{1,512})\s*$/i.exec(h) : null;
+  return m ? m[1] : null;
+}
+
+/** Every configured token is compared (constant time each), so timing does not tell which matched. */
+export function tokenPrincipal(given: string, tokens: Config["tokens"]): Principal | null {
+  let found: Config["tokens"][number] | undefined;
+  for (const t of tokens) if (safeEqualStrings(t.token, given)) found = t;
+  return found ? { name: found.name, role: found.role, via: "token" } : null;
+}
+
+/**
+ * Resolve the principal. A Bearer header that matches no token is an answer in itself (null): it
+ * does not fall back to the cookie, so a script with a revoked token fails loudly.
+ */
+export function principalOf(headers: HeaderSource, cookieToken: string | undefined, ctx: PrincipalContext): Principal | null {
+  const bearer = bearerOf(headers);
+  if (bearer !== null) return tokenPrincipal(bearer, ctx.config.tokens);
+  const header = ctx.config.auth.proxyHeader;
+  if (header && isTrustedProxy(ctx.policy, peerAddress(headers))) {
+    const user = headers.get(header)?.trim();
+    if (user) {
+      const name = user.slice(0, 100);
+      // A user the proxy vouches for is an operator only if the config names them one.
+      const op = ctx.config.operators.find((o) => o.name === name);
+      return { name, role: op?.role ?? "viewer", via: "proxy" };
+    }
+  }
+  const s = resolveSession(ctx.db, cookieToken, { operators: ctx.config.operators, key: ctx.key, now: ctx.now });
+  if (!s) return null;
+  const op = ctx.config.operators.find((o) => o.name === s.name);
+  return { name: s.name, role: op?.role ?? "viewer", via: "session", sessionId: s.id, expiresAt: s.expiresAt };
+}

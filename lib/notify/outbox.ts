@@ -1,0 +1,307 @@
+/**
+ * The durable outbox. `write` is synchronous and meant to run INSIDE the transaction of whatever
+ * caused the notification (a transition, a restart event): either both are on disk or neither.
+ * `run` is the background delivery loop: it never blocks a poll (polls only write rows), sends
+ * each pending delivery, records every attempt, and retries failures (network errors, 5xx, any
+ * non-2xx) with exponential backoff for OUTBOX_DEFAULTS.giveUpAfterMs (two days). Rows stay in
+ * SQLite, so a restart of stepwatch picks up where it left off: delivery is at-least-once and
+ * receivers dedupe on the notification's `id`, which is the same on every retry.
+ */
+import { randomUUID } from "node:crypto";
+import type { Dispatcher } from "undici";
+import type { Db } from "../../db/client";
+import {
+  dueDeliveries,
+  insertNotification,
+  lastAttemptsOfChannel,
+  nextDueAt,
+  recordAttempt,
+  type DueDelivery,
+} from "../../db/queries-oncall";
+import type { NotificationRow } from "../../db/schema";
+import type { BackendState } from "../check/states";
+import type { ChannelConfig, NotificationsConfig } from "../config";
+import { sendToChannel, type AttemptResult, type Sender } from "./channels";
+import type { ChannelType, NotificationEvent } from "./events";
+import { linkOf, payloadOf } from "./message";
+
+export const OUTBOX_DEFAULTS = {
+  /** The loop looks for due deliveries at least this often (and at once after a write). */
+  tickMs: 1000,
+  /** Deliveries sent concurrently per round. */
+  batch: 20,
+  /** One attempt's deadline. */
+  attemptTimeoutMs: 10_000,
+  /** Backoff: first retry after firstRetryMs, doubling, at most maxRetryMs apart. */
+  firstRetryMs: 5_000,
+  maxRetryMs: 30 * 60_000,
+  /** Retried for two days ("at least a day"), then marked failed and shown. */
+  giveUpAfterMs: 48 * 3600_000,
+  /** A channel whose last attempts all failed, this many in a row, is shown on the dashboard. */
+  failingAfter: 3,
+};
+export type OutboxTuning = typeof OUTBOX_DEFAULTS;
+
+export interface NotificationDraft {
+  event: NotificationEvent;
+  backendId: string;
+  state: BackendState;
+  previousState: BackendState | null;
+  reasons: string[];
+  at: number;
+  details?: Record<string, unknown>;
+}
+
+export interface OutboxOptions {
+  now?: () => number;
+  send?: Sender;
+  dispatcher?: Dispatcher;
+  log?: (msg: string) => void;
+  tuning?: Partial<OutboxTuning>;
+  /**
+   * Told of every failed delivery attempt, by channel id, after it is recorded (the watcher passes
+   * it on to its telemetry: stepwatch_notification_failures_total{channel} in lib/export/metrics.ts).
+   */
+  onAttemptFailed?: (channelId: string) => void;
+}
+
+export interface ChannelStatus {
+  id: string;
+  type: ChannelType;
+  consecutiveFailures: number;
+  lastAttemptAt: number | null;
+  lastOkAt: number | null;
+  lastError: string | null;
+  /** consecutiveFailures >= failingAfter. */
+  failing: boolean;
+}
+
+/** In-memory totals since this process started (for a metrics export; the DB has the full record). */
+export interface OutboxCounters {
+  attempts: number;
+  delivered: number;
+  failedAttempts: number;
+  givenUp: number;
+}
+
+/** The delay before attempt n+1 after n failed attempts (n >= 1). */
+export function retryDelayMs(failedAttempts: number, t: Pick<OutboxTuning, "firstRetryMs" | "maxRetryMs"> = OUTBOX_DEFAULTS): number {
+  return Math.min(t.maxRetryMs, t.firstRetryMs * 2 ** Math.min(30, Math.max(0, failedAttempts - 1)));
+}
+
+export function channelTakes(c: ChannelConfig, event: NotificationEvent, backendId: string): boolean {
+  return (c.events === null || c.events.includes(event)) && (c.backends === null || c.backends.includes(backendId));
+}
+
+export class Outbox {
+  readonly counters: OutboxCounters = { attempts: 0, delivered: 0, failedAttempts: 0, givenUp: 0 };
+  private readonly tuning: OutboxTuning;
+  private readonly now: () => number;
+  private readonly send: Sender;
+  private readonly log: (msg: string) => void;
+  private readonly inFlight = new Set<number>();
+  private readonly health = new Map<string, Omit<ChannelStatus, "id" | "type" | "failing">>();
+  private wake: (() => void) | null = null;
+  private kicked = false;
+
+  constructor(
+    private readonly db: Db,
+    readonly config: NotificationsConfig,
+    private readonly opts: OutboxOptions = {},
+  ) {
+    this.tuning = { ...OUTBOX_DEFAULTS, ...opts.tuning };
+    this.now = opts.now ?? Date.now;
+    this.send = opts.send ?? sendToChannel;
+    this.log = opts.log ?? ((m) => console.error(m));
+    for (const c of config.channels) this.health.set(c.id, this.seedHealth(c.id));
+  }
+
+  /**
+   * Stores a notification and one pending delivery per channel that takes it. Synchronous: call
+   * it inside the transaction of its cause. The row is written even when no channel takes it
+   * (the page shows it, and the problem state is rebuilt from these rows after a restart).
+   */
+  write(draft: NotificationDraft): NotificationRow {
+    const channels = this.config.channels.filter((c) => channelTakes(c, draft.event, draft.backendId));
+    const row = insertNotification(
+      this.db,
+      {
+        uid: randomUUID(),
+        event: draft.event,
+        backendId: draft.backendId,
+        state: draft.state,
+        previousState: draft.previousState,
+        reasons: draft.reasons,
+        at: draft.at,
+        link: linkOf(this.config.publicUrl, draft.backendId),
+        details: draft.details ?? {},
+      },
+      channels,
+      this.now(),
+    );
+    this.kick();
+    return row;
+  }
+
+  /** Wake the loop (after the current transaction committed: the wake runs on a later tick). */
+  kick(): void {
+    this.kicked = true;
+    const w = this.wake;
+    if (w) setImmediate(w);
+  }
+
+  /**
+   * The delivery loop; ends when `signal` aborts (an attempt cut short is not recorded). Attempts
+   * are not awaited round by round: a receiver that hangs until its deadline holds only its own
+   * delivery, never another channel's (at most `batch` attempts are in flight).
+   */
+  async run(signal: AbortSignal): Promise<void> {
+    const running = new Set<Promise<void>>();
+    while (!signal.aborted) {
+      try {
+        for (const p of this.launch(signal)) {
+          running.add(p);
+          void p.finally(() => {
+            running.delete(p);
+            this.kick(); // room for the next due delivery
+          });
+        }
+      } catch (e) {
+        this.log(`stepwatch: notification delivery round failed (retried): ${(e as Error)?.message ?? String(e)}`);
+      }
+      if (signal.aborted) break;
+      let waitMs = this.tuning.tickMs;
+      try {
+        const next = nextDueAt(this.db);
+        if (next !== null) waitMs = Math.max(0, Math.min(waitMs, next - this.now()));
+      } catch {
+        /* the DB may be briefly unavailable; try again next tick */
+      }
+      if (this.kicked) {
+        this.kicked = false;
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          signal.removeEventListener("abort", done);
+          this.wake = null;
+          resolve();
+        };
+        const timer = setTimeout(done, waitMs);
+        signal.addEventListener("abort", done, { once: true });
+        this.wake = done;
+      });
+      this.kicked = false;
+    }
+    await Promise.allSettled(running);
+  }
+
+  /** One round, awaited (tests): every due delivery not already in flight, concurrently. Returns how many were tried. */
+  async deliverDue(signal?: AbortSignal): Promise<number> {
+    const started = this.launch(signal);
+    await Promise.all(started);
+    return started.length;
+  }
+
+  /** Starts the due deliveries that are not in flight yet, up to `batch` in flight. */
+  private launch(signal?: AbortSignal): Promise<void>[] {
+    const room = this.tuning.batch - this.inFlight.size;
+    if (room <= 0) return [];
+    return dueDeliveries(this.db, this.now(), room, [...this.inFlight]).map((d) => this.attempt(d, signal));
+  }
+
+  private async attempt({ delivery, notification }: DueDelivery, signal?: AbortSignal): Promise<void> {
+    this.inFlight.add(delivery.id);
+    try {
+      const channel = this.config.channels.find((c) => c.id === delivery.channelId);
+      const started = this.now();
+      const t0 = performance.now();
+      let result: AttemptResult;
+      if (!channel) {
+        // The config changed since it was queued: keep it (the channel may come back), say why.
+        result = { ok: false, statusCode: null, error: `channel "${delivery.channelId}" is not in the config any more`, retryAfterMs: null };
+      } else {
+        try {
+          result = await this.send(channel, payloadOf(notification), { timeoutMs: this.tuning.attemptTimeoutMs, dispatcher: this.opts.dispatcher, signal });
+        } catch (e) {
+          result = { ok: false, statusCode: null, error: `sender crashed: ${(e as Error)?.message ?? String(e)}`, retryAfterMs: null };
+        }
+      }
+      if (signal?.aborted) return; // shutting down: not evidence about the channel; stays pending
+      const durationMs = Math.round(performance.now() - t0);
+      const at = this.now();
+      const failedSoFar = delivery.attempts + 1;
+      let update: Parameters<typeof recordAttempt>[2];
+      if (result.ok) {
+        update = { status: "delivered", nextAttemptAt: at, lastError: null, deliveredAt: at };
+      } else if (at - delivery.createdAt >= this.tuning.giveUpAfterMs) {
+        update = {
+          status: "failed",
+          nextAttemptAt: at,
+          lastError: `given up after ${failedSoFar} attempts over ${Math.round((at - delivery.createdAt) / 3600_000)} h: ${result.error}`,
+          deliveredAt: null,
+        };
+      } else {
+        const delay = Math.max(retryDelayMs(failedSoFar, this.tuning), Math.min(result.retryAfterMs ?? 0, this.tuning.maxRetryMs));
+        update = { status: "pending", nextAttemptAt: at + delay, lastError: result.error, deliveredAt: null };
+      }
+      recordAttempt(this.db, { deliveryId: delivery.id, at: started, ok: result.ok, statusCode: result.statusCode, error: result.error, durationMs }, update);
+      this.count(delivery.channelId, result, at, update.status === "failed");
+      if (!result.ok) {
+        this.opts.onAttemptFailed?.(delivery.channelId);
+        this.log(
+          `stepwatch: notification ${notification.event} of ${notification.backendId} to channel ${delivery.channelId} failed (attempt ${failedSoFar}): ${result.error}` +
+            (update.status === "pending" ? `; next attempt at ${new Date(update.nextAttemptAt).toISOString()}` : "; given up"),
+        );
+      }
+    } finally {
+      this.inFlight.delete(delivery.id);
+    }
+  }
+
+  private count(channelId: string, r: AttemptResult, at: number, gaveUp: boolean): void {
+    this.counters.attempts++;
+    if (r.ok) this.counters.delivered++;
+    else this.counters.failedAttempts++;
+    if (gaveUp) this.counters.givenUp++;
+    const h = this.health.get(channelId);
+    if (!h) return;
+    h.lastAttemptAt = at;
+    if (r.ok) {
+      h.consecutiveFailures = 0;
+      h.lastOkAt = at;
+      h.lastError = null;
+    } else {
+      h.consecutiveFailures++;
+      h.lastError = r.error;
+    }
+  }
+
+  private seedHealth(channelId: string): Omit<ChannelStatus, "id" | "type" | "failing"> {
+    const h = { consecutiveFailures: 0, lastAttemptAt: null as number | null, lastOkAt: null as number | null, lastError: null as string | null };
+    try {
+      const attempts = lastAttemptsOfChannel(this.db, channelId, 50);
+      h.lastAttemptAt = attempts[0]?.at ?? null;
+      for (const a of attempts) {
+        if (a.ok) {
+          h.lastOkAt = a.at;
+          break;
+        }
+        h.consecutiveFailures++;
+        h.lastError ??= a.error;
+      }
+    } catch {
+      /* an unreadable DB shows up elsewhere (storageError) */
+    }
+    return h;
+  }
+
+  /** Per configured channel: how its recent attempts went (from memory; seeded from the DB at start). */
+  channelStatus(): ChannelStatus[] {
+    return this.config.channels.map((c) => {
+      const h = this.health.get(c.id)!;
+      return { id: c.id, type: c.type, ...h, failing: h.consecutiveFailures >= this.tuning.failingAfter };
+    });
+  }
+}

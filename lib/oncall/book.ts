@@ -1,0 +1,103 @@
+/**
+ * What the on-call loop knows per backend besides the verdict: the acknowledgement in force and
+ * the maintenance periods (from the API, in SQLite; and the config's windows). Read from SQLite at
+ * start and after each change through the verbs (lib/oncall/verbs.ts), never per poll: the poll
+ * path only reads memory. Lives on the watcher (one per process, see lib/runtime.ts).
+ */
+import type { Db } from "../../db/client";
+import { activeAcknowledgement, clearAcknowledgements, openMaintenance } from "../../db/queries-oncall";
+import type { AcknowledgementRow, MaintenancePeriodRow } from "../../db/schema";
+import type { MaintenanceWindowConfig } from "../config";
+
+export interface MaintenanceNow {
+  /** When it ends (ms). */
+  until: number;
+  by: string | null;
+  note: string | null;
+  source: "api" | "config";
+}
+
+const DAY_MS = 86_400_000;
+
+/** The config window covering `now` for this backend (weekly windows in UTC), the one ending last. */
+export function configWindowAt(windows: MaintenanceWindowConfig[], backendId: string, now: number): { start: number; end: number; note: string | null } | null {
+  let best: { start: number; end: number; note: string | null } | null = null;
+  for (const w of windows) {
+    if (w.backends !== null && !w.backends.includes(backendId)) continue;
+    const spans: Array<[number, number]> = [];
+    if (w.kind === "once") spans.push([w.start, w.end]);
+    else {
+      // A weekly window may have started up to 7 days ago (minutes is at most a week).
+      const today = Math.floor(now / DAY_MS) * DAY_MS;
+      for (let back = 0; back <= 7; back++) {
+        const day = today - back * DAY_MS;
+        if (!w.days.includes(new Date(day).getUTCDay())) continue;
+        const start = day + w.minuteOfDay * 60_000;
+        spans.push([start, start + w.minutes * 60_000]);
+      }
+    }
+    for (const [start, end] of spans) {
+      if (start <= now && now < end && (!best || end > best.end)) best = { start, end, note: w.note };
+    }
+  }
+  return best;
+}
+
+export class OnCallBook {
+  private readonly acks = new Map<string, AcknowledgementRow | null>();
+  private readonly periods = new Map<string, MaintenancePeriodRow[]>();
+  private changes = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly windows: MaintenanceWindowConfig[],
+    backendIds: string[],
+    private readonly now: () => number,
+    private readonly onError: (what: string, e: unknown) => void = () => {},
+  ) {
+    for (const id of backendIds) this.refresh(id);
+  }
+
+  /**
+   * Counts the changes to what the book holds: the fleet's encoded snapshot (lib/api/fleet.ts) is
+   * re-made when it moved, so an acknowledgement or a maintenance shows (a new ETag) at once.
+   */
+  get revision(): number {
+    return this.changes;
+  }
+
+  /** Re-read one backend's acknowledgement and maintenance (after a verb changed them). */
+  refresh(backendId: string): void {
+    this.changes++;
+    try {
+      this.acks.set(backendId, activeAcknowledgement(this.db, backendId) ?? null);
+      this.periods.set(backendId, openMaintenance(this.db, backendId, this.now()));
+    } catch (e) {
+      this.onError("cannot read acknowledgements or maintenance", e); // keep what was known
+    }
+  }
+
+  acknowledgement(backendId: string): AcknowledgementRow | null {
+    return this.acks.get(backendId) ?? null;
+  }
+
+  /** Clears the acknowledgement in memory; the returned function writes it (inside the caller's transaction). */
+  clearAcknowledgement(backendId: string, at: number, reason: string): () => void {
+    this.acks.set(backendId, null);
+    this.changes++;
+    return () => void clearAcknowledgements(this.db, backendId, at, reason);
+  }
+
+  /** The maintenance in force at `now`, or null; an API period and a config window: the later end wins. */
+  maintenance(backendId: string, now: number): MaintenanceNow | null {
+    let best: MaintenanceNow | null = null;
+    for (const p of this.periods.get(backendId) ?? []) {
+      if (p.endedAt === null && p.startsAt <= now && now < p.endsAt && (!best || p.endsAt > best.until)) {
+        best = { until: p.endsAt, by: p.by, note: p.note, source: "api" };
+      }
+    }
+    const w = configWindowAt(this.windows, backendId, now);
+    if (w && (!best || w.end > best.until)) best = { until: w.end, by: null, note: w.note, source: "config" };
+    return best;
+  }
+}

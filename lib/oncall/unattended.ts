@@ -1,0 +1,39 @@
+/**
+ * The opt-in unattended restart (restart.unattended): when the watcher finds it due (lib/notify/
+ * policy.ts: stuck, or down past the check's startup grace, for afterSeconds, not acknowledged,
+ * not in maintenance, fewer than maxPerDay in 24 h), it goes through THE restart verb like an
+ * operator's: one pending, cooldown, evidence kept, the audit row, a restart-requested
+ * notification. requestedBy is "stepwatch:unattended". The verb's own rules still apply, so a
+ * backend that turned healthy meanwhile is refused (nobody typed its id). Right before asking, the
+ * watcher's current verdict must still be a proven problem (notProvenProblem): never a sleeping
+ * backend, a down one inside startupGraceSeconds, or one with a configuration problem.
+ */
+import { DomainError } from "../errors";
+import { notProvenProblem } from "../notify/policy";
+import { requestRestart, restartDeps } from "../restart/request";
+import type { Runtime } from "../runtime";
+import { UNATTENDED_BY } from "../watcher/monitors";
+
+export function requestUnattendedRestart(rt: Pick<Runtime, "config" | "db" | "watcher">, backendId: string, now: number, log: (m: string) => void = console.log): boolean {
+  const b = rt.config.backends.find((x) => x.id === backendId);
+  if (!b?.unattended) return false;
+  // Checked again here, at the last moment: an acknowledgement or maintenance may be seconds old.
+  if (rt.watcher.book.acknowledgement(backendId) || rt.watcher.book.maintenance(backendId, now)) return false;
+  const verdict = rt.watcher.current(backendId)?.verdict ?? null;
+  const why = verdict ? notProvenProblem(verdict) : "not read yet";
+  if (why !== null) {
+    log(`stepwatch: unattended restart of ${backendId} not asked for: ${why}`);
+    return false;
+  }
+  const stuckFor = rt.watcher.backends.get(backendId)?.problem.recommendedSince;
+  const note = `unattended restart (restart.unattended.afterSeconds ${b.unattended.afterSeconds})${stuckFor ? `: restart recommended since ${new Date(stuckFor).toISOString()}` : ""}`;
+  try {
+    const { event, done } = requestRestart({ backendId, operator: UNATTENDED_BY, actorKind: "system", note, now }, restartDeps(rt));
+    log(`stepwatch: unattended restart #${event.id} of ${backendId} asked for`);
+    done.catch((e) => log(`stepwatch: unattended restart #${event.id} of ${backendId}: ${(e as Error).message}`));
+    return true;
+  } catch (e) {
+    log(`stepwatch: unattended restart of ${backendId} not started: ${e instanceof DomainError ? e.message : (e as Error)?.message}`);
+    return false;
+  }
+}

@@ -1,0 +1,28 @@
+/**
+ * The on-call fields of a backend's JSON view (lib/api/types.ts FleetBackend): the open problem,
+ * who acknowledged it, the maintenance in force, when an unattended restart will run. From
+ * memory only (the fleet is read many times a second).
+ */
+import type { FleetBackend } from "../api/types";
+import type { BackendMonitor } from "../watcher/monitors";
+import type { OnCallBook } from "./book";
+
+type OnCallFields = Pick<FleetBackend, "problem" | "acknowledged" | "maintenance" | "unattendedRestartAt" | "unattendedConfigured" | "restartRecommended">;
+
+export function onCallView(m: BackendMonitor, book: OnCallBook, restartRecommended: boolean, now: number): OnCallFields {
+  const id = m.config.id;
+  const ack = book.acknowledgement(id);
+  const maintenance = book.maintenance(id, now);
+  const p = m.problem;
+  const pending = m.lastRestart?.outcome === null;
+  return {
+    problem: p.open ? { event: p.open.event, since: p.open.openedAt } : null,
+    acknowledged: ack ? { by: ack.by, at: ack.at, note: ack.note } : null,
+    maintenance,
+    // Shown only while it will really happen: acknowledged, maintenance or a pending restart cancel it.
+    unattendedRestartAt: p.scheduledFor !== null && !ack && !maintenance && !pending && p.recommendedSince !== null ? p.scheduledFor : null,
+    unattendedConfigured: m.config.unattended !== undefined,
+    // While in maintenance there is no restart recommendation.
+    restartRecommended: restartRecommended && maintenance === null,
+  };
+}
