@@ -165,6 +165,11 @@ export interface DashboardResult {
     fiftyClients: LoadStats;
     /** 50 clients as browsers (gzip, If-None-Match). */
     fiftyConditional?: LoadStats;
+    /**
+     * 50 clients on GET /api/session (a 34-byte answer, no watcher data): what next start itself
+     * answers per second in the same window, the floor /api/fleet is compared with.
+     */
+    fiftyFloor?: LoadStats;
     /** The answer's size with Accept-Encoding: gzip, when the server compressed it. */
     gzipBytes?: number;
     etag?: { value: string; notModifiedStatus: number; notModifiedBodyBytes: number };
@@ -296,6 +301,8 @@ export async function runDashboardBench(opts: { historyDbPath: string; workDir: 
     const oneClient = await loadTest(pool, "/api/fleet", 1, seconds, 20_000);
     const fiftyClients = await loadTest(pool, "/api/fleet", 50, seconds, 50_000);
     const fiftyConditional = await loadTest(pool, "/api/fleet", 50, seconds, 50_000, true);
+    // next start's own floor, same window and load: a route that does next to nothing (34 B).
+    const fiftyFloor = await loadTest(pool, "/api/session", 50, seconds, 50_000);
     const etag = await etagCheck(pool, "/api/fleet");
     const gzip = await gzipBytes(pool, "/api/fleet");
 
@@ -303,9 +310,9 @@ export async function runDashboardBench(opts: { historyDbPath: string; workDir: 
     const hist = async (range: number, runs: number) => {
       const p = `/api/backends/b000/history?from=${to - range}&to=${to}`;
       const res = await pool.request({ path: p, method: "GET" });
-      const json = (await res.body.json()) as { points?: unknown[] };
+      const json = (await res.body.json()) as { count?: number; points?: unknown[] };
       const stats = await loadTest(pool, p, 1, 30, runs);
-      return { ...stats, points: json.points?.length ?? 0 };
+      return { ...stats, points: json.count ?? json.points?.length ?? 0 };
     };
     const sevenDays = await hist(7 * DAY, opts.quick ? 10 : 30);
     const oneHour = await hist(HOUR, opts.quick ? 10 : 30);
@@ -319,7 +326,7 @@ export async function runDashboardBench(opts: { historyDbPath: string; workDir: 
     return {
       build,
       backends,
-      fleet: { oneClient, fiftyClients, fiftyConditional, ...(gzip !== undefined ? { gzipBytes: gzip } : {}), ...(etag ? { etag } : {}) },
+      fleet: { oneClient, fiftyClients, fiftyConditional, fiftyFloor, ...(gzip !== undefined ? { gzipBytes: gzip } : {}), ...(etag ? { etag } : {}) },
       history: { sevenDays, oneHour },
       page,
       nextServerRssMb: rssMbOf(app.child.proc.pid),

@@ -30,7 +30,7 @@ import { parseConfig } from "../lib/config";
 import { DEFAULT_ENGINE_CONFIG, type RequestSpec } from "../lib/sim/engine";
 import { renderMetrics } from "../lib/sim/metrics";
 import { VllmSimModel, type SubmittedRequest } from "../lib/sim/model";
-import { startWatcher } from "../lib/watcher";
+import { HOUSEKEEPING_LOOPS, startWatcher } from "../lib/watcher";
 import { between, rng } from "./stats";
 import { VirtualClock } from "./virtual-clock";
 
@@ -329,8 +329,11 @@ export interface StepwatchWorldResult {
   probesToBusyServer: number;
   /** Requests that took or waited for a slot: only probes can. */
   slotRequests: number;
+  /** Times a verdict began recommending a restart (what an operator would see on the card). */
   restartRecommendations: number;
   recommendationStates: string[];
+  /** Transitions into stuck or down, with or without a recommendation (the replay's old count). */
+  transitionsToRecommendingStates: number;
   downtimeMinutes: number;
   bytesRead: number;
   states: Record<string, number>;
@@ -349,8 +352,8 @@ async function runStepwatchWorld(
 ): Promise<StepwatchWorldResult> {
   const wallStart = performance.now();
   const sw = INCIDENT.stepwatch;
-  // Loops of the watcher: one backend, the flush loop and the retention loop.
-  const clock = new VirtualClock(T0, 3);
+  // Loops of the watcher: one backend and its housekeeping (flush, retention, restart events).
+  const clock = new VirtualClock(T0, 1 + HOUSEKEEPING_LOOPS);
   const server = new Server(clock.now);
   const model = server.model;
   const origin = "http://replay.sim:8000";
@@ -398,6 +401,8 @@ async function runStepwatchWorld(
   let reads = 0;
   let bytesRead = 0;
   const states: Record<string, number> = {};
+  const recs: Array<{ at: number; state: string; reasons: string[] }> = [];
+  let recommending = false;
   let lastReadAt = -1;
   try {
     for (let t = T0; t <= T0 + durationMs; t += 1000) {
@@ -415,6 +420,13 @@ async function runStepwatchWorld(
         reads++;
         bytesRead += cur.reading.bytes ?? 0;
         states[cur.verdict.state] = (states[cur.verdict.state] ?? 0) + 1;
+        // A recommendation is what the card shows (verdict.restartRecommended), counted once each
+        // time it appears: "down" inside startupGraceSeconds is not one (the transition's state
+        // alone cannot tell, the grace is not stored with it), a stretch of "stuck" is one.
+        if (cur.verdict.restartRecommended && !recommending) {
+          recs.push({ at: cur.reading.at, state: cur.verdict.state, reasons: cur.verdict.reasons });
+        }
+        recommending = cur.verdict.restartRecommended;
         if (hangAt !== null && stuckAt === null && cur.verdict.state === "stuck") stuckAt = cur.reading.at;
       }
       if (stuckAt !== null) break;
@@ -422,7 +434,9 @@ async function runStepwatchWorld(
   } finally {
     await watcher.stop();
   }
-  const recs = db.db
+  // Transitions into a state whose name recommends a restart: what the replay counted before,
+  // kept to show the difference (a down inside the startup grace is one of these, not a recommendation).
+  const recommendingTransitions = db.db
     .select()
     .from(transitions)
     .all()
@@ -437,7 +451,8 @@ async function runStepwatchWorld(
     probesToBusyServer: probesToBusy,
     slotRequests: probes,
     restartRecommendations: recs.filter((r) => hangAt === null || r.at < hangAt).length,
-    recommendationStates: recs.map((r) => `${new Date(r.at).toISOString()} ${r.toState}: ${r.reasons.join("; ")}`),
+    recommendationStates: recs.map((r) => `${new Date(r.at).toISOString()} ${r.state}: ${r.reasons.join("; ")}`),
+    transitionsToRecommendingStates: recommendingTransitions.filter((r) => hangAt === null || r.at < hangAt).length,
     downtimeMinutes: 0,
     bytesRead,
     states,

@@ -127,7 +127,7 @@ export function goals(r: BenchResults): Goal[] {
     out.push({
       id: "no-false-restart",
       goal: "Zero false restarts in the replay",
-      stepwatch: `${recs} restart recommendations`,
+      stepwatch: `${recs} restart recommendations${inc.day.stepwatch.transitionsToRecommendingStates !== undefined ? ` (${inc.day.stepwatch.transitionsToRecommendingStates} transitions into stuck or down, a down inside startupGraceSeconds recommends nothing)` : ""}`,
       peer: `old watchdogs: ${inc.day.old.restarts} restarts, ${n(inc.day.old.downtimeMinutes)} min down`,
       ratio: NA,
       met: recs === 0,
@@ -213,7 +213,8 @@ export function goals(r: BenchResults): Goal[] {
         (c ? `, ${n(c.p99Ms, 1)} ms (50 clients as browsers: If-None-Match, gzip; ${n(c.notModified ?? 0)} of ${n(c.requests)} answered 304)` : "") +
         `; answer ${kb(f.fiftyClients.responseBytes)}` +
         (f.gzipBytes !== undefined ? `, ${kb(f.gzipBytes)} gzip` : "") +
-        (f.etag ? `; 304 with If-None-Match: ${f.etag.notModifiedStatus}, ${f.etag.notModifiedBodyBytes} B body` : "; no ETag"),
+        (f.etag ? `; 304 with If-None-Match: ${f.etag.notModifiedStatus}, ${f.etag.notModifiedBodyBytes} B body` : "; no ETag") +
+        (f.fiftyFloor ? `; same window, GET /api/session (34 B) under 50 clients: p99 ${n(f.fiftyFloor.p99Ms, 1)} ms, ${n(f.fiftyFloor.requestsPerSecond)} req/s vs /api/fleet ${n(f.fiftyClients.requestsPerSecond)}` : ""),
       peer: NA,
       ratio: NA,
       met: !!f.etag && f.etag.notModifiedStatus === 304 && f.etag.notModifiedBodyBytes === 0 && size <= 25 * 1024 && p99 < 20,
@@ -388,11 +389,17 @@ ${st.sourceHours} h), sized with SQLite's dbstat (tables and their indexes), sca
 ${n(h.rows.raw)} raw rows (last 48 h) + ${n(h.rows.rollupMinutes)} minute rollups, the real \`historyOf\` (what
 \`GET /api/backends/{id}/history\` returns), in-process:
 
-| range | points | p50 ms | p99 ms |
-|---|---|---|---|
-| 7 days | ${n(h.sevenDaysMs.points)} | ${n(h.sevenDaysMs.p50, 2)} | ${n(h.sevenDaysMs.p99, 2)} |
-| 24 hours | ${n(h.oneDayMs.points)} | ${n(h.oneDayMs.p50, 2)} | ${n(h.oneDayMs.p99, 2)} |
-| 1 hour | ${n(h.oneHourMs.points)} | ${n(h.oneHourMs.p50, 2)} | ${n(h.oneHourMs.p99, 2)} |
+| range | points | p50 ms | p99 ms | JSON answer | JSON.stringify ms |
+|---|---|---|---|---|---|
+${(
+  [
+    ["7 days", h.sevenDaysMs],
+    ["24 hours", h.oneDayMs],
+    ["1 hour", h.oneHourMs],
+  ] as const
+)
+  .map(([label, t]) => `| ${label} | ${n(t.points)} | ${n(t.p50, 2)} | ${n(t.p99, 2)} | ${t.jsonBytes === undefined ? "-" : kb(t.jsonBytes)} | ${t.stringifyMs === undefined ? "-" : n(t.stringifyMs, 2)} |`)
+  .join("\n")}
 `;
 }
 
@@ -414,7 +421,7 @@ The server's own watcher polls ${d.backends} simulated backends every 5 s while 
 |---|---|---|---|---|---|---|---|---|
 ${l("GET /api/fleet", f.oneClient)}
 ${l("GET /api/fleet", f.fiftyClients)}
-${l(`GET /api/backends/b000/history, 7 days (${d.history.sevenDays.points} points)`, d.history.sevenDays)}
+${f.fiftyConditional ? `${l("GET /api/fleet as browsers (If-None-Match, gzip)", f.fiftyConditional)}\n` : ""}${f.fiftyFloor ? `${l("GET /api/session (next start's floor: 34 B, no watcher data)", f.fiftyFloor)}\n` : ""}${l(`GET /api/backends/b000/history, 7 days (${d.history.sevenDays.points} points)`, d.history.sevenDays)}
 ${l(`GET /api/backends/b000/history, 1 hour (${d.history.oneHour.points} points)`, d.history.oneHour)}
 
 ${page}

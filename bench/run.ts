@@ -2,8 +2,7 @@
  * The benchmarks: `npm run bench` (full, about 10 minutes on 2 cores) or `npm run bench -- --quick`
  * (fewer and shorter runs, under two minutes plus a `next build` when .next is missing or stale).
  * Writes bench/results.json and bench/RESULTS.md. Numbers are reported, never asserted.
- * Options: --quick, --only incident,cost,peer,scale,storage,dashboard,load (storage needs incident;
- * Options: --quick, --only incident,cost,scale,storage,dashboard,load,metrics (storage needs incident;
+ * Options: --quick, --only incident,cost,peer,scale,storage,dashboard,load,metrics (storage needs incident;
  * dashboard needs storage), --render (rewrite RESULTS.md from results.json, measuring nothing).
  * With --only, the sections not measured are kept from the stored results.json, and each section
  * records the run and commit it came from (results.sections), so a partial re-run never passes

@@ -17,6 +17,7 @@ import Database from "better-sqlite3";
 import { openDb } from "../db/client";
 import { applyRetention, insertSamples, type NewSample } from "../db/queries";
 import { historyOf } from "../lib/api/snapshot";
+import type { HistoryResponse } from "../lib/api/types";
 import { DEFAULTS } from "../lib/config";
 import { percentile, round } from "./stats";
 
@@ -48,23 +49,30 @@ export interface StorageResult {
   rawBytesPerBackendPerDayAt1s: number;
   history: {
     rows: { raw: number; rollupMinutes: number };
-    sevenDaysMs: { p50: number; p99: number; points: number };
-    oneDayMs: { p50: number; p99: number; points: number };
-    oneHourMs: { p50: number; p99: number; points: number };
+    sevenDaysMs: HistoryTiming;
+    oneDayMs: HistoryTiming;
+    oneHourMs: HistoryTiming;
   };
   /** The 7-day database (backend "b000"), for the dashboard benchmark. */
   historyDbPath: string;
 }
 
-function timeIt(f: () => { points: unknown[] }, runs: number): { p50: number; p99: number; points: number } {
+/** In-process times of historyOf, and (since the columnar form) the JSON's bytes and one JSON.stringify. */
+type HistoryTiming = { p50: number; p99: number; points: number; jsonBytes?: number; stringifyMs?: number };
+
+/** The query and its wire form (historyOf: rows -> columns), timed; then the JSON's size and the time to serialize it. */
+function timeIt(f: () => HistoryResponse, runs: number): { p50: number; p99: number; points: number; jsonBytes: number; stringifyMs: number } {
   const ms: number[] = [];
-  let points = 0;
+  let last: HistoryResponse | null = null;
   for (let i = 0; i < runs; i++) {
     const t0 = performance.now();
-    points = f().points.length;
+    last = f();
     ms.push(performance.now() - t0);
   }
-  return { p50: round(percentile(ms, 50), 2), p99: round(percentile(ms, 99), 2), points };
+  const t0 = performance.now();
+  const json = JSON.stringify(last);
+  const stringifyMs = performance.now() - t0;
+  return { p50: round(percentile(ms, 50), 2), p99: round(percentile(ms, 99), 2), points: last?.count ?? 0, jsonBytes: Buffer.byteLength(json), stringifyMs: round(stringifyMs, 2) };
 }
 
 export function runStorageBench(opts: { dayDbPath: string; workDir: string; quick?: boolean }): StorageResult {

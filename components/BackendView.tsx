@@ -261,7 +261,7 @@ export function BackendView({
     { keepPreviousData: true },
   );
   const b = fleet.data?.backends.find((x) => x.id === id);
-  const series = useMemo(() => (h ? toHistorySeries(h.points) : null), [h]);
+  const series = useMemo(() => (h ? toHistorySeries(h.columns) : null), [h]);
   const markers = useMemo(() => (h ? toMarkers(h.transitions, h.restarts, h.from, h.to) : []), [h]);
   const xRange: [number, number] | undefined = h ? [h.from / 1000, h.to / 1000] : undefined;
   const now = fleet.data?.generatedAt ?? Date.now();
@@ -359,7 +359,7 @@ export function BackendView({
         )}
         {h ? (
           <span className="meta">
-            {h.points.length} {h.resolution === "raw" ? "readings" : "per-minute points"}
+            {h.count} {h.resolution === "raw" ? "readings" : "per-minute points"}
             {fixed && fixed.to < Date.now() ? " · a past window: not refreshed" : ` · charts refresh every ${REFRESH_MS[range] / 1000} s`}
             {fleet.data?.pollIntervalSeconds ? `, the backend is read every ${fleet.data.pollIntervalSeconds} s` : ""}
             {history.isValidating ? " · updating" : ""}

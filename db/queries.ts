@@ -50,6 +50,7 @@ interface PollStatements {
   insertSample: Database.Statement;
   sampleColumns: Array<{ key: keyof NewSample; encode: (v: unknown) => unknown; absent: unknown }>;
   lastRestart: { get(values: { backendId: string }): RestartEventRow | undefined };
+  latestRestarts: { all(): RestartEventRow[] };
 }
 
 const pollStatements = new WeakMap<Database.Database, PollStatements>();
@@ -75,6 +76,15 @@ function statementsOf(db: Db): PollStatements {
         .where(eq(restartEvents.backendId, sql.placeholder("backendId")))
         .orderBy(desc(restartEvents.requestedAt), desc(restartEvents.id))
         .limit(1)
+        .prepare(),
+      // The newest event of every backend that has one, in the same order as lastRestart: one
+      // index lookup per distinct backend (restart_events_backend_requested), events being rare.
+      latestRestarts: db
+        .select()
+        .from(restartEvents)
+        .where(
+          sql`${restartEvents.id} IN (SELECT (SELECT x.id FROM restart_events x WHERE x.backend_id = d.b ORDER BY x.requested_at DESC, x.id DESC LIMIT 1) FROM (SELECT DISTINCT backend_id AS b FROM restart_events) d)`,
+        )
         .prepare(),
     };
     pollStatements.set(db.$client, st);
@@ -194,8 +204,18 @@ export function pendingRestartOf(db: Db, backendId: string): RestartEventRow | u
 
 /** The newest restart event of a backend, resolved or not (the cooldown runs from it). */
 export function lastRestartOf(db: Db, backendId: string): RestartEventRow | undefined {
-  // Read by the watcher before every poll of every backend: prepared once (see statementsOf).
+  // Read by the watcher when the restart verb told it of a change: prepared once (see statementsOf).
   return statementsOf(db).lastRestart.get({ backendId });
+}
+
+/**
+ * The newest restart event of every backend (as lastRestartOf, for all at once): what the watcher
+ * reads once a second instead of one row before every poll.
+ */
+export function latestRestartsOf(db: Db): Map<string, RestartEventRow> {
+  const byBackend = new Map<string, RestartEventRow>();
+  for (const r of statementsOf(db).latestRestarts.all()) byBackend.set(r.backendId, r);
+  return byBackend;
 }
 
 /** How many restarts of each backend ended each way (the Prometheus export seeds its counter once from this). */

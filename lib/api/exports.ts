@@ -4,6 +4,7 @@
  */
 import { isoTime, toCsv, type CsvColumn } from "../csv";
 import type { Outage } from "../outages";
+import { toRows } from "./history";
 import type { HistoryPoint, HistoryResponse, RestartEventDTO } from "./types";
 
 const HISTORY_COLUMNS: Array<CsvColumn<HistoryPoint>> = [
@@ -47,6 +48,6 @@ const RESTART_COLUMNS: Array<CsvColumn<RestartEventDTO>> = [
   { header: "resolution", value: (r) => r.resolution },
 ];
 
-export const historyCsv = (h: HistoryResponse) => toCsv(h.points, HISTORY_COLUMNS);
+export const historyCsv = (h: HistoryResponse) => toCsv(toRows(h.columns), HISTORY_COLUMNS);
 export const outagesCsv = (o: Outage[]) => toCsv(o, OUTAGE_COLUMNS);
 export const restartsCsv = (r: RestartEventDTO[]) => toCsv(r, RESTART_COLUMNS);

@@ -98,10 +98,10 @@ function fromStorage<T>(what: string, f: () => T): T {
   }
 }
 
-export async function getHistory(id: string, from: number, to: number): Promise<HistoryResponse> {
+export async function getHistory(id: string, from: number, to: number, opts: { exact?: boolean } = {}): Promise<HistoryResponse> {
   const rt = await getRuntime();
   knownBackend(rt, id);
-  return fromStorage("the history", () => historyOf(rt.db.db, id, from, to));
+  return fromStorage("the history", () => historyOf(rt.db.db, id, from, to, opts));
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 import type { Db } from "../../db/client";
 import { historyPoints, listRestartEvents, transitionsInRange } from "../../db/queries";
+import { toColumns } from "./history";
 import type { RestartEventRow, TransitionRow } from "../../db/schema";
 import type { ConfigErrorDTO, FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, SparkPoint, TransitionDTO } from "./types";
 import { STATE_INFO, restartRecommended } from "../check/states";
@@ -144,14 +145,16 @@ export function restartDTO(r: RestartEventRow): RestartEventDTO {
   };
 }
 
-export function historyOf(db: Db, backendId: string, from: number, to: number): HistoryResponse {
+/** A backend's history in its wire form (columns, lib/api/history.ts); `exact`: unrounded (the CSV). */
+export function historyOf(db: Db, backendId: string, from: number, to: number, opts: { exact?: boolean } = {}): HistoryResponse {
   const h = historyPoints(db, backendId, from, to);
   return {
     backendId,
     from,
     to,
     resolution: h.resolution,
-    points: h.points,
+    count: h.points.length,
+    columns: toColumns(h.points, opts.exact),
     transitions: transitionsInRange(db, "backend", backendId, from, to).map(transitionDTO),
     restarts: listRestartEvents(db, { backendId, from, to, limit: 500 }).map(restartDTO),
   };

@@ -212,13 +212,25 @@ export interface RestartPlanDTO {
   lastRestartAt: number | null;
 }
 
+/** A figure of a history point (lib/api/history.ts HISTORY_FIGURES). */
+export type HistoryFigure = keyof Figures | keyof LatencySample;
+
+/**
+ * The points as columns (lib/api/history.ts): `at[i]` is point i's time (ms); each figure one array
+ * aligned with `at`, or null when no point of the range has it; `state` as runs, [first point
+ * index, state] (point i has the state of the last run starting at or before i).
+ */
+export type HistoryColumns = { at: number[]; state: Array<[number, BackendState]> } & Record<HistoryFigure, Array<number | null> | null>;
+
 export interface HistoryResponse {
   backendId: string;
   from: number;
   to: number;
   /** "raw" readings or "minute" rollups, whichever fits the range. */
   resolution: "raw" | "minute";
-  points: HistoryPoint[];
+  /** How many points (the length of every column). */
+  count: number;
+  columns: HistoryColumns;
   transitions: TransitionDTO[];
   restarts: RestartEventDTO[];
 }

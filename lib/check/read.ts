@@ -11,13 +11,15 @@
  * - The probe itself, which the caller sends only after `shouldProbe` said so.
  */
 import type { Dispatcher } from "undici";
-import { ADAPTERS, detectEngine, rulesOf } from "../engines/registry";
+import { ADAPTERS, DETECTION_ORDER, detectEngine, rulesOf } from "../engines/registry";
 import { readExposition } from "../engines/exposition";
+import { hasPrefix, type Index } from "../engines/series";
 import { isLlamacppLoading, LLAMACPP_NO_METRICS, parseLlamacppProps } from "../engines/llamacpp";
 import { parseOllamaPs, parseOllamaVersion } from "../engines/ollama";
 import { parseTgiInfo } from "../engines/tgi";
 import { ENGINE_LABELS, type EngineChoice, type EngineKind } from "../engines/types";
 import { extractVllmLatency } from "../metrics/vllm-latency";
+import { detach } from "../metrics/prometheus";
 import { httpRequest, type HttpResult } from "../net/http";
 import { capList, capText } from "./caps";
 import type { ProbeChoice, ProbeKind, ProbeResult, ProxyReading, Reading } from "./types";
@@ -183,6 +185,23 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions): Pr
   }
 
   if (res.outcome === "ok") {
+    // The engine configured, or seen on this backend last: parse only its adapter's families.
+    const expected = choice === "auto" ? (engine ?? hint) : choice;
+    if (expected && expected !== "ollama") {
+      const fast = readFiltered(res.body, expected, choice === "auto");
+      if (fast) {
+        const parsed = ADAPTERS[expected].extract(fast, { headers: res.headers });
+        if (parsed.metrics) {
+          if (parsed.metrics.models.length === 0 && propsModel) parsed.metrics.models = [propsModel];
+          reading.metrics = parsed.metrics;
+          reading.engine = expected;
+          if (parsed.metrics.asleep) reading.asleep = true;
+          if (expected === "vllm") reading.latency = extractVllmLatency(fast);
+          return reading;
+        }
+      }
+      // Not that engine's body any more, or no metrics in it: the full parse below says why.
+    }
     const exp = readExposition(res.body);
     if (exp.ok) {
       const detected = detectEngine(exp.index);
@@ -200,10 +219,12 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions): Pr
           return reading;
         }
         reading.engine = kind;
-        reading.error =
+        // Texts kept in the Reading are copies (detach): a slice of the body would keep it alive.
+        reading.error = detach(
           detected && detected !== kind
             ? `configured engine ${ENGINE_LABELS[kind]}, but /metrics carries ${ENGINE_LABELS[detected]}'s families`
-            : (parsed.error ?? `no ${ENGINE_LABELS[kind]} metrics`);
+            : (parsed.error ?? `no ${ENGINE_LABELS[kind]} metrics`),
+        );
       } else {
         reading.error = `no known engine's metrics (found ${exp.sampleCount} series, none named vllm:*, llamacpp:*, sglang:* or tgi_*)`;
       }
@@ -220,9 +241,9 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions): Pr
           return { ...reading, engine: "tgi", metrics: parsed.metrics };
         }
       }
-      reading.error = exp.error;
+      reading.error = detach(exp.error);
     } else {
-      reading.error = exp.error;
+      reading.error = detach(exp.error);
     }
   } else if (res.outcome === "http-error" && res.status === 501) {
     // llama-server without --metrics.
@@ -248,6 +269,29 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions): Pr
   reading.models = { outcome: models.outcome, status: models.status, ids: models.models };
   reading.bytes = (reading.bytes ?? 0) + models.bytes;
   return reading;
+}
+
+/**
+ * The series index of `body` with only `kind`'s families parsed, or null when the full parse must
+ * decide: the body is not Prometheus text, carries none of `kind`'s series, or (for an `auto`
+ * backend) carries series of an engine detection prefers, so the full parse would detect that one.
+ * Anything the full parse would do differently falls through to it, so the filter changes what
+ * is parsed, never what is concluded.
+ */
+function readFiltered(body: string, kind: EngineKind, auto: boolean): Index | null {
+  const adapter = ADAPTERS[kind];
+  const exp = readExposition(body, adapter.families);
+  if (!exp.ok || adapter.prefix === null || !hasPrefix(exp.index, adapter.prefix)) return null;
+  if (auto) {
+    for (const other of DETECTION_ORDER) {
+      if (other === kind) break;
+      const p = ADAPTERS[other].prefix;
+      // A sample line of that engine: a line that starts with its prefix (comments start with "#";
+      // a sample indented with blanks would be missed, which no exporter writes).
+      if (p && (body.startsWith(p) || body.includes(`\n${p}`))) return null;
+    }
+  }
+  return exp.index;
 }
 
 /**

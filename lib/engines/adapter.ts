@@ -41,6 +41,14 @@ export interface EngineAdapter {
   kind: EngineKind;
   /** The family prefix that identifies the engine's exposition (null: it has none). */
   prefix: string | null;
+  /**
+   * Every family `extract` reads (names as ParseOptions.families takes them: a family, or one
+   * series name). The read path parses only these (parsePrometheus(text, { families })): a line of
+   * any other family is skipped on its name. One Set per adapter, so the parser compiles it once.
+   * Reading a family in `extract` that is not listed here would see it absent: the unit test
+   * tests/unit/engine-families.test.ts checks on the real scrapes that the filter changes nothing.
+   */
+  families: ReadonlySet<string>;
   rules: EngineRules;
   extract(index: Index, ctx: ExtractContext): EngineParse;
 }

@@ -12,9 +12,14 @@ export type Exposition =
 
 const quote = (s: string) => `'${s.length > 40 ? `${s.slice(0, 40)}...` : s}'`;
 
-export function readExposition(text: string): Exposition {
-  const parsed = parsePrometheus(text);
-  const sampleCount = parsed.samples.length;
+/**
+ * `families` (an adapter's): parse only those (see ParseOptions.families). The counts stay the
+ * whole body's: a skipped line is a sample line all the same, so "not Prometheus text" and the
+ * "found N series" messages mean what they mean without the filter.
+ */
+export function readExposition(text: string, families?: ReadonlySet<string>): Exposition {
+  const parsed = families ? parsePrometheus(text, { families }) : parsePrometheus(text);
+  const sampleCount = parsed.samples.length + parsed.skippedLines;
   const errorCount = parsed.errorCount;
   const first = parsed.errors[0];
   const firstError = first ? ` (first: line ${first.line} ${quote(first.text)}: ${first.message})` : "";

@@ -21,6 +21,14 @@ export const LLAMACPP_START_HEADER = "process-start-time-unix";
 export const llamacppAdapter: EngineAdapter = {
   kind: "llamacpp",
   prefix: LLAMACPP_PREFIX,
+  families: new Set([
+    "llamacpp:requests_processing",
+    "llamacpp:requests_deferred",
+    "llamacpp:kv_cache_usage_ratio",
+    "llamacpp:n_decode_total",
+    "llamacpp:prompt_tokens_total",
+    "llamacpp:tokens_predicted_total",
+  ]),
   // /metrics is a task on the same loop as decoding (server-context.cpp): a blocked loop never answers it.
   rules: { minStuckWindowSeconds: 0, livenessPath: "/health", probe: "openai", metricsFlag: "--metrics", metricsOnEngineLoop: true },
   extract(index, ctx) {

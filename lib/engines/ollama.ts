@@ -10,6 +10,7 @@ import type { EngineAdapter } from "./adapter";
 export const ollamaAdapter: EngineAdapter = {
   kind: "ollama",
   prefix: null,
+  families: new Set(), // no /metrics: read from /api/version and /api/ps
   rules: { minStuckWindowSeconds: 0, livenessPath: "/api/version", probe: "never", metricsFlag: null },
   extract() {
     return { metrics: null, warnings: [], error: "Ollama exposes no load metrics" };

@@ -25,10 +25,14 @@ export function rulesOf(kind: EngineKind | undefined): EngineRules {
   return ADAPTERS[kind ?? "vllm"].rules;
 }
 
+/** Detection's order: a body with two engines' families is the earlier one's. */
+export const DETECTION_ORDER: readonly EngineKind[] = ["vllm", "llamacpp", "sglang", "tgi"];
+
 /** The engine whose families the body carries (the first that matches), or null. */
 export function detectEngine(index: Index): EngineKind | null {
-  for (const a of [vllmAdapter, llamacppAdapter, sglangAdapter, tgiAdapter]) {
-    if (a.prefix && hasPrefix(index, a.prefix)) return a.kind;
+  for (const kind of DETECTION_ORDER) {
+    const prefix = ADAPTERS[kind].prefix;
+    if (prefix && hasPrefix(index, prefix)) return kind;
   }
   return null;
 }

@@ -18,6 +18,7 @@
  *   server, at once) is live: generation requests in flight beyond what the gauges show count as
  *   waiting, so such a server is never taken for idle (and never probed).
  */
+import { detach } from "../metrics/prometheus";
 import type { EngineAdapter } from "./adapter";
 import { isValid, type Check, type Index } from "./series";
 import type { EngineMetrics, EvidenceFigure } from "./types";
@@ -52,6 +53,18 @@ function opt(f: Figure, name: string, warnings: string[]): number | null {
 export const sglangAdapter: EngineAdapter = {
   kind: "sglang",
   prefix: SGLANG_PREFIX,
+  families: new Set([
+    "sglang:num_running_reqs",
+    "sglang:num_queue_reqs",
+    "sglang:http_requests_active",
+    "sglang:cuda_graph_passes_total",
+    "sglang:realtime_tokens_total",
+    "sglang:prompt_tokens_total",
+    "sglang:generation_tokens_total",
+    "sglang:num_requests_total",
+    "sglang:token_usage",
+    "sglang:gen_throughput",
+  ]),
   rules: { minStuckWindowSeconds: 150, livenessPath: "/v1/models", probe: "openai", metricsFlag: "--enable-metrics" },
   extract(index) {
     const warnings: string[] = [];
@@ -81,7 +94,7 @@ export const sglangAdapter: EngineAdapter = {
     if (realtime) evidence.push("promptTokens", "generationTokens");
     if (evidence.length === 0) evidence.push("throughput");
     const models = new Set<string>();
-    for (const s of index.get("sglang:num_running_reqs") ?? []) if (s.labels.model_name) models.add(s.labels.model_name);
+    for (const s of index.get("sglang:num_running_reqs") ?? []) if (s.labels.model_name && !models.has(s.labels.model_name)) models.add(detach(s.labels.model_name)); // a copy: see vllm.ts
     const metrics: EngineMetrics = {
       processStartTime: null,
       running: load.running,

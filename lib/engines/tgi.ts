@@ -17,6 +17,8 @@ export const TGI_PREFIX = "tgi_";
 export const tgiAdapter: EngineAdapter = {
   kind: "tgi",
   prefix: TGI_PREFIX,
+  // Each also as `<name>_total` (count() below tries both; the filter keeps a family's _total).
+  families: new Set(["tgi_request_count", "tgi_batch_current_size", "tgi_queue_size", "tgi_batch_inference_count", "tgi_batch_inference_success", "tgi_request_success"]),
   rules: { minStuckWindowSeconds: 0, livenessPath: "/info", probe: "tgi-generate", metricsFlag: null },
   extract(index) {
     const warnings: string[] = [];

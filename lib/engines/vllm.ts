@@ -29,7 +29,8 @@ import { MAX_ENGINE_SLICES, MAX_NAME } from "../check/caps";
 import type { EngineAdapter } from "./adapter";
 import { readExposition } from "./exposition";
 import { buildIndex, combine, hasPrefix, labelValues, optional, type Index, type Pick } from "./series";
-import type { ParseResult } from "../metrics/prometheus";
+import { detach, type ParseResult } from "../metrics/prometheus";
+import { LATENCY_FAMILIES } from "../metrics/vllm-latency";
 import type { EngineMetrics, EngineSlice } from "./types";
 
 /** What vLLM's own /metrics says (the engine-neutral shape; kept under its first name). */
@@ -44,6 +45,27 @@ export interface VllmExtraction {
 }
 
 export const VLLM_PREFIX = "vllm:";
+
+/**
+ * The families this adapter reads, plus the four latency histograms, finish reasons and
+ * preemptions that lib/metrics/vllm-latency.ts reads from the same body (the read path parses only
+ * these; a 0.29 scrape's other ~60 families, most of them histogram buckets, are skipped on their name).
+ */
+export const VLLM_FAMILIES: ReadonlySet<string> = new Set([
+  "vllm:num_requests_running",
+  "vllm:num_requests_waiting",
+  "vllm:num_requests_waiting_by_reason",
+  "vllm:kv_cache_usage_perc",
+  "vllm:gpu_cache_usage_perc",
+  "vllm:engine_sleep_state",
+  "vllm:iteration_tokens_total_count",
+  "vllm:prompt_tokens_total",
+  "vllm:generation_tokens_total",
+  "vllm:request_success_total",
+  "vllm:num_preemptions_total",
+  "process_start_time_seconds",
+  ...LATENCY_FAMILIES,
+]);
 
 /** Finished requests that are not progress: the client gave up, or the request failed. */
 const NOT_PROGRESS = new Set(["abort", "error"]);
@@ -107,7 +129,8 @@ function extractFromIndex(index: Index): VllmExtraction {
     vllmSeries += series.length;
     for (const s of series) {
       const model = s.labels.model_name;
-      if (model !== undefined) models.add(model);
+      // A copy, not a slice: the Reading (kept in history) must not keep the ~36 KB body alive.
+      if (model !== undefined && !models.has(model)) models.add(detach(model));
     }
   }
   if (vllmSeries === 0) return { metrics: null, warnings };
@@ -180,10 +203,16 @@ export interface VllmParse {
  * error page, JSON, a truncated binary) is "not Prometheus text", not a server with no load.
  */
 export function parseVllmMetrics(text: string): VllmParse {
-  const exp = readExposition(text);
+  let exp = readExposition(text, VLLM_FAMILIES);
+  let extraction = exp.ok ? extractFromIndex(exp.index) : null;
+  // No metrics from the families read: the full parse says why, in the words it always used
+  // (a body with other vllm:* series only names the missing gauge; junk is junk either way).
+  if (!extraction || extraction.metrics === null) {
+    exp = readExposition(text);
+    extraction = exp.ok ? extractFromIndex(exp.index) : null;
+  }
   const base = { sampleCount: exp.sampleCount, errorCount: exp.errorCount };
-  if (!exp.ok) return { ...base, metrics: null, warnings: [], error: exp.error };
-  const extraction = extractFromIndex(exp.index);
+  if (!exp.ok || !extraction) return { ...base, metrics: null, warnings: [], error: exp.ok ? "no vLLM metrics" : exp.error };
   const warnings = [...exp.warnings, ...extraction.warnings];
   if (extraction.metrics === null && extraction.error === undefined) {
     return { ...base, metrics: null, warnings, error: `no vLLM metrics (found ${exp.sampleCount} series, none named vllm:*)` };
@@ -194,6 +223,7 @@ export function parseVllmMetrics(text: string): VllmParse {
 export const vllmAdapter: EngineAdapter = {
   kind: "vllm",
   prefix: VLLM_PREFIX,
+  families: VLLM_FAMILIES,
   rules: { minStuckWindowSeconds: 0, livenessPath: "/health", probe: "openai", metricsFlag: null },
   extract(index) {
     if (!hasPrefix(index, VLLM_PREFIX)) return { metrics: null, warnings: [], error: "no vLLM series" };

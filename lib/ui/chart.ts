@@ -5,7 +5,7 @@
  * missing (a down backend or a stopped watcher must not look like a straight line), and turns
  * transitions and restarts into time-axis markers.
  */
-import type { HistoryPoint, RestartEventDTO, SparkPoint, TransitionDTO } from "../api/types";
+import type { HistoryColumns, RestartEventDTO, SparkPoint, TransitionDTO } from "../api/types";
 import type { BackendState } from "../check/states";
 import { BACKEND_STATES } from "../check/states";
 import { LATENCY_FIELDS, type LatencySample } from "../metrics/vllm-latency";
@@ -71,12 +71,23 @@ export function typicalStepMs(ats: number[]): number | null {
 }
 
 /**
- * Points to series. Where two neighbours are more than `gapFactor` times the usual spacing apart,
- * a null point is inserted between them so the line breaks there.
+ * The history's columns to series. Where two neighbours are more than `gapFactor` times the usual
+ * spacing apart, a null point is inserted between them so the line breaks there. A null column
+ * (no point had the figure) is a series of nulls.
  */
-export function toHistorySeries(points: HistoryPoint[], gapFactor = 3): HistorySeries {
-  const sorted = [...points].sort((a, b) => a.at - b.at);
-  const step = typicalStepMs(sorted.map((p) => p.at));
+export function toHistorySeries(c: HistoryColumns, gapFactor = 3): HistorySeries {
+  const n = c.at.length;
+  // The server sends points in time order; sort an index only if they are not.
+  let order: number[] | null = null;
+  for (let i = 1; i < n; i++) {
+    if (c.at[i] < c.at[i - 1]) {
+      order = [...c.at.keys()].sort((a, b) => c.at[a] - c.at[b]);
+      break;
+    }
+  }
+  const idx = (k: number) => (order ? order[k] : k);
+  const ats = order ? order.map((i) => c.at[i]) : c.at;
+  const step = typicalStepMs(ats);
   const out: HistorySeries = {
     x: [],
     running: [],
@@ -87,21 +98,22 @@ export function toHistorySeries(points: HistoryPoint[], gapFactor = 3): HistoryS
     kvCachePercent: [],
     latency: Object.fromEntries(LATENCY_FIELDS.map((f) => [f, []])) as unknown as Record<keyof LatencySample, Series>,
   };
-  const push = (at: number, p: HistoryPoint | null) => {
+  const v = (col: Array<number | null> | null, i: number | null) => (i === null || !col ? null : (col[i] ?? null));
+  const push = (at: number, i: number | null) => {
     out.x.push(at / 1000);
-    out.running.push(p?.running ?? null);
-    out.waiting.push(p?.waiting ?? null);
-    out.stepsPerSecond.push(p?.stepsPerSecond ?? null);
-    out.generationTokensPerSecond.push(p?.generationTokensPerSecond ?? null);
-    out.promptTokensPerSecond.push(p?.promptTokensPerSecond ?? null);
-    out.kvCachePercent.push(p?.kvCacheUsage === null || p?.kvCacheUsage === undefined ? null : p.kvCacheUsage * 100);
-    for (const f of LATENCY_FIELDS) out.latency[f].push(p?.[f] ?? null);
+    out.running.push(v(c.running, i));
+    out.waiting.push(v(c.waiting, i));
+    out.stepsPerSecond.push(v(c.stepsPerSecond, i));
+    out.generationTokensPerSecond.push(v(c.generationTokensPerSecond, i));
+    out.promptTokensPerSecond.push(v(c.promptTokensPerSecond, i));
+    const kv = v(c.kvCacheUsage, i);
+    out.kvCachePercent.push(kv === null ? null : kv * 100);
+    for (const f of LATENCY_FIELDS) out.latency[f].push(v(c[f], i));
   };
-  sorted.forEach((p, i) => {
-    const prev = sorted[i - 1];
-    if (prev && step !== null && p.at - prev.at > gapFactor * step) push(prev.at + step, null);
-    push(p.at, p);
-  });
+  for (let k = 0; k < n; k++) {
+    if (k > 0 && step !== null && ats[k] - ats[k - 1] > gapFactor * step) push(ats[k - 1] + step, null);
+    push(ats[k], idx(k));
+  }
   return out;
 }
 

@@ -87,6 +87,10 @@ export interface ConfigChange {
 }
 
 export const WATCHER_DEFAULTS = { flushIntervalMs: 1000, retentionIntervalMs: 10 * 60_000 };
+/** How often every backend's newest restart event is read (one query for all). */
+export const RESTART_REFRESH_MS = 1000;
+/** Loops besides one per backend and proxy: flush, retention, restart events (a virtual clock counts them). */
+export const HOUSEKEEPING_LOOPS = 3;
 
 /** The deadline of one GET: at most the poll interval (never more than 10 s, never under 2 s). */
 export function readTimeoutMs(pollIntervalSeconds: number): number {
@@ -164,6 +168,14 @@ export function startWatcher(opts: WatcherOptions): Watcher {
     );
   };
   const intervalMs = () => config.pollIntervalSeconds * 1000;
+
+  // The restart events of every backend, once a second (a restart asked by another process that
+  // shares the database is seen within a second; this process's own verb notifies at once).
+  const refreshRestarts = () => {
+    const latest = store.latestRestarts();
+    if (!latest) return; // read failed: keep what each monitor had
+    for (const m of backends.values()) m.lastRestart = latest.get(m.config.id) ?? null;
+  };
   const onLag = (ms: number) => telemetry.pollLag(ms);
   const onError = (what: string) => (e: unknown) => log(`stepwatch: ${what}: ${(e as Error)?.stack ?? String(e)}`);
 
@@ -209,6 +221,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   const offset = (i: number) => (targets > 1 ? Math.floor((i * intervalMs()) / targets) : 0);
   config.backends.forEach((b, i) => addBackend(b, offset(i)));
   config.proxies.forEach((p, i) => addProxy(p, offset(config.backends.length + i)));
+  track(runEvery(refreshRestarts, { intervalMs: RESTART_REFRESH_MS, signal, clock }));
   track(runEvery(() => void store.flush(), { intervalMs: opts.flushIntervalMs ?? WATCHER_DEFAULTS.flushIntervalMs, signal, clock }));
   track(runEvery(() => void runRetention(), { intervalMs: opts.retentionIntervalMs ?? WATCHER_DEFAULTS.retentionIntervalMs, signal, clock }));
   // Delivery is its own loop: a slow receiver never delays a poll (polls only write rows).

@@ -13,3 +13,18 @@ export function latencyOf(history: Reading[], reading: Reading): LatencySample {
   if (!m || !reading.latency || !prev || !sameProcess(prev.metrics!, m)) return latencySample(EMPTY_LATENCY_FIGURES);
   return latencySample(latencyFigures(prev.latency, reading.latency, (reading.at - prev.at) / 1000));
 }
+
+/**
+ * Only the newest reading with latency histograms is ever compared (latencyOf looks for it), so
+ * older readings drop theirs: ~4 histograms of buckets per reading x up to MAX_HISTORY_READINGS
+ * readings per backend was most of the watcher's heap at 1000 vLLM backends.
+ */
+export function dropOlderLatency(history: Reading[]): void {
+  let newest = true;
+  for (let i = history.length - 1; i >= 0; i--) {
+    const r = history[i];
+    if (!r.latency) continue;
+    if (newest && r.metrics) newest = false;
+    else delete r.latency;
+  }
+}

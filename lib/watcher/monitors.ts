@@ -15,7 +15,7 @@ import type { OnCallBook } from "../oncall/book";
 import { decide, NO_PROBLEM, seedProblemState, type ProblemState } from "../notify/policy";
 import type { NotificationDraft } from "../notify/outbox";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
-import { latencyOf } from "./latency";
+import { dropOlderLatency, latencyOf } from "./latency";
 import { judgeProxy } from "../check/proxy";
 import type { WatchStore } from "./store";
 import type { WatcherTelemetry } from "./telemetry";
@@ -73,7 +73,12 @@ export class BackendMonitor {
   storedState: BackendState | null = null;
   since: number | null = null;
   recent: Array<[number, number | null, number | null]> = [];
-  /** The newest restart event of this backend (pending when outcome is null). */
+  /**
+   * The newest restart event of this backend (pending when outcome is null). Kept fresh by the
+   * watcher: one query a second for every backend (refreshRestarts in ./index.ts), and at once when
+   * the restart verb of this process inserts or resolves one (notifyRestart*). It only feeds the
+   * verdict's `restarting` and the fleet view; the verb's own SQL check decides what may be asked.
+   */
   lastRestart: RestartEventRow | null = null;
   /** The state before the current one (a notification's previousState). */
   previousState: BackendState | null = null;
@@ -129,7 +134,6 @@ export class BackendMonitor {
 
   async poll(signal: AbortSignal): Promise<void> {
     const { store, thresholds, now } = this.deps;
-    this.refreshRestart();
     const pendingRow = this.lastRestart?.outcome === null ? this.lastRestart : null;
     const pending = this.pending();
     const { reading, verdict } = await this.deps.observe(this.target, this.history, {
@@ -145,14 +149,16 @@ export class BackendMonitor {
     if (pendingRow && pending) this.resolvePending(pendingRow, verdict, reading);
 
     const previous = this.history;
+    const latency = latencyOf(previous, reading); // before dropOlderLatency: it compares with the previous histograms
     this.history = trimHistory([...this.history, reading], now(), thresholds);
+    dropOlderLatency(this.history);
     this.last = { reading, verdict };
     this.pushRecent(reading, verdict.rates.generationTokensPerSecond);
     const before = this.storedState;
     recordState(this, store, "backend", reading.at, verdict.state, verdict.reasons);
     if (this.storedState !== before) this.previousState = before;
     this.onCall(reading, verdict);
-    store.enqueueSample({ ...sampleRow(this.config.id, reading, verdict), ...latencyOf(previous, reading) });
+    store.enqueueSample({ ...sampleRow(this.config.id, reading, verdict), ...latency });
   }
 
   /** Notifications, acknowledgement clearing and the unattended restart for this verdict (lib/notify/policy.ts decides). */

@@ -9,6 +9,7 @@ import {
   insertSamples,
   insertTransition,
   lastRestartOf,
+  latestRestartsOf,
   lastTransition,
   recentReadings,
   resolveRestart,
@@ -121,6 +122,11 @@ export class WatchStore {
   /** undefined when the read failed (keep what was known), null when there is none. */
   lastRestart(backendId: string): RestartEventRow | null | undefined {
     return this.read<RestartEventRow | null | undefined>(() => lastRestartOf(this.db, backendId) ?? null, undefined);
+  }
+
+  /** The newest restart event of every backend that has one; undefined when the read failed. */
+  latestRestarts(): Map<string, RestartEventRow> | undefined {
+    return this.read<Map<string, RestartEventRow> | undefined>(() => latestRestartsOf(this.db), undefined);
   }
 
   /** Resolves a pending restart; `then` (the restart-finished notification) runs in the same transaction, only if this call won. */

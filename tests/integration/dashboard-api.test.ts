@@ -8,6 +8,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { toRows } from "@/lib/api/history";
 import type { FleetResponse, HistoryResponse, RestartPlanDTO } from "@/lib/api/types";
 import type { OutagesResponse } from "@/lib/outages";
 import { startSimulator, type Simulator } from "@/lib/sim/server";
@@ -151,7 +152,7 @@ describe("what the restart dialog and the pages are told", () => {
       async () => {
         sims.busy.load({ requests: 3, promptTokens: 50, maxTokens: 4, outputTokens: 4 });
         const h = (await getJson<HistoryResponse>(`${app!.url}/api/backends/busy/history?from=${Date.now() - 600_000}&to=${Date.now() + 60_000}`))!.body;
-        return h.points.find((p) => p.ttftP50 != null && p.e2eP95 != null && p.successStopPerSecond != null);
+        return toRows(h.columns).find((p) => p.ttftP50 != null && p.e2eP95 != null && p.successStopPerSecond != null);
       },
       40_000,
     );

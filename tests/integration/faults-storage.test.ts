@@ -14,6 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
+import { toRows } from "@/lib/api/history";
 import type { FleetResponse, HistoryResponse } from "@/lib/api/types";
 import { startSimulator, type Simulator } from "@/lib/sim/server";
 import { askRestart, assertBuilt, getJson, nodeScript, signIn, startApp, waitFor, type RunningApp } from "./faults-support";
@@ -126,7 +127,7 @@ describe("the database stops taking writes", () => {
     const cookie = await signIn(app, "dora", "disk-pw");
 
     // Some history is stored before the fault.
-    await waitFor("busy, with stored samples", async () => (await fleet()).backends[0].state === "busy" && (await history()).points.length >= 3, 30_000);
+    await waitFor("busy, with stored samples", async () => (await fleet()).backends[0].state === "busy" && (await history()).count >= 3, 30_000);
     const before = await history();
 
     fault.on(dbDir, dbFile);
@@ -158,11 +159,12 @@ describe("the database stops taking writes", () => {
     // What was read during the fault was kept in memory and written now.
     const after = await waitFor("samples from the fault window stored", async () => {
       const h = await history();
-      return h.points.some((p) => p.at > faultAt + 1000 && p.at < healedAt - 1000) ? h : null;
+      return h.columns.at.some((at) => at > faultAt + 1000 && at < healedAt - 1000) ? h : null;
     }, 20_000);
     // Nothing stored before the fault changed.
-    const earlier = after.points.filter((p) => p.at <= before.points.at(-1)!.at);
-    expect(earlier).toEqual(before.points);
+    const beforeRows = toRows(before.columns);
+    const earlier = toRows(after.columns).filter((p) => p.at <= beforeRows.at(-1)!.at);
+    expect(earlier).toEqual(beforeRows);
     expect(after.transitions.slice(0, before.transitions.length)).toEqual(before.transitions);
 
     await app.stop();

@@ -7,7 +7,7 @@ import { openDb, type DbHandle } from "@/db/client";
 import { applyRetention, historyPoints, insertSamples, recentReadings, sampleRow } from "@/db/queries";
 import type { Reading, Verdict } from "@/lib/check/types";
 import type { Histogram, VllmLatency } from "@/lib/metrics/vllm-latency";
-import { latencyOf } from "@/lib/watcher/latency";
+import { dropOlderLatency, latencyOf } from "@/lib/watcher/latency";
 
 const hist = (counts: number[]): Histogram => ({ buckets: [0.1, 0.5, 1, Infinity].map((b, i) => [b, counts[i]] as [number, number]), count: counts[3], sum: 0 });
 const lat = (ttft: number[], stop: number, preempt: number): VllmLatency => ({ ttft: hist(ttft), itl: null, e2e: hist(ttft), queue: null, successByReason: { stop, length: 0, repetition: 1 }, preemptions: preempt });
@@ -21,6 +21,17 @@ const read = (at: number, start: number, latency?: VllmLatency): Reading => ({
 const verdict: Verdict = { state: "busy", health: "yes", healthy: true, restartRecommended: false, reasons: [], rates: { stepsPerSecond: 1, generationTokensPerSecond: 1, promptTokensPerSecond: 0 }, basis: [] };
 
 describe("latency of a reading", () => {
+  it("history keeps only the newest reading's histograms, and the next figures are the same", () => {
+    const h = [read(0, 1000, lat([1, 1, 1, 1], 1, 0)), read(5000, 1000, lat([2, 2, 2, 2], 2, 0)), read(10_000, 1000, lat([3, 3, 4, 4], 3, 1)), read(15_000, 1000)];
+    const next = read(20_000, 1000, lat([5, 5, 8, 8], 6, 1));
+    const before = latencyOf(h, next);
+    dropOlderLatency(h);
+    expect(h.map((r) => r.latency !== undefined)).toEqual([false, false, true, false]);
+    expect(latencyOf(h, next)).toEqual(before);
+    expect(before.ttftP50).not.toBeNull();
+  });
+
+
   it("comes from the deltas since the previous read of the same process", () => {
     const a = read(0, 1000, lat([10, 10, 10, 10], 5, 1));
     const b = read(10_000, 1000, lat([10, 10, 20, 20], 25, 3));
@@ -68,5 +79,8 @@ describe("latency in SQLite", () => {
     expect(minute[0].ttftP50).toBeCloseTo(0.3, 9);
     // The read without a figure does not pull the mean towards zero.
     expect(minute[0].successStopPerSecond).toBe(4);
+    // A figure no minute of the range has is null (left out of the query, not averaged).
+    expect(minute[0].queueP95).toBeNull();
+    expect(Object.keys(minute[0]).sort()).toEqual(Object.keys(raw[0]).sort());
   });
 });

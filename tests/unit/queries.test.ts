@@ -11,6 +11,7 @@ import {
   insertSamples,
   insertTransition,
   lastRestartOf,
+  latestRestartsOf,
   lastTransition,
   listRestartEvents,
   pendingRestartOf,
@@ -138,6 +139,22 @@ describe("db", () => {
     expect(lastRestartOf(h.db, "a")).toMatchObject({ outcome: "timed-out", healthyAtRequest: false, evidence: { reasons: ["r"], readings: [] } });
     expect(lastRestartOf(h.db, "b")).toEqual(unprepared("b"));
     expect(e1.id).not.toBe(e3.id);
+  });
+
+  it("latestRestartsOf: every backend's newest event in one query, as lastRestartOf gives it (ties on the time: the later id)", () => {
+    expect(latestRestartsOf(h.db).size).toBe(0);
+    addRestart("a", 100, "recovered");
+    addRestart("b", 300);
+    const a2 = addRestart("a", 200, "recovered");
+    const a3 = addRestart("a", 200); // same moment as a2: the later id is the newer, as in lastRestartOf
+    addRestart("a", 50, "recovered"); // inserted later, asked earlier: not the newest
+    const all = latestRestartsOf(h.db);
+    expect([...all.keys()].sort()).toEqual(["a", "b"]);
+    for (const b of ["a", "b"]) expect(all.get(b)).toEqual(lastRestartOf(h.db, b));
+    expect(all.get("a")?.id).toBe(a3.id);
+    expect(a2.id).not.toBe(a3.id);
+    resolveRestart(h.db, a3.id, { outcome: "timed-out", resolvedAt: 900, resolution: "late" });
+    expect(latestRestartsOf(h.db).get("a")).toMatchObject({ id: a3.id, outcome: "timed-out", evidence: { reasons: ["r"], readings: [] } });
   });
 
   it("last transition per target and transitions in a range", () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { HistoryPoint, RestartEventDTO } from "@/lib/api/types";
+import { toColumns } from "@/lib/api/history";
 import { parseRange, rangeMs, seriesMax, toHistorySeries, toMarkers, toSparkline, typicalStepMs } from "@/lib/ui/chart";
 import { formatAgo, formatCount, formatDateTime, formatDuration, formatPercent, formatRate, formatTick, truncate, zoneName } from "@/lib/ui/format";
 import { STATE_TONE, inFlightWarning, needsTypedConfirmation } from "@/lib/ui/state";
@@ -76,7 +77,7 @@ describe("chart shaping", () => {
     expect(rangeMs("15m")).toBe(900_000);
   });
   it("aligns series in seconds and converts KV-cache to percent", () => {
-    const s = toHistorySeries([pt(10_000, 2, 0.25), pt(5_000, 1, null)]);
+    const s = toHistorySeries(toColumns([pt(10_000, 2, 0.25), pt(5_000, 1, null)]));
     expect(s.x).toEqual([5, 10]);
     expect(s.running).toEqual([1, 2]);
     expect(s.kvCachePercent).toEqual([null, 25]);
@@ -85,14 +86,14 @@ describe("chart shaping", () => {
   it("breaks the line where readings are missing instead of bridging the gap", () => {
     const pts = [0, 5, 10, 15, 60, 65].map((t) => pt(t * 1000, 1));
     expect(typicalStepMs(pts.map((p) => p.at))).toBe(5000);
-    const s = toHistorySeries(pts);
+    const s = toHistorySeries(toColumns(pts));
     expect(s.x).toEqual([0, 5, 10, 15, 20, 60, 65]);
     expect(s.running).toEqual([1, 1, 1, 1, null, 1, 1]);
     expect(s.x.length).toBe(s.kvCachePercent.length);
   });
   it("handles empty and single-point history", () => {
-    expect(toHistorySeries([]).x).toEqual([]);
-    expect(toHistorySeries([pt(1000, 3)]).running).toEqual([3]);
+    expect(toHistorySeries(toColumns([])).x).toEqual([]);
+    expect(toHistorySeries(toColumns([pt(1000, 3)])).running).toEqual([3]);
   });
   it("marks restarts and state changes inside the range, in time order", () => {
     const restart = {

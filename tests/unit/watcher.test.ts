@@ -199,6 +199,26 @@ describe("watcher", () => {
     expect(fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600, pollIntervalSeconds: 5 }).backends[0].pendingRestartId).toBeNull();
   });
 
+  it("sees a restart another process recorded within a second, before its next poll (one query a second for every backend)", async () => {
+    const { w, calls } = start({ config: config({ pollIntervalSeconds: 5, backends: [{ id: "fast", url: "http://127.0.0.1:1", restart: { command: ["/bin/true"] } }], proxies: [] }) });
+    await vi.advanceTimersByTimeAsync(10);
+    expect(calls.at(-1)!.pending).toBeNull();
+    // Written straight into the database, as a second stepwatch sharing it would: no notification.
+    const row = h.db
+      .insert(restartEvents)
+      .values({ backendId: "fast", requestedAt: Date.now(), requestedBy: "ana", stateAtRequest: "stuck", healthyAtRequest: false, evidence: { reasons: [], readings: [] }, action: "x", processStartTimeAtRequest: 1000 })
+      .returning()
+      .get();
+    const snap = () => fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600, pollIntervalSeconds: 5 }).backends[0];
+    expect(snap().pendingRestartId).toBeNull();
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(snap().pendingRestartId).toBe(row.id);
+    const polls = calls.length;
+    await vi.advanceTimersByTimeAsync(4000);
+    expect(calls.length).toBe(polls + 1);
+    expect(calls.at(-1)!.pending).toEqual({ requestedAt: row.requestedAt, processStartTime: 1000 });
+  });
+
   it("tells its telemetry each restart it resolved, once, and each read", async () => {
     h.db
       .insert(restartEvents)

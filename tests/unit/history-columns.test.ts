@@ -1,0 +1,88 @@
+/**
+ * The history's wire form (lib/api/history.ts): columns aligned with `at`, a null column for a
+ * figure no point has, states as runs, three significant digits (integers exact), and back to
+ * the same rows; and on a real SQLite file, historyOf's columns are historyPoints' rows.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { openDb, type DbHandle } from "@/db/client";
+import { historyPoints, insertSamples, sampleRow } from "@/db/queries";
+import { HISTORY_FIGURES, threeDigits, toColumns, toRows } from "@/lib/api/history";
+import { historyOf } from "@/lib/api/snapshot";
+import { historyCsv } from "@/lib/api/exports";
+import type { HistoryPoint } from "@/lib/api/types";
+import type { Reading, Verdict } from "@/lib/check/types";
+
+const empty = Object.fromEntries(HISTORY_FIGURES.map((f) => [f, null])) as Omit<HistoryPoint, "at" | "state">;
+const pt = (at: number, state: HistoryPoint["state"], extra: Partial<HistoryPoint> = {}): HistoryPoint => ({ ...empty, at, state, ...extra });
+
+describe("history columns", () => {
+  it("columns, null columns, state runs, three digits; rows back", () => {
+    const rows = [
+      pt(1000, "busy", { running: 3, waiting: 1, stepsPerSecond: 12.34567, kvCacheUsage: 0.123456 }),
+      pt(6000, "busy", { running: 2.6666667, waiting: 0, stepsPerSecond: 1234.5678, kvCacheUsage: null }),
+      pt(11000, "idle", { running: 0, waiting: 0, stepsPerSecond: 0 }),
+      pt(16000, "busy", { running: 12345, waiting: 0, stepsPerSecond: NaN }),
+    ];
+    const c = toColumns(rows);
+    expect(c.at).toEqual([1000, 6000, 11000, 16000]);
+    expect(c.state).toEqual([
+      [0, "busy"],
+      [2, "idle"],
+      [3, "busy"],
+    ]);
+    expect(c.running).toEqual([3, 2.67, 0, 12345]);
+    expect(c.stepsPerSecond).toEqual([12.3, 1230, 0, NaN]);
+    expect(c.kvCacheUsage).toEqual([0.123, null, null, null]);
+    expect(c.ttftP50).toBeNull(); // no point has it: one null, not four
+    for (const f of HISTORY_FIGURES) expect(c[f] === null || c[f]!.length === 4, f).toBe(true);
+
+    const back = toRows(c);
+    expect(back.map((r) => r.state)).toEqual(["busy", "busy", "idle", "busy"]);
+    expect(back[1]).toMatchObject({ at: 6000, running: 2.67, stepsPerSecond: 1230, ttftP50: null });
+    // exact: every digit (the CSV)
+    expect(toRows(toColumns(rows, true))).toEqual(rows);
+    expect(toColumns([])).toMatchObject({ at: [], state: [], running: null });
+    expect(threeDigits(null)).toBeNull();
+    expect(threeDigits(0.00012345)).toBe(0.000123);
+  });
+});
+
+describe("historyOf on a real database", () => {
+  let h: DbHandle | null = null;
+  let dir = "";
+  afterEach(() => {
+    h?.close();
+    h = null;
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("answers historyPoints' rows as columns (rounded), and the CSV with every digit", () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-hist-"));
+    h = openDb(path.join(dir, "h.db"));
+    const reading = (at: number, running: number): Reading => ({
+      at,
+      latencyMs: 3,
+      outcome: "ok",
+      metrics: { processStartTime: 1, running, waiting: 0, steps: at, promptTokens: 0, generationTokens: at, finishedRequests: 0, kvCacheUsage: 0.123456, models: ["m"] },
+    });
+    const verdict = (state: Verdict["state"], gen: number): Verdict =>
+      ({ state, healthy: true, reasons: [], restartRecommended: false, rates: { stepsPerSecond: gen, generationTokensPerSecond: gen, promptTokensPerSecond: null }, basis: [] }) as unknown as Verdict;
+    insertSamples(h.db, [
+      sampleRow("b", reading(1000, 2), verdict("busy", 10.987654)),
+      sampleRow("b", reading(6000, 0), verdict("idle", 0)),
+    ]);
+    const rows = historyPoints(h.db, "b", 0, 10_000).points;
+    const r = historyOf(h.db, "b", 0, 10_000);
+    expect(r.count).toBe(2);
+    expect(r.columns.at).toEqual(rows.map((p) => p.at));
+    expect(toRows(r.columns)).toEqual(toRows(toColumns(rows)));
+    expect(r.columns.generationTokensPerSecond).toEqual([11, 0]);
+    expect(r.columns.kvCacheUsage).toEqual([0.123, 0.123]);
+    const csv = historyCsv(historyOf(h.db, "b", 0, 10_000, { exact: true }));
+    expect(csv).toContain("10.987654");
+    expect(csv).toContain("0.123456");
+  });
+});
