@@ -179,7 +179,7 @@ describe("the watcher over HTTP", () => {
         const h = (await getJson<HistoryResponse>(`${app!.url}/api/backends/${id}/history?from=${stoppedAt}&to=${Date.now() + 60_000}`))?.body;
         const all = await history(id);
         const b = f?.backends.find((x) => x.id === id);
-        if (!h || !b || h.points.length < 3 || b.since !== all.transitions.at(-1)?.at) return null;
+        if (!h || !b || h.count < 3 || b.since !== all.transitions.at(-1)?.at) return null;
         out[id] = { transitions: all.transitions, b };
       }
       return out as Record<(typeof ids)[number], { transitions: HistoryResponse["transitions"]; b: FleetBackend }>;
