@@ -106,14 +106,32 @@ export class Outbox {
 
   constructor(
     private readonly db: Db,
-    readonly config: NotificationsConfig,
+    private current: NotificationsConfig,
     private readonly opts: OutboxOptions = {},
   ) {
     this.tuning = { ...OUTBOX_DEFAULTS, ...opts.tuning };
     this.now = opts.now ?? Date.now;
     this.send = opts.send ?? sendToChannel;
     this.log = opts.log ?? ((m) => console.error(m));
-    for (const c of config.channels) this.health.set(c.id, this.seedHealth(c.id));
+    for (const c of current.channels) this.health.set(c.id, this.seedHealth(c.id));
+  }
+
+  /** The channels and publicUrl in force (replaced by a config reload). */
+  get config(): NotificationsConfig {
+    return this.current;
+  }
+
+  /**
+   * A config reload: the new channels take the next notifications and the pending deliveries of a
+   * kept channel. A removed channel's pending deliveries stay queued (they fail, saying so, until
+   * the channel comes back); a kept channel keeps its health, a new one is seeded from the DB.
+   */
+  reconfigure(next: NotificationsConfig): void {
+    const ids = new Set(next.channels.map((c) => c.id));
+    for (const id of [...this.health.keys()]) if (!ids.has(id)) this.health.delete(id);
+    for (const c of next.channels) if (!this.health.has(c.id)) this.health.set(c.id, this.seedHealth(c.id));
+    this.current = next;
+    this.kick();
   }
 
   /**

@@ -50,7 +50,7 @@ export class OnCallBook {
 
   constructor(
     private readonly db: Db,
-    private readonly windows: MaintenanceWindowConfig[],
+    private windows: MaintenanceWindowConfig[],
     backendIds: string[],
     private readonly now: () => number,
     private readonly onError: (what: string, e: unknown) => void = () => {},
@@ -64,6 +64,12 @@ export class OnCallBook {
    */
   get revision(): number {
     return this.changes;
+  }
+
+  /** A config reload's maintenance windows; moves the revision (the fleet shows them at once). */
+  setWindows(windows: MaintenanceWindowConfig[]): void {
+    this.windows = windows;
+    this.changes++;
   }
 
   /** Re-read one backend's acknowledgement and maintenance (after a verb changed them). */

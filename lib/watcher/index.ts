@@ -225,7 +225,14 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   track(runEvery(() => void store.flush(), { intervalMs: opts.flushIntervalMs ?? WATCHER_DEFAULTS.flushIntervalMs, signal, clock }));
   track(runEvery(() => void runRetention(), { intervalMs: opts.retentionIntervalMs ?? WATCHER_DEFAULTS.retentionIntervalMs, signal, clock }));
   // Delivery is its own loop: a slow receiver never delays a poll (polls only write rows).
-  if (config.notifications.channels.length > 0) track(outbox.run(signal));
+  // Started once a channel exists: at start, or by the first reload that adds one.
+  let outboxRunning = false;
+  const runOutbox = () => {
+    if (outboxRunning || config.notifications.channels.length === 0) return;
+    outboxRunning = true;
+    track(outbox.run(signal));
+  };
+  runOutbox();
 
   /** Same id, new settings: the monitor (and its history) stays, its config is swapped. */
   function sync<C extends { id: string }, M extends { config: C; reconfigure(c: C): void }>(kind: "backend" | "proxy", list: C[], map: Map<string, M>, add: (c: C, offsetMs: number) => void, change: ConfigChange): void {
@@ -282,6 +289,15 @@ export function startWatcher(opts: WatcherOptions): Watcher {
       config = next;
       deps.thresholds = thresholdsOf(next);
       deps.read = readOf(next);
+      // On-call settings: channels, maintenance windows, reminder and recovery times.
+      outbox.reconfigure(next.notifications);
+      for (const c of next.notifications.channels) telemetry.notificationChannel(c.id);
+      book.setWindows(next.maintenance);
+      if (deps.oncall) {
+        deps.oncall.renotifyMinutes = next.notifications.renotifyMinutes;
+        deps.oncall.recoveredAfterSeconds = next.notifications.recoveredAfterSeconds;
+      }
+      runOutbox();
       sync("backend", next.backends, backends, addBackend, change);
       sync("proxy", next.proxies, proxies, addProxy, change);
       return change;

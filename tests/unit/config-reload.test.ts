@@ -44,7 +44,7 @@ const json = (backends: Array<Record<string, unknown>>, proxies: Array<Record<st
 const cfg = (j: unknown): Config => parseConfig(j, "test", { env });
 
 /** A watcher whose reads are answered by `states` (by port), counting reads per backend. */
-function watch(c: Config, states: Record<string, BackendState>) {
+function watch(c: Config, states: Record<string, BackendState>, extra: Partial<Parameters<typeof startWatcher>[0]> = {}) {
   const reads: Record<string, number> = {};
   /** What the last poll of each port was given: the target (engine, probe) and the thresholds. */
   const seen: Record<string, { target: BackendTarget; thresholds: Thresholds; pending: unknown }> = {};
@@ -65,6 +65,7 @@ function watch(c: Config, states: Record<string, BackendState>) {
       };
     },
     readProxy: async () => ({ at: Date.now(), latencyMs: 1, outcome: "ok", models: ["m"] }),
+    ...extra,
   });
   return { w: watcher, reads, seen };
 }
@@ -101,6 +102,41 @@ describe("Watcher.apply", () => {
     await w.stop();
     expect(vi.getTimerCount()).toBe(0);
     expect(w.apply(cfg(json([])))).toEqual({ added: [], removed: [], changed: [] }); // a stopped watcher takes nothing new
+  });
+
+  it("on-call settings follow a reload: a channel added takes the next problem, a maintenance window holds one back", async () => {
+    const sent: Array<{ channel: string; event: string; backendId: string }> = [];
+    const states: Record<string, BackendState> = { "1": "idle", "2": "idle" };
+    const backends = [{ id: "a", url: "http://127.0.0.1:1" }, { id: "b", url: "http://127.0.0.1:2" }];
+    const { w } = watch(cfg(json(backends)), states, {
+      outbox: {
+        send: async (channel, payload) => {
+          sent.push({ channel: channel.id, event: payload.event, backendId: payload.backendId });
+          return { ok: true, statusCode: 200, error: null, retryAfterMs: null };
+        },
+      },
+    });
+    await vi.advanceTimersByTimeAsync(2100);
+    expect(w.outbox.channelStatus()).toEqual([]);
+
+    const revision = w.revision();
+    w.apply(
+      cfg({
+        ...json(backends),
+        notifications: { renotifyMinutes: 5, channels: [{ id: "ops", type: "webhook", url: "http://127.0.0.1:9/hook" }] },
+        maintenance: [{ backends: ["b"], start: new Date(T0).toISOString(), end: new Date(T0 + 3600_000).toISOString(), note: "reflash" }],
+      }),
+    );
+    expect(w.outbox.channelStatus().map((c) => c.id)).toEqual(["ops"]);
+    expect(w.book.maintenance("b", Date.now())).toMatchObject({ source: "config", note: "reflash" });
+    expect(w.revision()).toBeGreaterThan(revision); // the fleet answer is built anew (a new ETag)
+
+    states["1"] = "stuck";
+    states["2"] = "stuck";
+    const deadline = Date.now() + 30_000;
+    while (!sent.some((s) => s.backendId === "a") && Date.now() < deadline) await vi.advanceTimersByTimeAsync(500);
+    expect(sent.filter((s) => s.backendId === "a").map((s) => [s.channel, s.event])).toEqual([["ops", "stuck"]]);
+    expect(sent.some((s) => s.backendId === "b")).toBe(false); // in the reloaded window: nothing sent
   });
 
   it("an unchanged config changes nothing", () => {
