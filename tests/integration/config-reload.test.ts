@@ -7,7 +7,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ConfigView, FleetResponse } from "@/lib/api/types";
+import type { ConfigView, FleetResponse, HistoryResponse } from "@/lib/api/types";
 import { startSimulator, type Simulator } from "@/lib/sim/server";
 import { assertBuilt, call, signIn, startApp, waitFor, type RunningApp } from "./faults-support";
 
@@ -141,8 +141,8 @@ describe("config reload", () => {
     const b = f.backends.find((x) => x.id === "b")!;
     expect((await configView()).backends.find((x) => x.id === "b")!.model).toBe(sims.b.modelName);
     // Same id, same history: the readings from before the change are still b's.
-    const h = (await call(`${app.url}/api/backends/b/history?from=${changedAt - 600_000}&to=${Date.now() + 60_000}`)).json as { points: Array<{ at: number }> };
-    expect(h.points.some((p) => p.at < changedAt)).toBe(true);
+    const h = (await call(`${app.url}/api/backends/b/history?from=${changedAt - 600_000}&to=${Date.now() + 60_000}`)).json as HistoryResponse;
+    expect(h.columns.at.some((at) => at < changedAt)).toBe(true);
     expect(f.proxies.find((p) => p.id === "lb")).toMatchObject({ totalBackends: 2 });
     expect((await call(`${app.url}/api/backends/a/history`)).status).toBe(404);
     expect((await configView()).lastChange).toMatchObject({ removed: ["backend a"], changed: ["backend b", "proxy lb"] });
