@@ -37,7 +37,7 @@ function known(deps: OnCallVerbDeps, id: string): BackendConfig {
   return b;
 }
 
-/** Runs `f` and writes its audit line in ONE transaction: the verb's row never exists without its line. */
+/** What a verb writes to the audit log beside its row (lib/auth/server.ts actorOf gives `actor`). */
 interface AuditLine {
   action: string;
   target: string;
@@ -47,6 +47,7 @@ interface AuditLine {
   actor: Actor;
 }
 
+/** Runs `f` and writes its audit line in ONE transaction: the verb's row never exists without its line. */
 function stored<T>(deps: OnCallVerbDeps, what: string, f: () => T, audit: (row: T) => AuditLine | null): T {
   try {
     return deps.db.$client.transaction(() => {
