@@ -6,7 +6,9 @@ import type { BackendState, ProxyState } from "../check/states";
 import type { Figures } from "../check/types";
 import type { EngineKind } from "../engines/types";
 import type { LatencySample } from "../metrics/vllm-latency";
+import type { Config } from "../config";
 import type { ChannelType, DeliveryStatus, NotificationEvent } from "../notify/events";
+import type { ChannelStatus } from "../notify/outbox";
 
 export interface FleetBackend extends Figures {
   id: string;
@@ -44,16 +46,8 @@ export interface FleetBackend extends Figures {
   unattendedConfigured: boolean;
 }
 
-export interface ChannelStatusDTO {
-  id: string;
-  type: ChannelType;
-  consecutiveFailures: number;
-  lastAttemptAt: number | null;
-  lastOkAt: number | null;
-  lastError: string | null;
-  /** The last attempts all failed (shown on the dashboard). */
-  failing: boolean;
-}
+/** A channel's recent health as the outbox keeps it; `failing` is shown on the dashboard. */
+export type ChannelStatusDTO = ChannelStatus;
 
 export interface AcknowledgementDTO {
   id: number;
@@ -251,15 +245,17 @@ export interface ConfigView {
   loadedBy: string;
   lastChange: { at: number; trigger: string; added: string[]; removed: string[]; changed: string[] } | null;
   configError: ConfigErrorDTO | null;
-  settings: {
-    pollIntervalSeconds: number;
-    stuckAfterSeconds: number;
-    probeTimeoutSeconds: number;
-    idleProbeSeconds: number;
-    restartCooldownSeconds: number;
-    recoveryTimeoutSeconds: number;
-    startupGraceSeconds: number;
-    retention: { rawHours: number; rollupDays: number };
+  settings: Pick<
+    Config,
+    | "pollIntervalSeconds"
+    | "stuckAfterSeconds"
+    | "probeTimeoutSeconds"
+    | "idleProbeSeconds"
+    | "restartCooldownSeconds"
+    | "recoveryTimeoutSeconds"
+    | "startupGraceSeconds"
+    | "retention"
+  > & {
     /** GET /metrics' bearer token (`env:NAME` or `***`), null when /metrics is public. */
     metricsBearerToken: SecretShown | null;
   };
