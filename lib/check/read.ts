@@ -19,7 +19,7 @@ import { parseOllamaPs, parseOllamaVersion } from "../engines/ollama";
 import { parseTgiInfo } from "../engines/tgi";
 import { ENGINE_LABELS, type EngineChoice, type EngineKind } from "../engines/types";
 import { extractVllmLatency } from "../metrics/vllm-latency";
-import { detach } from "../metrics/prometheus";
+import { detach, type LineCache } from "../metrics/prometheus";
 import { httpRequest, type HttpResult } from "../net/http";
 import { capList, capText } from "./caps";
 import type { ProbeChoice, ProbeKind, ProbeResult, ProxyReading, Reading } from "./types";
@@ -51,6 +51,11 @@ export interface ReadOptions {
   signal?: AbortSignal;
   /** The engine seen on this backend last (for `auto`): decides whether /props is read first. */
   engineHint?: EngineKind;
+  /**
+   * This backend's /metrics lines of last time (the watcher keeps one per backend): its engine's
+   * families are then read from them where the lines did not change (see LineCache).
+   */
+  lineCache?: LineCache;
 }
 
 export const READ_DEFAULTS = { timeoutMs: 10_000, probeTimeoutMs: 10_000, maxBytes: 2 * 1024 * 1024 };
@@ -188,7 +193,7 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions): Pr
     // The engine configured, or seen on this backend last: parse only its adapter's families.
     const expected = choice === "auto" ? (engine ?? hint) : choice;
     if (expected && expected !== "ollama") {
-      const fast = readFiltered(res.body, expected, choice === "auto");
+      const fast = readFiltered(res.body, expected, choice === "auto", opts.lineCache);
       if (fast) {
         const parsed = ADAPTERS[expected].extract(fast, { headers: res.headers });
         if (parsed.metrics) {
@@ -278,9 +283,9 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions): Pr
  * Anything the full parse would do differently falls through to it, so the filter changes what
  * is parsed, never what is concluded.
  */
-function readFiltered(body: string, kind: EngineKind, auto: boolean): Index | null {
+function readFiltered(body: string, kind: EngineKind, auto: boolean, cache: LineCache | undefined): Index | null {
   const adapter = ADAPTERS[kind];
-  const exp = readExposition(body, adapter.families);
+  const exp = readExposition(body, adapter.families, cache);
   if (!exp.ok || adapter.prefix === null || !hasPrefix(exp.index, adapter.prefix)) return null;
   if (auto) {
     for (const other of DETECTION_ORDER) {

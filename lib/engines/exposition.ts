@@ -3,7 +3,7 @@
  * a body where unparseable lines outnumber samples (an HTML error page, JSON, a truncated binary)
  * is "not Prometheus text", never a server with no load.
  */
-import { parsePrometheus } from "../metrics/prometheus";
+import { parsePrometheus, type LineCache } from "../metrics/prometheus";
 import { buildIndex, type Index } from "./series";
 
 export type Exposition =
@@ -15,10 +15,11 @@ const quote = (s: string) => `'${s.length > 40 ? `${s.slice(0, 40)}...` : s}'`;
 /**
  * `families` (an adapter's): parse only those (see ParseOptions.families). The counts stay the
  * whole body's: a skipped line is a sample line all the same, so "not Prometheus text" and the
- * "found N series" messages mean what they mean without the filter.
+ * "found N series" messages mean what they mean without the filter. `cache`: the same target's
+ * lines of last time (see LineCache).
  */
-export function readExposition(text: string, families?: ReadonlySet<string>): Exposition {
-  const parsed = families ? parsePrometheus(text, { families }) : parsePrometheus(text);
+export function readExposition(text: string, families?: ReadonlySet<string>, cache?: LineCache): Exposition {
+  const parsed = parsePrometheus(text, { families, cache });
   const sampleCount = parsed.samples.length + parsed.skippedLines;
   const errorCount = parsed.errorCount;
   const first = parsed.errors[0];

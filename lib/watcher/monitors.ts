@@ -17,6 +17,7 @@ import type { NotificationDraft } from "../notify/outbox";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
 import { dropOlderLatency, latencyOf } from "./latency";
 import { judgeProxy } from "../check/proxy";
+import { LineCache } from "../metrics/prometheus";
 import type { WatchStore } from "./store";
 import type { WatcherTelemetry } from "./telemetry";
 
@@ -85,6 +86,8 @@ export class BackendMonitor {
   /** The on-call loop's view of the current problem (lib/notify/policy.ts). */
   problem: ProblemState = NO_PROBLEM;
   private unattendedAskedAt = Number.NEGATIVE_INFINITY;
+  /** This backend's /metrics lines of last time: the next read parses only what changed (lib/metrics/prometheus.ts). */
+  private lineCache = new LineCache();
 
   /** `config` is replaced in place by a config reload (same id): history and state stay. */
   constructor(
@@ -98,7 +101,10 @@ export class BackendMonitor {
    * history, transitions and the sparkline stay either way).
    */
   reconfigure(config: BackendConfig): void {
-    if (config.url !== this.config.url) this.history = [];
+    if (config.url !== this.config.url) {
+      this.history = [];
+      this.lineCache = new LineCache();
+    }
     this.config = config;
   }
 
@@ -139,7 +145,7 @@ export class BackendMonitor {
     const { reading, verdict } = await this.deps.observe(this.target, this.history, {
       thresholds,
       now,
-      read: { ...this.deps.read, signal },
+      read: { ...this.deps.read, signal, lineCache: this.lineCache },
       pendingRestart: pending,
     });
     // A read cut short by shutdown is not evidence about the backend.
