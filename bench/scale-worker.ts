@@ -9,6 +9,7 @@
  *
  *   node --import tsx bench/scale-worker.ts <spec.json>   -> prints one JSON line (ScaleRun)
  */
+import diagnostics from "node:diagnostics_channel";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -57,6 +58,13 @@ export interface ScaleRun {
   /** Set by bench/scale.ts when the worker ran with node flags (a heap cap). */
   nodeFlags?: string[];
   failedReads: number;
+  /**
+   * TCP connections the watcher opened in the window, and requests that failed on a connection
+   * (undici's diagnostics channels): a read that reuses a keep-alive connection opens none; a
+   * stale one the server closed under it fails once and is asked again (lib/check/read.ts get).
+   */
+  connectionsOpened?: number;
+  requestErrors?: number;
   /** Failed reads by outcome, with the first error text seen for each. */
   failedOutcomes: Record<string, { count: number; example: string }>;
   dbBytes: number;
@@ -111,6 +119,14 @@ async function main(): Promise<void> {
     }
     return out;
   };
+  let connections = 0;
+  let requestErrors = 0;
+  diagnostics.subscribe("undici:client:connected", () => {
+    if (measuring) connections++;
+  });
+  diagnostics.subscribe("undici:request:error", () => {
+    if (measuring) requestErrors++;
+  });
   const watcher = startWatcher({ config, db: db.db, clock, observe: timed, log: () => {} });
 
   await new Promise((r) => setTimeout(r, spec.warmupSeconds * 1000));
@@ -157,6 +173,8 @@ async function main(): Promise<void> {
     states,
     backendsJudged: judged.size,
     failedReads: failed,
+    connectionsOpened: connections,
+    requestErrors,
     failedOutcomes,
     dbBytes,
   };

@@ -187,6 +187,9 @@ function listen(server: http.Server, port: number, host: string): Promise<number
 
 const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/** A socket's idle keep-alive timer (see keepIdleConnection). */
+const IDLE = Symbol("idle keep-alive timer");
+
 function kindOf(path: string): RequestKind {
   if (path === "/metrics") return "metrics";
   if (path === "/health") return "health";
@@ -280,7 +283,9 @@ class SimulatorImpl implements Simulator {
       { requestTimeout: 0, headersTimeout: 0, connectionsCheckingInterval: 600_000 },
       (req, res) => void this.handle(req, res),
     );
-    server.keepAliveTimeout = this.keepAliveMs;
+    // Idle connections are closed by keepIdleConnection, as the engines' servers do; node's own
+    // keep-alive timeout closes them a second later than it says (node 20: keepAliveTimeout + 1 s).
+    server.keepAliveTimeout = 0;
     for (let attempt = 0; ; attempt++) {
       try {
         this.port = await listen(server, this.port, this.host);
@@ -500,11 +505,28 @@ class SimulatorImpl implements Simulator {
     if (this.log.length > this.logLimit) this.log.splice(0, Math.ceil(this.logLimit / 10));
   }
 
+  /**
+   * An idle keep-alive connection is closed `httpKeepAliveSeconds` after its last answer, as
+   * uvicorn (vLLM, SGLang) does: its timer starts when an answer is complete and stops when the
+   * next request comes. uvicorn, hyper (TGI) and Go's net/http (Ollama) do not announce it; only
+   * llama.cpp's cpp-httplib sends a `Keep-Alive: timeout=N` hint, which clients may trust.
+   */
+  private keepIdleConnection(req: IncomingMessage, res: ServerResponse): void {
+    const socket = req.socket as import("node:net").Socket & { [IDLE]?: NodeJS.Timeout };
+    clearTimeout(socket[IDLE]);
+    if (this.engine === "llamacpp") res.setHeader("keep-alive", `timeout=${Math.floor(this.keepAliveMs / 1000)}`);
+    res.once("finish", () => {
+      if (socket.destroyed) return;
+      socket[IDLE] = setTimeout(() => socket.destroy(), this.keepAliveMs).unref();
+    });
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? "/", "http://sim").pathname;
     const method = req.method ?? "GET";
     this.model.advance();
     this.record(req, path);
+    this.keepIdleConnection(req, res);
     try {
       if (path.startsWith(ADMIN_PREFIX)) return await handleAdmin(this, { weightsLoadSeconds: this.weightsLoadSeconds }, req, res, path, method);
       if (this.front) return await this.front.handle(req, res, path, method);

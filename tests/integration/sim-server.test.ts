@@ -41,6 +41,38 @@ describe("simulator endpoints", () => {
     expect((await call(`${s.url}/v1/completions`)).status).toBe(405);
   });
 
+  it("keeps an idle connection open like the engine's own server: no Keep-Alive hint but llama.cpp's, closed after httpKeepAliveSeconds", async () => {
+    const http = await import("node:http");
+    /** Two GETs of /metrics on one agent socket; the headers of the first and whether the second reused its connection. */
+    const twice = async (s: Simulator, gapMs: number) => {
+      const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      const sockets: unknown[] = [];
+      const get = () =>
+        new Promise<Record<string, string | string[] | undefined>>((resolve, reject) => {
+          const req = http.get(`${s.url}/metrics`, { agent }, (res) => {
+            res.resume();
+            res.on("end", () => resolve(res.headers));
+          });
+          req.on("socket", (sock) => sockets.push(sock));
+          req.on("error", reject);
+        });
+      const headers = await get();
+      await new Promise((r) => setTimeout(r, gapMs));
+      await get();
+      agent.destroy();
+      return { headers, reused: sockets[0] === sockets[1] };
+    };
+    const vllm = await sim({ httpKeepAliveSeconds: 1 });
+    const a = await twice(vllm, 100);
+    expect(a.headers.connection).toBe("keep-alive");
+    expect(a.headers["keep-alive"]).toBeUndefined(); // uvicorn sends none
+    expect(a.reused).toBe(true);
+    // Past the timeout the server has closed it: the second GET needs a new connection.
+    expect((await twice(vllm, 1500)).reused).toBe(false);
+    const llama = await sim({ engine: "llamacpp", httpKeepAliveSeconds: 1 });
+    expect((await twice(llama, 100)).headers["keep-alive"]).toBe("timeout=1"); // cpp-httplib's hint
+  });
+
   it("answers a completion on an idle server at once, honouring max_tokens", async () => {
     const s = await sim();
     const a = await call(`${s.url}/v1/completions`, { body: { model: s.modelName, prompt: "Say OK", max_tokens: 3 } });
