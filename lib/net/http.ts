@@ -4,7 +4,9 @@
  * data (`outcome`), because a watcher that crashes on a bad answer protects nothing.
  */
 import { gunzipSync } from "node:zlib";
-import { Agent, request, type Dispatcher } from "undici";
+import { Dispatcher, errors, Pool, request } from "undici";
+
+const { ClientClosedError, InvalidArgumentError } = errors;
 
 /**
  * How a fetch ended. Connection-level failures are kept apart because "down" is decided from
@@ -39,28 +41,100 @@ export interface HttpResult {
   error?: string;
 }
 
-const g = globalThis as unknown as { __stepwatchAgent?: Agent };
+const g = globalThis as unknown as { __stepwatchDispatcher?: OriginPools };
+
+/** Origins kept at most; past it the least recently used origin's Pool is closed. */
+const MAX_ORIGINS = 20_000;
 
 /**
- * One keep-alive pool per process: a watcher reading 1000 backends every few seconds should not
- * open 1000 new TCP connections per round (a new connection per read was ~38% of the watcher's CPU
- * at 1000 backends, bench/RESULTS.md). An idle connection is kept 10 s, longer than the default
- * 5 s interval, so the next read reuses it, unless the server says less: a `Keep-Alive: timeout=N`
- * hint (node's servers, the simulator) wins, less undici's 2 s margin. uvicorn (vLLM) sends no
- * hint and closes idle connections after 5 s (VLLM_HTTP_TIMEOUT_KEEP_ALIVE): at a 5 s interval a
- * read may meet a connection being closed, which every read's GET (lib/check/read.ts `get`) asks again
- * once on a new connection; the probe (a POST that takes a slot) never is.
- * The connect timeout is short because "nothing listens" (vLLM loading weights) answers at once;
- * a slow connect is a sick host.
+ * One undici Pool per origin, kept for as long as the process runs (bounded by MAX_ORIGINS).
+ * Why not undici's Agent, which is exactly "one Pool per origin": it closes an origin's Pool as
+ * soon as that origin's last connection closes, and builds a new one for the next request. A
+ * server whose idle timeout is the watcher's interval (uvicorn's 5 s, so vLLM's and SGLang's, at
+ * stepwatch's default 5 s) has closed the connection before many reads, so the Agent rebuilt a Pool
+ * for each of them: ~1.3 ms of CPU per request on a new connection, against ~0.56 ms when the
+ * origin's Pool stays and only a socket is opened (bench/RESULTS.md section 2b; ~0.41 ms on a
+ * reused connection). undici offers no option to keep them; this is the Agent minus that.
  */
-export function defaultDispatcher(): Agent {
-  g.__stepwatchAgent ??= new Agent({
+export class OriginPools extends Dispatcher {
+  private readonly pools = new Map<string, Pool>();
+  private closed = false;
+
+  constructor(
+    private readonly options: Pool.Options,
+    private readonly maxOrigins = MAX_ORIGINS,
+  ) {
+    super();
+  }
+
+  /** Origins with a Pool now (tests, benchmarks). */
+  get origins(): number {
+    return this.pools.size;
+  }
+
+  dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+    if (this.closed) throw new ClientClosedError();
+    if (!opts.origin) throw new InvalidArgumentError("opts.origin must be a non-empty string or URL.");
+    const origin = String(opts.origin); // as undici's Agent keys its Pools
+    let pool = this.pools.get(origin);
+    if (pool) {
+      // Most recently used last: the first one is the one to close when there are too many.
+      this.pools.delete(origin);
+    } else {
+      if (this.pools.size >= this.maxOrigins) {
+        const [oldest, p] = this.pools.entries().next().value as [string, Pool];
+        this.pools.delete(oldest);
+        void p.close(); // after what it is still answering
+      }
+      pool = new Pool(opts.origin, this.options);
+    }
+    this.pools.set(origin, pool);
+    return pool.dispatch(opts, handler);
+  }
+
+  close(): Promise<void>;
+  close(callback: () => void): void;
+  close(callback?: () => void): Promise<void> | void {
+    this.closed = true;
+    const done = Promise.all([...this.pools.values()].map((p) => p.close())).then(() => this.pools.clear());
+    if (!callback) return done;
+    void done.then(callback);
+  }
+
+  destroy(): Promise<void>;
+  destroy(err: Error | null): Promise<void>;
+  destroy(callback: () => void): void;
+  destroy(err: Error | null, callback: () => void): void;
+  destroy(a?: Error | null | (() => void), b?: () => void): Promise<void> | void {
+    const err = typeof a === "function" ? null : (a ?? null);
+    const callback = typeof a === "function" ? a : b;
+    this.closed = true;
+    const done = Promise.all([...this.pools.values()].map((p) => p.destroy(err))).then(() => this.pools.clear());
+    if (!callback) return done;
+    void done.then(callback);
+  }
+}
+
+/**
+ * One keep-alive pool per origin, for the whole process: a watcher reading 1000 backends every few
+ * seconds should not open 1000 new TCP connections per round (a new connection per read was ~38% of
+ * the watcher's CPU at 1000 backends, bench/RESULTS.md). An idle connection is kept 10 s, longer than
+ * the default 5 s interval, so the next read reuses it, unless the server says less: a `Keep-Alive:
+ * timeout=N` hint (llama.cpp's cpp-httplib, node's servers) wins, less undici's 2 s margin. uvicorn
+ * (vLLM, SGLang) sends no hint and closes idle connections after 5 s (VLLM_HTTP_TIMEOUT_KEEP_ALIVE):
+ * at a 5 s interval a read may meet a connection being closed, which every read's GET
+ * (lib/check/read.ts `get`) asks again once on a new connection; the probe (a POST that takes a slot)
+ * never is. The connect timeout is short because "nothing listens" (vLLM loading weights) answers
+ * at once; a slow connect is a sick host.
+ */
+export function defaultDispatcher(): Dispatcher {
+  g.__stepwatchDispatcher ??= new OriginPools({
     connect: { timeout: 5_000 },
     keepAliveTimeout: 10_000,
     keepAliveMaxTimeout: 60_000,
     connections: 4,
   });
-  return g.__stepwatchAgent;
+  return g.__stepwatchDispatcher;
 }
 
 export async function httpRequest(url: string, options: HttpOptions): Promise<HttpResult> {
