@@ -79,36 +79,60 @@ export const LATENCY_FAMILIES: readonly string[] = [...Object.values(FAMILIES).f
 
 const finiteNonNeg = (v: number) => Number.isFinite(v) && v >= 0;
 
+/**
+ * Upper bounds already read: a server writes the same few dozen `le` strings on every read (and
+ * through a LineCache they are the very same strings), so each is converted once. Bounded: a
+ * hostile body's endless distinct bounds are converted as they come once this is full.
+ */
+const LE_VALUES = new Map<string, number | null>();
+const MAX_LE_VALUES = 4096;
+
 function parseLe(le: string | undefined): number | null {
   if (le === undefined) return null;
-  if (le === "+Inf") return Infinity;
-  const v = Number(le);
-  return Number.isFinite(v) ? v : null;
+  let v = LE_VALUES.get(le);
+  if (v === undefined) {
+    const n = Number(le);
+    v = le === "+Inf" ? Infinity : Number.isFinite(n) ? n : null;
+    if (LE_VALUES.size < MAX_LE_VALUES) LE_VALUES.set(le, v);
+  }
+  return v;
 }
 
 /** A histogram family summed over label sets; null when absent or any value is unusable. */
 function histogramOf(byName: Map<string, Sample[]>, family: string): Histogram | null {
   const bucketSamples = byName.get(`${family}_bucket`);
   if (!bucketSamples?.length) return null;
-  const sums = new Map<number, number>();
+  // One label set (one engine) lists its bounds in ascending order: the buckets as they come.
+  // Several engines (or any other order) are summed per bound and sorted.
+  let buckets: Array<[number, number]> = [];
+  let ascending = true;
   for (const s of bucketSamples) {
     const le = parseLe(s.labels.le);
     if (le === null || !finiteNonNeg(s.value)) return null;
-    sums.set(le, (sums.get(le) ?? 0) + s.value);
+    if (buckets.length > 0 && le <= buckets[buckets.length - 1][0]) ascending = false;
+    buckets.push([le, s.value]);
+  }
+  if (!ascending) {
+    const sums = new Map<number, number>();
+    for (const [le, v] of buckets) sums.set(le, (sums.get(le) ?? 0) + v);
+    buckets = [...sums].sort((a, b) => a[0] - b[0]);
   }
   // Bounded (lib/check/caps.ts): a hostile body's 30,000 bounds would be kept with 200 readings.
-  if (sums.size > MAX_HISTOGRAM_BUCKETS) return null;
-  const buckets = [...sums].sort((a, b) => a[0] - b[0]);
-  if (buckets.at(-1)![0] !== Infinity) return null;
+  if (buckets.length > MAX_HISTOGRAM_BUCKETS) return null;
+  if (buckets[buckets.length - 1][0] !== Infinity) return null;
   // Cumulative counts never fall with a larger bound; if they do the body is not a histogram.
-  if (buckets.some(([, c], i) => i > 0 && c < buckets[i - 1][1])) return null;
+  for (let i = 1; i < buckets.length; i++) if (buckets[i][1] < buckets[i - 1][1]) return null;
   const total = (name: string) => {
     const ss = byName.get(name) ?? [];
-    if (ss.some((s) => !finiteNonNeg(s.value))) return null;
-    return ss.reduce((a, s) => a + s.value, 0);
+    let sum = 0;
+    for (const s of ss) {
+      if (!finiteNonNeg(s.value)) return null;
+      sum += s.value;
+    }
+    return sum;
   };
   const sum = total(`${family}_sum`);
-  return { buckets, count: buckets.at(-1)![1], sum: sum ?? 0 };
+  return { buckets, count: buckets[buckets.length - 1][1], sum: sum ?? 0 };
 }
 
 /** Samples by their own name (the shape of the engines' series index). */
@@ -196,6 +220,8 @@ export function histogramQuantile(h: Histogram, q: number): number | null {
 export function latencyFigures(a: VllmLatency | undefined | null, b: VllmLatency | undefined | null, seconds: number): LatencyFigures {
   if (!a || !b || !(seconds > 0)) return EMPTY_LATENCY_FIGURES;
   const q = (ha: Histogram | null, hb: Histogram | null): [number | null, number | null] => {
+    // No request finished in between: every bucket's delta is 0 (or the histograms do not compare), no quantile.
+    if (ha && hb && ha.count === hb.count) return [null, null];
     const d = ha && hb ? histogramDelta(ha, hb) : null;
     return d ? [histogramQuantile(d, 0.5), histogramQuantile(d, 0.95)] : [null, null];
   };

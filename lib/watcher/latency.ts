@@ -25,6 +25,7 @@ export function dropOlderLatency(history: Reading[]): void {
     const r = history[i];
     if (!r.latency) continue;
     if (newest && r.metrics) newest = false;
-    else delete r.latency;
+    // Not `delete`: that turns the reading into a slow dictionary-mode object.
+    else r.latency = undefined;
   }
 }

@@ -36,6 +36,18 @@ describe("vLLM latency extraction", () => {
     expect(l.successByReason).toEqual({ stop: 7, other: 30_002 });
     // A real scrape's few bounds and reasons are kept as they are (the test above).
   });
+  it("sums the engines of a data-parallel server per bound, whatever order the bounds come in", () => {
+    const b = (engine: number, le: string, v: number) => `vllm:e2e_request_latency_seconds_bucket{engine="${engine}",le="${le}"} ${v}`;
+    const twoEngines = [b(0, "0.5", 1), b(0, "1.0", 3), b(0, "+Inf", 4), b(1, "0.5", 2), b(1, "1.0", 2), b(1, "+Inf", 5)];
+    const want = { buckets: [[0.5, 3], [1, 5], [Infinity, 9]], count: 9, sum: 0 };
+    expect(extractVllmLatency(parsePrometheus(twoEngines.join("\n") + "\n")).e2e).toEqual(want);
+    // One engine with its bounds out of order is sorted, not refused.
+    const shuffled = [b(0, "+Inf", 9), b(0, "0.5", 3), b(0, "1.0", 5)];
+    expect(extractVllmLatency(parsePrometheus(shuffled.join("\n") + "\n")).e2e).toEqual(want);
+    // "Infinity" is not how Prometheus writes the last bound, and a bound that is no number spoils the histogram.
+    expect(extractVllmLatency(parsePrometheus([b(0, "0.5", 1), b(0, "Infinity", 2)].join("\n") + "\n")).e2e).toBeNull();
+    expect(extractVllmLatency(parsePrometheus([b(0, "x", 1), b(0, "+Inf", 2)].join("\n") + "\n")).e2e).toBeNull();
+  });
   it("refuses a histogram with an unusable bucket instead of guessing", () => {
     const body = 'vllm:time_to_first_token_seconds_bucket{le="0.1"} 5\nvllm:time_to_first_token_seconds_bucket{le="+Inf"} NaN\n';
     expect(extractVllmLatency(parsePrometheus(body)).ttft).toBeNull();
