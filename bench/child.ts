@@ -4,7 +4,9 @@
  * own), stopped by pid with a deadline, never by name.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { buildSync } from "esbuild";
 import fs from "node:fs";
+import path from "node:path";
 
 export interface Child {
   proc: ChildProcess;
@@ -71,6 +73,26 @@ export function firstJsonLine<T>(child: Child, timeoutMs: number, what: string):
     child.proc.stdout!.on("data", onData);
     void child.exited.then((code) => done(() => reject(new Error(`${what} exited (${code}) before it was ready; output:\n${child.output()}`))));
   });
+}
+
+const bundles = new Map<string, string>();
+
+/**
+ * `node [nodeFlags] <script bundled> ...args`: the script and everything it imports compiled to one
+ * plain JavaScript file first (esbuild, into bench/tmp/, once per benchmark run), as the product
+ * runs (next build compiles the watcher into the server). Under tsx the process carries the
+ * TypeScript loader: ~47 MB more RSS here and a loader thread, which are not the watcher's.
+ */
+export function startBundled(script: string, args: string[], nodeFlags: string[] = []): Child {
+  let out = bundles.get(script);
+  if (!out) {
+    out = path.join("bench", "tmp", `${path.basename(script, path.extname(script))}.bundle.cjs`);
+    fs.mkdirSync(path.dirname(out), { recursive: true });
+    // better-sqlite3 is a native module: loaded from node_modules, as next does (serverExternalPackages).
+    buildSync({ entryPoints: [script], outfile: out, bundle: true, platform: "node", format: "cjs", target: "node20", external: ["better-sqlite3"], logLevel: "warning" });
+    bundles.set(script, out);
+  }
+  return startChild(process.execPath, [...nodeFlags, out, ...args]);
 }
 
 /** `node --import tsx <script> ...args`: TypeScript without the npx/tsx wrapper processes. */

@@ -24,7 +24,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { parsePrometheus } from "../lib/metrics/prometheus";
 import { httpRequest } from "../lib/net/http";
 import { freePort } from "../lib/sim/free-port";
-import { cpuSecondsOfTree, firstJsonLine, startChild, startSimulatorFleet, startTsx, type Child } from "./child";
+import { cpuSecondsOfTree, firstJsonLine, startBundled, startChild, startSimulatorFleet, type Child } from "./child";
 import { rssMbOf } from "./dashboard";
 import type { ScaleRun, ScaleSpec } from "./scale-worker";
 import { round } from "./stats";
@@ -155,7 +155,7 @@ async function onePeerRun(item: PeerPlanItem, urls: string[], simPid: number | u
     const spec: ScaleSpec = { urls: targets, intervalSeconds: item.intervalSeconds, warmupSeconds: item.warmupSeconds, measureSeconds: item.measureSeconds, announceWindow: true };
     const specFile = path.join(dir, `peer-spec-${item.backends}-${item.keepAliveSeconds}.json`);
     fs.writeFileSync(specFile, JSON.stringify(spec));
-    worker = startTsx("bench/scale-worker.ts", [specFile]);
+    worker = startBundled("bench/scale-worker.ts", [specFile]);
     const limit = (item.warmupSeconds + item.measureSeconds + 60) * 1000;
     await firstJsonLine<{ window: string }>(worker, limit, "peer watcher (window start)");
     // Both ends of the window: the same instants for both peers (the reads of /proc take a few ms).

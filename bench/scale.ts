@@ -6,7 +6,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { firstJsonLine, startChild, startSimulatorFleet, startTsx } from "./child";
+import { firstJsonLine, startBundled, startSimulatorFleet } from "./child";
 import type { ScaleRun, ScaleSpec } from "./scale-worker";
 
 export interface ScalePlanItem {
@@ -85,9 +85,7 @@ export async function runScaleBench(opts: { quick?: boolean; log?: (m: string) =
       const spec: ScaleSpec = { urls: urls.slice(0, item.backends), intervalSeconds: item.intervalSeconds, warmupSeconds: item.warmupSeconds, measureSeconds: item.measureSeconds };
       const file = path.join(dir, `spec-${item.backends}-${item.intervalSeconds}.json`);
       fs.writeFileSync(file, JSON.stringify(spec));
-      const worker = item.nodeFlags?.length
-        ? startChild(process.execPath, [...item.nodeFlags, "--import", "tsx", "bench/scale-worker.ts", file])
-        : startTsx("bench/scale-worker.ts", [file]);
+      const worker = startBundled("bench/scale-worker.ts", [file], item.nodeFlags ?? []);
       try {
         const run = await firstJsonLine<ScaleRun>(worker, (item.warmupSeconds + item.measureSeconds + 60) * 1000, "scale worker");
         runs.push(item.nodeFlags ? { ...run, nodeFlags: item.nodeFlags } : run);
