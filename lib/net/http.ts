@@ -4,7 +4,7 @@
  * data (`outcome`), because a watcher that crashes on a bad answer protects nothing.
  */
 import { gunzipSync } from "node:zlib";
-import { Dispatcher, errors, Pool, request } from "undici";
+import { Client, Dispatcher, errors, Pool, request } from "undici";
 
 const { ClientClosedError, InvalidArgumentError } = errors;
 
@@ -128,13 +128,30 @@ export class OriginPools extends Dispatcher {
  * at once; a slow connect is a sick host.
  */
 export function defaultDispatcher(): Dispatcher {
-  g.__stepwatchDispatcher ??= new OriginPools({
-    connect: { timeout: 5_000 },
-    keepAliveTimeout: 10_000,
-    keepAliveMaxTimeout: 60_000,
-    connections: 4,
-  });
+  g.__stepwatchDispatcher ??= new OriginPools({ ...CONNECTION_OPTIONS, connections: 4 });
   return g.__stepwatchDispatcher;
+}
+
+/** How every connection stepwatch opens behaves (see defaultDispatcher). */
+const CONNECTION_OPTIONS = {
+  connect: { timeout: 5_000 },
+  keepAliveTimeout: 10_000,
+  keepAliveMaxTimeout: 60_000,
+} as const;
+
+/**
+ * A connection of one's own to one backend (the watcher's monitors, which read their backend one
+ * request at a time): an undici Client keeps itself when its socket closes and opens a new one for
+ * the next request, like OriginPools, in ~1 KB instead of a Pool's ~17 KB (undici's Pool keeps a
+ * 2048-slot queue per origin: 16 MB at 1000 backends). Two monitors of the same origin never wait
+ * on each other. null when `url` is no URL (the read then reports that, through the default dispatcher).
+ */
+export function backendClient(url: string): Client | null {
+  try {
+    return new Client(new URL(url).origin, CONNECTION_OPTIONS);
+  } catch {
+    return null;
+  }
 }
 
 export async function httpRequest(url: string, options: HttpOptions): Promise<HttpResult> {

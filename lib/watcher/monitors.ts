@@ -18,6 +18,8 @@ import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
 import { dropOlderLatency, latencyOf } from "./latency";
 import { judgeProxy } from "../check/proxy";
 import { LineCache } from "../metrics/prometheus";
+import { backendClient } from "../net/http";
+import type { Client } from "undici";
 import type { WatchStore } from "./store";
 import type { WatcherTelemetry } from "./telemetry";
 
@@ -88,6 +90,8 @@ export class BackendMonitor {
   private unattendedAskedAt = Number.NEGATIVE_INFINITY;
   /** This backend's /metrics lines of last time: the next read parses only what changed (lib/metrics/prometheus.ts). */
   private lineCache = new LineCache();
+  /** This backend's own connection (lib/net/http.ts backendClient), for the URL it was opened to. */
+  private client: { url: string; client: Client | null } | null = null;
 
   /** `config` is replaced in place by a config reload (same id): history and state stay. */
   constructor(
@@ -145,7 +149,7 @@ export class BackendMonitor {
     const { reading, verdict } = await this.deps.observe(this.target, this.history, {
       thresholds,
       now,
-      read: { ...this.deps.read, signal, lineCache: this.lineCache },
+      read: { ...this.deps.read, signal, lineCache: this.lineCache, dispatcher: this.deps.read.dispatcher ?? this.connection(signal) },
       pendingRestart: pending,
     });
     // A read cut short by shutdown is not evidence about the backend.
@@ -165,6 +169,20 @@ export class BackendMonitor {
     if (this.storedState !== before) this.previousState = before;
     this.onCall(reading, verdict);
     store.enqueueSample({ ...sampleRow(this.config.id, reading, verdict), ...latency });
+  }
+
+  /**
+   * The connection to this backend, opened on the first read and again when a reload changed the
+   * URL; closed when the monitor's loop ends (the backend removed by a reload, or the watcher stopped).
+   */
+  private connection(signal: AbortSignal): Client | undefined {
+    if (this.client?.url !== this.config.url) {
+      void this.client?.client?.destroy();
+      const client = backendClient(this.config.url);
+      this.client = { url: this.config.url, client };
+      if (client) signal.addEventListener("abort", () => void client.destroy(), { once: true });
+    }
+    return this.client.client ?? undefined;
   }
 
   /** Notifications, acknowledgement clearing and the unattended restart for this verdict (lib/notify/policy.ts decides). */
