@@ -62,7 +62,16 @@ export interface PeerRun {
   intervalSeconds: number;
   keepAliveSeconds: number;
   windowSeconds: number;
-  watcher: PeerSide & { failedReads: number; failedOutcomes: ScaleRun["failedOutcomes"]; pollLagMsP99: number; states: Record<string, number>; selfCpuCores: number };
+  watcher: PeerSide & {
+    failedReads: number;
+    failedOutcomes: ScaleRun["failedOutcomes"];
+    pollLagMsP99: number;
+    states: Record<string, number>;
+    selfCpuCores: number;
+    /** TCP connections opened and requests that failed on one (a stale keep-alive connection, asked again). */
+    connectionsOpened?: number;
+    requestErrors?: number;
+  };
   prometheus: PeerSide & {
     version: string;
     targetsUp: number | null;
@@ -192,6 +201,8 @@ async function onePeerRun(item: PeerPlanItem, urls: string[], simPid: number | u
         rssMb: run.rssMb.max,
         failedReads: run.failedReads,
         failedOutcomes: run.failedOutcomes,
+        connectionsOpened: run.connectionsOpened,
+        requestErrors: run.requestErrors,
         pollLagMsP99: run.pollLagMs.p99,
         states: run.states,
         selfCpuCores: run.cpuCores,

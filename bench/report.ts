@@ -354,7 +354,8 @@ function scaleSection(s: ScaleResult): string {
   return `## 3. Scale of one watcher
 
 ${s.simulatorProcess}; each row is a fresh watcher process (\`bench/scale-worker.ts\`: the real
-\`startWatcher\` with a temp SQLite file, polling the first N simulators), measured after a warm-up.
+\`startWatcher\` with a temp SQLite file, polling the first N simulators; bundled with esbuild and run by plain node, as the
+product runs compiled, not under tsx), measured after a warm-up.
 Poll lag = how late a read starts against its slot (runEvery's schedule), from a thin wrapper
 around the LoopClock and \`observe\`. The simulators are idle, so each backend is also probed once
 per idleProbeSeconds (60 s). The simulated servers keep idle connections ${s.keepAliveSeconds ?? 5} s (bench/scale.ts
@@ -473,7 +474,7 @@ function peerSection(p: PeerResult): string {
   const rows = p.runs.map((x) =>
     "error" in x
       ? `| ${x.backends} | ${x.intervalSeconds} s | ${x.keepAliveSeconds} s | failed: ${x.error.split("\n")[0]} | | | | | |`
-      : `| ${x.backends} | ${x.intervalSeconds} s | ${x.keepAliveSeconds} s | ${n(x.windowSeconds, 1)} s | ${n(x.watcher.operations)} reads (${n(x.watcher.failedReads)} failed), ${n(x.watcher.cpuCores, 3)} cores, **${n(x.watcher.cpuMsPerOperation, 3)} ms** per read, RSS ${n(x.watcher.rssMb ?? NaN)} MB | ${n(x.prometheus.operations)} scrapes (${n(x.prometheus.targetsUp ?? NaN)} targets up), ${n(x.prometheus.cpuCores, 3)} cores, **${n(x.prometheus.cpuMsPerOperation, 3)} ms** per scrape, RSS ${n(x.prometheus.rssMb ?? NaN)} MB | **${n(x.ratio, 2)}x** | ${x.simulatorCpuCores === null ? "n/a" : n(x.simulatorCpuCores, 3)} | ${x.loadAverage.start.join(" / ")} -> ${x.loadAverage.end.join(" / ")} |`,
+      : `| ${x.backends} | ${x.intervalSeconds} s | ${x.keepAliveSeconds} s | ${n(x.windowSeconds, 1)} s | ${n(x.watcher.operations)} reads (${n(x.watcher.failedReads)} failed${x.watcher.connectionsOpened === undefined ? "" : `; ${n(x.watcher.connectionsOpened)} new connections, ${n(x.watcher.requestErrors ?? NaN)} request errors`}), ${n(x.watcher.cpuCores, 3)} cores, **${n(x.watcher.cpuMsPerOperation, 3)} ms** per read, RSS ${n(x.watcher.rssMb ?? NaN)} MB | ${n(x.prometheus.operations)} scrapes (${n(x.prometheus.targetsUp ?? NaN)} targets up), ${n(x.prometheus.cpuCores, 3)} cores, **${n(x.prometheus.cpuMsPerOperation, 3)} ms** per scrape, RSS ${n(x.prometheus.rssMb ?? NaN)} MB | **${n(x.ratio, 2)}x** | ${x.simulatorCpuCores === null ? "n/a" : n(x.simulatorCpuCores, 3)} | ${x.loadAverage.start.join(" / ")} -> ${x.loadAverage.end.join(" / ")} |`,
   );
   return `## 2b. stepwatch and Prometheus, side by side
 
