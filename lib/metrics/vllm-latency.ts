@@ -277,7 +277,11 @@ export const LATENCY_FIELDS = [
 
 const NAMED_REASONS = { stop: "successStopPerSecond", length: "successLengthPerSecond", abort: "successAbortPerSecond", error: "successErrorPerSecond" } as const;
 
+const EMPTY_LATENCY_SAMPLE = Object.freeze(Object.fromEntries(LATENCY_FIELDS.map((f) => [f, null])) as unknown as LatencySample);
+
 export function latencySample(f: LatencyFigures): LatencySample {
+  // Most reads of an idle or steady server: nothing to compute (the caller copies it into its row).
+  if (f === EMPTY_LATENCY_FIGURES) return EMPTY_LATENCY_SAMPLE;
   const { successPerSecond: sps, ...q } = f;
   const out: LatencySample = { ...q, successStopPerSecond: null, successLengthPerSecond: null, successAbortPerSecond: null, successErrorPerSecond: null, successOtherPerSecond: null };
   if (sps) {

@@ -205,7 +205,8 @@ export async function httpRequest(url: string, options: HttpOptions): Promise<Ht
     } catch (err) {
       return { ...failure(err, deadline, opts), status: res.statusCode, bytes, latencyMs: elapsed() };
     }
-    let raw = Buffer.concat(chunks);
+    // Most answers come in one chunk: no copy then.
+    let raw = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, bytes);
     const encoding = String(res.headers["content-encoding"] ?? "").toLowerCase();
     if (encoding === "gzip") {
       try {
