@@ -3,7 +3,6 @@
  * a family the adapter does not read is not parsed at all, and the figures are identical with and
  * without the filter (the adapter's metrics and warnings, and vLLM's latency figures).
  */
-import { readFileSync } from "node:fs";
 import v8 from "node:v8";
 import vm from "node:vm";
 import { describe, expect, it } from "vitest";
@@ -12,21 +11,13 @@ import { ADAPTERS, detectEngine } from "@/lib/engines/registry";
 import { parseVllmMetrics, VLLM_FAMILIES } from "@/lib/engines/vllm";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
 import { extractVllmLatency } from "@/lib/metrics/vllm-latency";
+import { fixture, SCRAPES } from "./scrapes";
 
-const fixture = (p: string) => readFileSync(new URL(`../fixtures/${p}`, import.meta.url), "utf8");
-const FILES = [
-  "real-metrics/vllm-0.29.0-inferstack.prom",
-  "real-metrics/vllm-unstated-lmswitch.prom",
-  "real-metrics/vllm-0.4.3-plus-v1-families-datadog.prom",
-  "real-metrics/sglang-0.5.10-datadog.prom",
-  "real-metrics/tgi-datadog-truncated.prom",
-  "engines/llamacpp-to_metrics.prom",
-];
 const SUFFIXES = ["", "_total", "_count", "_sum", "_bucket", "_created", "_info"];
 const inFamilies = (name: string, families: ReadonlySet<string>) => SUFFIXES.some((x) => name.endsWith(x) && families.has(name.slice(0, name.length - x.length)));
 
 describe("adapters' families", () => {
-  it.each(FILES)("%s: same figures with and without the filter, and nothing else parsed", (file) => {
+  it.each(SCRAPES)("%s: same figures with and without the filter, and nothing else parsed", (file) => {
     const text = fixture(file);
     const full = readExposition(text);
     if (!full.ok) throw new Error(full.error);
@@ -66,7 +57,7 @@ describe("adapters' families", () => {
   });
 
   it("parseVllmMetrics (filtered) gives the full parse's figures and messages", () => {
-    for (const file of FILES) {
+    for (const file of SCRAPES) {
       const text = fixture(file);
       const full = readExposition(text);
       if (!full.ok) throw new Error(full.error);

@@ -5,7 +5,6 @@
  * HELP/TYPE, errors, counts), on the real scrapes and on bodies mutated the ways a server's /metrics
  * changes (values, new series, dropped series, reordered lines, a junk line, a truncated answer).
  */
-import { readFileSync } from "node:fs";
 import v8 from "node:v8";
 import vm from "node:vm";
 import { describe, expect, it } from "vitest";
@@ -13,16 +12,8 @@ import { ADAPTERS } from "@/lib/engines/registry";
 import { LineCache, parsePrometheus, type ParseOptions } from "@/lib/metrics/prometheus";
 import { renderMetrics } from "@/lib/sim/metrics";
 import { VllmSimModel } from "@/lib/sim/model";
+import { fixture, SCRAPES } from "./scrapes";
 
-const fixture = (p: string) => readFileSync(new URL(`../fixtures/${p}`, import.meta.url), "utf8");
-const FILES = [
-  "real-metrics/vllm-0.29.0-inferstack.prom",
-  "real-metrics/vllm-unstated-lmswitch.prom",
-  "real-metrics/vllm-0.4.3-plus-v1-families-datadog.prom",
-  "real-metrics/sglang-0.5.10-datadog.prom",
-  "real-metrics/tgi-datadog-truncated.prom",
-  "engines/llamacpp-to_metrics.prom",
-];
 const FILTERS: Array<[string, ReadonlySet<string> | undefined]> = [
   ["no filter", undefined],
   ...Object.entries(ADAPTERS)
@@ -99,7 +90,7 @@ const MUTATIONS: Array<(lines: string[], r: () => number) => void> = [
 ];
 
 describe("LineCache", () => {
-  it.each(FILES)("%s: the same result with a cache, on the first body and the next, for every adapter's filter", (file) => {
+  it.each(SCRAPES)("%s: the same result with a cache, on the first body and the next, for every adapter's filter", (file) => {
     const text = fixture(file);
     for (const [name, families] of FILTERS) {
       const cache = new LineCache();
@@ -128,7 +119,7 @@ describe("LineCache", () => {
 
   it.each([1, 2, 3, 4, 5, 6])("seed %i: 150 successive mutated bodies parse the same with one cache as without", (seed) => {
     const r = rng(seed);
-    const files = [...FILES];
+    const files = [...SCRAPES];
     let lines = fixture(files[seed % files.length]).split("\n");
     const [name, families] = FILTERS[seed % FILTERS.length];
     const cache = new LineCache();
