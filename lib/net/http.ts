@@ -52,9 +52,10 @@ const MAX_ORIGINS = 20_000;
  * soon as that origin's last connection closes, and builds a new one for the next request. A
  * server whose idle timeout is the watcher's interval (uvicorn's 5 s, so vLLM's and SGLang's, at
  * stepwatch's default 5 s) has closed the connection before many reads, so the Agent rebuilt a Pool
- * for each of them: ~1.3 ms of CPU per request on a new connection, against ~0.56 ms when the
- * origin's Pool stays and only a socket is opened (bench/RESULTS.md section 2b; ~0.41 ms on a
- * reused connection). undici offers no option to keep them; this is the Agent minus that.
+ * for each of them: 1.37 ms of CPU per request on a new connection, against 0.67 ms when the
+ * origin's Pool stays and only a socket is opened (a one-off against a server that closes every
+ * connection, 35 KB answers; 0.27-0.46 ms on a reused connection). undici offers no option to keep
+ * them; this is the Agent minus that.
  */
 export class OriginPools extends Dispatcher {
   private readonly pools = new Map<string, Pool>();
@@ -116,7 +117,9 @@ export class OriginPools extends Dispatcher {
 }
 
 /**
- * One keep-alive pool per origin, for the whole process: a watcher reading 1000 backends every few
+ * The dispatcher of every request that names none: the CLI's reads, proxies, restart webhooks,
+ * notification channels (the watcher's backend reads go through a backendClient each, below). One keep-alive
+ * pool per origin, for the whole process: a watcher reading 1000 backends every few
  * seconds should not open 1000 new TCP connections per round (a new connection per read was ~38% of
  * the watcher's CPU at 1000 backends, bench/RESULTS.md). An idle connection is kept 10 s, longer than
  * the default 5 s interval, so the next read reuses it, unless the server says less: a `Keep-Alive:
