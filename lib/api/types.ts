@@ -7,8 +7,8 @@ import type { Figures } from "../check/types";
 import type { EngineKind } from "../engines/types";
 import type { LatencySample } from "../metrics/vllm-latency";
 import type { Config } from "../config";
-import type { ChannelType, DeliveryStatus, NotificationEvent } from "../notify/events";
-import type { ChannelStatus } from "../notify/outbox";
+import type { ChannelType, DeliveryStatus } from "../notify/events";
+import type { ChannelStatus, NotificationDraft } from "../notify/outbox";
 
 export interface FleetBackend extends Figures {
   id: string;
@@ -77,16 +77,10 @@ export interface NotificationAttemptDTO {
   durationMs: number;
 }
 
-export interface NotificationDTO {
+/** A notification as written (the outbox's draft), with its id, link and deliveries. */
+export interface NotificationDTO extends Required<NotificationDraft> {
   id: string;
-  event: NotificationEvent;
-  backendId: string;
-  state: BackendState;
-  previousState: BackendState | null;
-  reasons: string[];
-  at: number;
   link: string | null;
-  details: Record<string, unknown>;
   deliveries: Array<{
     channelId: string;
     channelType: ChannelType;

@@ -30,8 +30,12 @@ export interface PrincipalContext {
 
 /** The token a Bearer header carries, or null. */
 export function bearerOf(headers: HeaderSource): string | null {
-  const h = headers.get("authorization");
-  const m = h ? /^Bearer\s+(\S{1,512})\s*$/i.exec(h) : null;
+  return bearerIn(headers.get("authorization"));
+}
+
+/** The token of an `Authorization: Bearer <token>` header value, or null (also the /metrics scrape token's check). */
+export function bearerIn(header: string | null): string | null {
+  const m = header ? /^Bearer\s+(\S{1,512})\s*$/i.exec(header) : null;
   return m ? m[1] : null;
 }
 

@@ -2,19 +2,15 @@
  * The /metrics verb: the scrape token check (when the config sets metrics.bearerToken) and the
  * exposition. Independent of sign-in on purpose: a Prometheus server has no operator session.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
 import { errorResponse } from "../api/respond";
+import { safeEqualStrings } from "../auth/password";
+import { bearerIn } from "../auth/principal";
 import { getRuntime } from "../runtime";
 
-/**
- * Whether an Authorization header carries `Bearer <token>`. Both sides are hashed first, so the
- * comparison is constant-time whatever the lengths (timingSafeEqual needs equal lengths).
- */
+/** Whether an Authorization header carries `Bearer <token>`, compared in constant time (as API tokens are). */
 export function bearerMatches(header: string | null, token: string): boolean {
-  const m = header === null ? null : /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-  const given = createHash("sha256").update(m ? m[1] : "").digest();
-  const want = createHash("sha256").update(token).digest();
-  return timingSafeEqual(given, want) && m !== null;
+  const given = bearerIn(header);
+  return given !== null && safeEqualStrings(given, token);
 }
 
 /**

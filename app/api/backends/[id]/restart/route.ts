@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
-import { actorKindOf, assertSameOrigin, clientAddress, requireOperator } from "@/lib/auth/server";
+import { actorOf, assertSameOrigin, requireOperator } from "@/lib/auth/server";
 import { restartDTO } from "@/lib/api/snapshot";
 import { requestRestart, restartDeps } from "@/lib/restart/request";
 import { getRuntime } from "@/lib/runtime";
@@ -32,8 +32,7 @@ export async function POST(req: Request, ctx: { params: Promise<{ id: string }> 
       {
         backendId: id,
         operator: session.name,
-        actorKind: actorKindOf(session),
-        address: clientAddress(req),
+        ...actorOf(req, session),
         confirm: body.confirm,
         overrideCooldown: body.overrideCooldown,
         note: body.note,
