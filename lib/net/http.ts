@@ -4,9 +4,7 @@
  * data (`outcome`), because a watcher that crashes on a bad answer protects nothing.
  */
 import { gunzipSync } from "node:zlib";
-import { Client, Dispatcher, errors, Pool, request } from "undici";
-
-const { ClientClosedError, InvalidArgumentError } = errors;
+import { Agent, Client, request, type Dispatcher } from "undici";
 
 /**
  * How a fetch ended. Connection-level failures are kept apart because "down" is decided from
@@ -41,87 +39,12 @@ export interface HttpResult {
   error?: string;
 }
 
-const g = globalThis as unknown as { __stepwatchDispatcher?: OriginPools };
-
-/** Origins kept at most; past it the least recently used origin's Pool is closed. */
-const MAX_ORIGINS = 20_000;
-
-/**
- * One undici Pool per origin, kept for as long as the process runs (bounded by MAX_ORIGINS).
- * Why not undici's Agent, which is exactly "one Pool per origin": it closes an origin's Pool as
- * soon as that origin's last connection closes, and builds a new one for the next request. A
- * server whose idle timeout is the watcher's interval (uvicorn's 5 s, so vLLM's and SGLang's, at
- * stepwatch's default 5 s) has closed the connection before many reads, so the Agent rebuilt a Pool
- * for each of them: 1.37 ms of CPU per request on a new connection, against 0.67 ms when the
- * origin's Pool stays and only a socket is opened (a one-off against a server that closes every
- * connection, 35 KB answers; 0.27-0.46 ms on a reused connection). undici offers no option to keep
- * them; this is the Agent minus that.
- */
-export class OriginPools extends Dispatcher {
-  private readonly pools = new Map<string, Pool>();
-  private closed = false;
-
-  constructor(
-    private readonly options: Pool.Options,
-    private readonly maxOrigins = MAX_ORIGINS,
-  ) {
-    super();
-  }
-
-  /** Origins with a Pool now (tests, benchmarks). */
-  get origins(): number {
-    return this.pools.size;
-  }
-
-  dispatch(opts: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    if (this.closed) throw new ClientClosedError();
-    if (!opts.origin) throw new InvalidArgumentError("opts.origin must be a non-empty string or URL.");
-    const origin = String(opts.origin); // as undici's Agent keys its Pools
-    let pool = this.pools.get(origin);
-    if (pool) {
-      // Most recently used last: the first one is the one to close when there are too many.
-      this.pools.delete(origin);
-    } else {
-      if (this.pools.size >= this.maxOrigins) {
-        const [oldest, p] = this.pools.entries().next().value as [string, Pool];
-        this.pools.delete(oldest);
-        void p.close(); // after what it is still answering
-      }
-      pool = new Pool(opts.origin, this.options);
-    }
-    this.pools.set(origin, pool);
-    return pool.dispatch(opts, handler);
-  }
-
-  close(): Promise<void>;
-  close(callback: () => void): void;
-  close(callback?: () => void): Promise<void> | void {
-    this.closed = true;
-    const done = Promise.all([...this.pools.values()].map((p) => p.close())).then(() => this.pools.clear());
-    if (!callback) return done;
-    void done.then(callback);
-  }
-
-  destroy(): Promise<void>;
-  destroy(err: Error | null): Promise<void>;
-  destroy(callback: () => void): void;
-  destroy(err: Error | null, callback: () => void): void;
-  destroy(a?: Error | null | (() => void), b?: () => void): Promise<void> | void {
-    const err = typeof a === "function" ? null : (a ?? null);
-    const callback = typeof a === "function" ? a : b;
-    this.closed = true;
-    const done = Promise.all([...this.pools.values()].map((p) => p.destroy(err))).then(() => this.pools.clear());
-    if (!callback) return done;
-    void done.then(callback);
-  }
-}
+const g = globalThis as unknown as { __stepwatchDispatcher?: Agent };
 
 /**
  * The dispatcher of every request that names none: the CLI's reads, proxies, restart webhooks,
- * notification channels (the watcher's backend reads go through a backendClient each, below). One keep-alive
- * pool per origin, for the whole process: a watcher reading 1000 backends every few
- * seconds should not open 1000 new TCP connections per round (a new connection per read was ~38% of
- * the watcher's CPU at 1000 backends, bench/RESULTS.md). An idle connection is kept 10 s, longer than
+ * notification channels (the watcher's backend reads go through a backendClient each, below): one
+ * keep-alive pool per origin, for the whole process. An idle connection is kept 10 s, longer than
  * the default 5 s interval, so the next read reuses it, unless the server says less: a `Keep-Alive:
  * timeout=N` hint (llama.cpp's cpp-httplib, node's servers) wins, less undici's 2 s margin. uvicorn
  * (vLLM, SGLang) sends no hint and closes idle connections after 5 s (VLLM_HTTP_TIMEOUT_KEEP_ALIVE):
@@ -131,7 +54,7 @@ export class OriginPools extends Dispatcher {
  * at once; a slow connect is a sick host.
  */
 export function defaultDispatcher(): Dispatcher {
-  g.__stepwatchDispatcher ??= new OriginPools({ ...CONNECTION_OPTIONS, connections: 4 });
+  g.__stepwatchDispatcher ??= new Agent({ ...CONNECTION_OPTIONS, connections: 4 });
   return g.__stepwatchDispatcher;
 }
 
@@ -144,10 +67,15 @@ const CONNECTION_OPTIONS = {
 
 /**
  * A connection of one's own to one backend (the watcher's monitors, which read their backend one
- * request at a time): an undici Client keeps itself when its socket closes and opens a new one for
- * the next request, like OriginPools, in ~1 KB instead of a Pool's ~17 KB (undici's Pool keeps a
- * 2048-slot queue per origin: 16 MB at 1000 backends). Two monitors of the same origin never wait
- * on each other. null when `url` is no URL (the read then reports that, through the default dispatcher).
+ * request at a time). Why not the default Agent: it closes an origin's Pool as soon as that
+ * origin's last connection closes and builds a new one for the next request, and uvicorn (vLLM,
+ * SGLang) closes an idle connection 5 s after its last answer, so at stepwatch's default 5 s
+ * interval many reads met a rebuilt Pool: 1.37 ms of CPU per request on a new connection through
+ * the Agent, 0.67 ms when the Pool is kept and only a socket is opened (a one-off against a server
+ * that closes every connection, 35 KB answers). An undici Client keeps itself when its socket
+ * closes, in ~1 KB instead of a Pool's ~17 KB (its 2048-slot queue: 16 MB at 1000 backends). Two
+ * monitors of the same origin never wait on each other. null when `url` is no URL (the read then
+ * reports that, through the default dispatcher).
  */
 export function backendClient(url: string): Client | null {
   try {
