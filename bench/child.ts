@@ -100,9 +100,23 @@ export function startTsx(script: string, args: string[], env?: NodeJS.ProcessEnv
   return startChild(process.execPath, ["--import", "tsx", script, ...args], { env });
 }
 
-/** One simulator child process serving `count` simulated vLLM servers, each on its own 127.0.0.1 port. */
-export async function startSimulatorFleet(count: number, readyTimeoutMs = 120_000, extraArgs: string[] = []): Promise<{ child: Child; urls: string[] }> {
-  const child = startTsx("lib/sim/cli.ts", ["--count", String(count), ...extraArgs]);
+/**
+ * One simulator child process serving `count` simulated vLLM servers, each on its own 127.0.0.1 port.
+ * Bundled by default (startBundled), like the watcher worker: under tsx the loader costs the fleet
+ * CPU and memory on the cores the watcher is measured on. `bundled: false` runs lib/sim/cli.ts under tsx.
+ */
+export async function startSimulatorFleet(
+  count: number,
+  readyTimeoutMs = 120_000,
+  extraArgs: string[] = [],
+  opts: { bundled?: boolean; nodeFlags?: string[] } = {},
+): Promise<{ child: Child; urls: string[] }> {
+  const args = ["--count", String(count), ...extraArgs];
+  const nodeFlags = opts.nodeFlags ?? [];
+  const child =
+    opts.bundled === false
+      ? startChild(process.execPath, [...nodeFlags, "--import", "tsx", "lib/sim/cli.ts", ...args])
+      : startBundled("lib/sim/cli.ts", args, nodeFlags);
   try {
     const ready = await firstJsonLine<{ simulators: Array<{ url: string }> }>(child, readyTimeoutMs, "simulator fleet");
     return { child, urls: ready.simulators.map((s) => s.url) };
