@@ -103,20 +103,19 @@ export function startTsx(script: string, args: string[], env?: NodeJS.ProcessEnv
 /**
  * One simulator child process serving `count` simulated vLLM servers, each on its own 127.0.0.1 port.
  * Bundled by default (startBundled), like the watcher worker: under tsx the loader costs the fleet
- * CPU and memory on the cores the watcher is measured on. `bundled: false` runs lib/sim/cli.ts under tsx.
+ * CPU and memory on the cores the watcher is measured on. `bundled: false` runs it under tsx;
+ * `script` another copy of lib/sim/cli.ts (bench/sim-cost.ts compares one commit's with another's).
  */
 export async function startSimulatorFleet(
   count: number,
   readyTimeoutMs = 120_000,
   extraArgs: string[] = [],
-  opts: { bundled?: boolean; nodeFlags?: string[] } = {},
+  opts: { bundled?: boolean; nodeFlags?: string[]; script?: string } = {},
 ): Promise<{ child: Child; urls: string[] }> {
   const args = ["--count", String(count), ...extraArgs];
   const nodeFlags = opts.nodeFlags ?? [];
-  const child =
-    opts.bundled === false
-      ? startChild(process.execPath, [...nodeFlags, "--import", "tsx", "lib/sim/cli.ts", ...args])
-      : startBundled("lib/sim/cli.ts", args, nodeFlags);
+  const script = opts.script ?? "lib/sim/cli.ts";
+  const child = opts.bundled === false ? startChild(process.execPath, [...nodeFlags, "--import", "tsx", script, ...args]) : startBundled(script, args, nodeFlags);
   try {
     const ready = await firstJsonLine<{ simulators: Array<{ url: string }> }>(child, readyTimeoutMs, "simulator fleet");
     return { child, urls: ready.simulators.map((s) => s.url) };

@@ -7,7 +7,8 @@
  * benchmarks' own infrastructure (the fleet shares the machine's cores with the watcher measured).
  *
  *   npx tsx bench/sim-cost.ts [--backends 1000] [--interval 5] [--seconds 30] [--warmup 6] [--tsx]
- *     [--keep-alive 15] [--load 0.25] [--cpu-prof DIR]
+ *     [--keep-alive 15] [--load 0.25] [--cpu-prof DIR] [--cli OTHER/lib/sim/cli.ts]
+ * --cli: the simulator of another checkout (a worktree of an older commit), for a before/after.
  * --load F: a share F of the backends gets background requests (the bench fleet is idle otherwise).
  */
 import { Agent, request } from "undici";
@@ -34,6 +35,7 @@ async function main(): Promise<void> {
   const { child, urls } = await startSimulatorFleet(backends, 180_000, ["--http-keep-alive-seconds", String(keepAlive)], {
     bundled: !tsx,
     nodeFlags: prof ? ["--cpu-prof", "--cpu-prof-dir", prof] : [],
+    ...(argText("cli") && { script: argText("cli")! }),
   });
   const agent = new Agent({ connections: 1, keepAliveTimeout: keepAlive * 1000 - 1000, keepAliveMaxTimeout: keepAlive * 1000 - 1000 });
   let answers = 0;
@@ -80,7 +82,7 @@ async function main(): Promise<void> {
     const cpu = cpu1 - cpu0;
     const cores = cpu / wall;
     const out = {
-      simulator: tsx ? "tsx" : "bundled",
+      simulator: `${argText("cli") ?? "lib/sim/cli.ts"} ${tsx ? "tsx" : "bundled"}`,
       backends,
       intervalSeconds: interval,
       loadedBackends: loaded,

@@ -522,7 +522,8 @@ class SimulatorImpl implements Simulator {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = new URL(req.url ?? "/", "http://sim").pathname;
+    // The scrape path as is: a plain "/metrics" is its own pathname, no URL to parse (hundreds a second in a benchmark fleet).
+    const path = req.url === "/metrics" ? req.url : new URL(req.url ?? "/", "http://sim").pathname;
     const method = req.method ?? "GET";
     this.model.advance();
     this.record(req, path);
