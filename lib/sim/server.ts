@@ -9,7 +9,7 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { DEFAULT_ENGINE_CONFIG, type EngineConfig, type RequestSpec } from "./engine";
-import { renderMetrics } from "./metrics";
+import { renderMetricsBody } from "./metrics";
 import { LIVE_MODES, SIM_MODES, VllmSimModel, type LiveMode, type SimMode, type SubmittedRequest } from "./model";
 import {
   BadRequest,
@@ -585,8 +585,8 @@ class SimulatorImpl implements Simulator {
         // loop), while /health answers at once.
         const timer = setTimeout(() => {
           if (res.destroyed) return;
-          const body = renderMetrics(this.model, { openConnections: this.inflight.size });
-          res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8", "content-length": Buffer.byteLength(body) });
+          const body = renderMetricsBody(this.model, { openConnections: this.inflight.size });
+          res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8", "content-length": body.length });
           res.end(body);
         }, this.slowMetricsSeconds * 1000);
         res.on("close", () => clearTimeout(timer));
@@ -599,8 +599,8 @@ class SimulatorImpl implements Simulator {
         res.end(html);
         return;
       }
-      const body = renderMetrics(this.model, { openConnections: this.inflight.size });
-      res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8", "content-length": Buffer.byteLength(body) });
+      const body = renderMetricsBody(this.model, { openConnections: this.inflight.size });
+      res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8", "content-length": body.length });
       res.end(body);
     });
   }

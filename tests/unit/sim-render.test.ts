@@ -7,8 +7,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "@/lib/sim/engine";
-import { formatLabels, formatValue } from "@/lib/sim/format";
-import { renderMetrics } from "@/lib/sim/metrics";
+import { formatLabels, formatValue, type Labels } from "@/lib/sim/format";
+import { renderMetrics, renderMetricsBody } from "@/lib/sim/metrics";
 import { LIVE_MODES, VllmSimModel, type SimModelOptions } from "@/lib/sim/model";
 import { referenceFormatLabels, referenceFormatValue, referenceRenderMetrics } from "./sim-render-reference";
 
@@ -49,6 +49,8 @@ function expectSame(model: VllmSimModel, extra: { openConnections?: number } = {
     expect({ line: i, got: a[i], want: b[i] }).toEqual({ line: i, got: b[i], want: b[i] });
   }
   expect(got).toBe(want);
+  // The HTTP answer's bytes: the exposition in UTF-8, whichever way they were encoded.
+  expect(renderMetricsBody(model, extra).equals(Buffer.from(want, "utf8"))).toBe(true);
 }
 
 const load = (m: VllmSimModel, n: number, promptTokens = 900, maxTokens = 400) => {
@@ -62,6 +64,7 @@ describe("simulated vLLM exposition, byte for byte as before", () => {
     ["two engines", { engines: 2 }],
     ["four engines, multiApiServer", { engines: 4, multiApiServer: true }],
     ["a model name to escape", { modelName: 'org/"odd"\\name\nwith newline' }],
+    ["a model name not in ASCII", { modelName: "équipe/modèle-ü-\u{1F680}" }],
     ["other engine config", { engine: { ...DEFAULT_ENGINE_CONFIG, maxModelLen: 131072, blockSize: 32, kvCacheBlocks: 100 } satisfies EngineConfig }],
   ] as Array<[string, Partial<SimModelOptions>]>)("%s: idle, loaded, finished, long uptime", (_name, over) => {
     const { model, tick } = modelAt(over);
@@ -147,7 +150,7 @@ describe("simulated vLLM exposition, byte for byte as before", () => {
       else if (r < 0.6) model.sleep(pick([1, 2] as const));
       else if (r < 0.65) model.wake();
       else if (r < 0.68) model.startNewProcess();
-      else if (r < 0.8) model.recordHttp(pick(["/v1/completions", "/v1/chat/completions", "/v1/models"]), pick(["GET", "POST"]), pick([200, 400, 404, 500]));
+      else if (r < 0.8) model.recordHttp(pick(["/v1/completions", "/v1/chat/completions", "/v1/models", "/v1/ünicode"]), pick(["GET", "POST"]), pick([200, 400, 404, 500]));
       tick(pick([0, 0.01, 0.4, 3, 60, 5000]) * rnd());
       expectSame(model, { openConnections: Math.floor(rnd() * 4) });
     }
@@ -169,7 +172,7 @@ describe("formatValue and formatLabels, as before", () => {
   });
 
   it("formatLabels agrees with the old one, escapes included", () => {
-    for (const labels of [{}, { b: "2", a: "1" }, { engine: "0", model_name: 'x"y\\z\nw' }, { le: "+Inf" }, { z: "", y: "\\\\" }]) {
+    for (const labels of [{}, { b: "2", a: "1" }, { engine: "0", model_name: 'x"y\\z\nw' }, { le: "+Inf" }, { z: "", y: "\\\\" }] as Labels[]) {
       expect(formatLabels(labels)).toBe(referenceFormatLabels(labels));
     }
   });
