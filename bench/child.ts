@@ -95,9 +95,9 @@ export function startBundled(script: string, args: string[], nodeFlags: string[]
   return startChild(process.execPath, [...nodeFlags, out, ...args]);
 }
 
-/** `node --import tsx <script> ...args`: TypeScript without the npx/tsx wrapper processes. */
-export function startTsx(script: string, args: string[], env?: NodeJS.ProcessEnv): Child {
-  return startChild(process.execPath, ["--import", "tsx", script, ...args], { env });
+/** `node [nodeFlags] --import tsx <script> ...args`: TypeScript without the npx/tsx wrapper processes. */
+export function startTsx(script: string, args: string[], nodeFlags: string[] = []): Child {
+  return startChild(process.execPath, [...nodeFlags, "--import", "tsx", script, ...args]);
 }
 
 /**
@@ -115,7 +115,7 @@ export async function startSimulatorFleet(
   const args = ["--count", String(count), ...extraArgs];
   const nodeFlags = opts.nodeFlags ?? [];
   const script = opts.script ?? "lib/sim/cli.ts";
-  const child = opts.bundled === false ? startChild(process.execPath, [...nodeFlags, "--import", "tsx", script, ...args]) : startBundled(script, args, nodeFlags);
+  const child = opts.bundled === false ? startTsx(script, args, nodeFlags) : startBundled(script, args, nodeFlags);
   try {
     const ready = await firstJsonLine<{ simulators: Array<{ url: string }> }>(child, readyTimeoutMs, "simulator fleet");
     return { child, urls: ready.simulators.map((s) => s.url) };

@@ -11,6 +11,7 @@
  * --cli: the simulator of another checkout (a worktree of an older commit), for a before/after.
  * --load F: a share F of the backends gets background requests (the bench fleet is idle otherwise).
  */
+import fs from "node:fs";
 import { Agent, request } from "undici";
 import { cpuSecondsOfTree, startSimulatorFleet } from "./child";
 
@@ -80,6 +81,7 @@ async function main(): Promise<void> {
     const wall = (performance.now() - w0) / 1000;
     clearInterval(timer);
     const cpu = cpu1 - cpu0;
+    const rss = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${child.proc.pid}/status`, "utf8"));
     const cores = cpu / wall;
     const out = {
       simulator: `${argText("cli") ?? "lib/sim/cli.ts"} ${tsx ? "tsx" : "bundled"}`,
@@ -91,6 +93,7 @@ async function main(): Promise<void> {
       failed,
       meanBodyBytes: answers ? Math.round(bytes / (answers + failed)) : 0,
       cpuSeconds: Math.round(cpu * 100) / 100,
+      rssMb: rss ? Math.round(Number(rss[1]) / 1024) : null,
       cores: Math.round(cores * 1000) / 1000,
       msPerAnswer: answers ? Math.round(((cpu * 1000) / answers) * 1000) / 1000 : null,
       coresPer1000At5s: answers ? Math.round(((cpu / answers) * 200) * 1000) / 1000 : null,
