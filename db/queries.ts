@@ -541,7 +541,7 @@ function mergePoints(x: PointRow, y: PointRow): PointRow {
  * from sample_minutes: a window is replaced whole, so it always sums exactly its minutes, however
  * often it is recomputed. `touched` is a query of (backend_id, since) rows.
  */
-function refreshRollups(client: Database.Database, touched: string, params: Record<string, number>, widths: readonly number[] = ROLLUP_WIDTHS_MS): void {
+function refreshRollups(client: Database.Database, touched: string, params: Record<string, number | string>, widths: readonly number[] = ROLLUP_WIDTHS_MS): void {
   for (const w of widths) {
     client
       .prepare(
@@ -579,7 +579,8 @@ export interface RetentionResult {
  * Fold the raw samples not folded yet whose minute is FOLD_AFTER_MS behind into per-minute rows
  * (marking them folded; they stay raw for rawHours), recompute the 10-minute and hourly windows
  * those minutes are in, delete raw samples older than rawHours and rollups older than rollupDays
- * (a window once its end is), in one transaction (a crash leaves all or none). The cutoff is
+ * (a window once its end is), for the backends of `scope` (all by default), in one transaction
+ * (a crash leaves all or none; lib/watcher runs it in chunks of backends). The cutoff is
  * floored to a minute so a minute is folded whole; the upsert merges by weight and `folded` marks
  * what was counted, so running it twice, or after a late write into an already-folded minute,
  * never double-counts nor loses a reading. Folding early is what keeps a 7-day history fast: it
@@ -589,11 +590,26 @@ export interface RetentionResult {
 /** A raw sample is folded into its minute once the minute is this far behind (late writes merge by weight). */
 export const FOLD_AFTER_MS = 2 * 60_000;
 
-export function applyRetention(db: Db, opts: { now: number; rawHours: number; rollupDays: number }): RetentionResult {
+/**
+ * Which backends one run of applyRetention covers: all of them, the ids listed, or all but those
+ * (the watcher runs it in chunks of its backends, then once for the rest: backends a reload removed).
+ */
+export type RetentionScope = { only: readonly string[] } | { except: readonly string[] };
+
+/** A predicate on backend_id for a scope, with its parameter (SQLite reads the ids from JSON, one statement for any count). */
+function scopeSql(scope: RetentionScope | undefined, col = "backend_id"): { where: string; ids: string | null } {
+  if (!scope) return { where: "", ids: null };
+  if ("only" in scope) return { where: `AND ${col} IN (SELECT value FROM json_each(@ids))`, ids: JSON.stringify(scope.only) };
+  return { where: `AND ${col} NOT IN (SELECT value FROM json_each(@ids))`, ids: JSON.stringify(scope.except) };
+}
+
+export function applyRetention(db: Db, opts: { now: number; rawHours: number; rollupDays: number; scope?: RetentionScope }): RetentionResult {
   const rawCutoff = Math.floor((opts.now - opts.rawHours * 3600_000) / 60_000) * 60_000;
   const foldCutoff = Math.max(rawCutoff, Math.floor((opts.now - FOLD_AFTER_MS) / 60_000) * 60_000);
   const rollupCutoff = opts.now - opts.rollupDays * 86_400_000;
   const client = db.$client;
+  const scope = scopeSql(opts.scope);
+  const params = (p: Record<string, number>) => (scope.ids === null ? p : { ...p, ids: scope.ids });
   const wavg = (col: string) =>
     `CASE WHEN ${col} IS NULL THEN excluded.${col} WHEN excluded.${col} IS NULL THEN ${col}
           ELSE (${col} * n + excluded.${col} * excluded.n) / (n + excluded.n) END`;
@@ -605,7 +621,7 @@ export function applyRetention(db: Db, opts: { now: number; rawHours: number; ro
             AVG(steps_per_second), AVG(generation_tokens_per_second), AVG(prompt_tokens_per_second), AVG(kv_cache_usage),
             ${stateOfRank(`MAX(${rankOf("state")})`)}
             ${LATENCY_COLUMNS.map(([, c]) => `, AVG(${c})`).join("")}
-       FROM samples WHERE folded = 0 AND at < @cutoff GROUP BY 1, 2
+       FROM samples WHERE folded = 0 AND at < @cutoff ${scope.where} GROUP BY 1, 2
      ON CONFLICT (backend_id, minute) DO UPDATE SET
        ${LATENCY_COLUMNS.map(([, c]) => `${c} = ${wavg(c)},`).join("\n       ")}
        running_avg = ${wavg("running_avg")},
@@ -619,18 +635,22 @@ export function applyRetention(db: Db, opts: { now: number; rawHours: number; ro
        worst_state = ${stateOfRank(`MAX(${rankOf("worst_state")}, ${rankOf("excluded.worst_state")})`)},
        n = n + excluded.n`,
   );
-  const markFolded = client.prepare(`UPDATE samples SET folded = 1 WHERE folded = 0 AND at < @cutoff`);
-  const delRaw = client.prepare(`DELETE FROM samples WHERE at < @cutoff`);
-  const delRollups = client.prepare(`DELETE FROM sample_minutes WHERE minute < @cutoff`);
-  const delWindows = client.prepare(`DELETE FROM sample_rollups WHERE start + width_ms <= @cutoff`);
+  const markFolded = client.prepare(`UPDATE samples SET folded = 1 WHERE folded = 0 AND at < @cutoff ${scope.where}`);
+  const delRaw = client.prepare(`DELETE FROM samples WHERE at < @cutoff ${scope.where}`);
+  const delRollups = client.prepare(`DELETE FROM sample_minutes WHERE minute < @cutoff ${scope.where}`);
+  const delWindows = client.prepare(`DELETE FROM sample_rollups WHERE start + width_ms <= @cutoff ${scope.where}`);
   return client.transaction(() => {
-    const rolled = roll.run({ cutoff: foldCutoff }).changes;
+    const rolled = roll.run(params({ cutoff: foldCutoff })).changes;
     // The windows of the minutes just folded into, before their samples are marked folded.
-    refreshRollups(client, "SELECT backend_id, MIN(at) AS since FROM samples WHERE folded = 0 AND at < @cutoff GROUP BY backend_id", { cutoff: foldCutoff });
-    markFolded.run({ cutoff: foldCutoff });
-    const deletedSamples = delRaw.run({ cutoff: rawCutoff }).changes;
-    const deletedRollups = delRollups.run({ cutoff: rollupCutoff }).changes;
-    delWindows.run({ cutoff: rollupCutoff });
+    refreshRollups(
+      client,
+      `SELECT backend_id, MIN(at) AS since FROM samples WHERE folded = 0 AND at < @cutoff ${scope.where} GROUP BY backend_id`,
+      params({ cutoff: foldCutoff }),
+    );
+    markFolded.run(params({ cutoff: foldCutoff }));
+    const deletedSamples = delRaw.run(params({ cutoff: rawCutoff })).changes;
+    const deletedRollups = delRollups.run(params({ cutoff: rollupCutoff })).changes;
+    delWindows.run(params({ cutoff: rollupCutoff }));
     return { rolledMinutes: rolled, deletedSamples, deletedRollups };
   })();
 }
