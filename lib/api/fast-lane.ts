@@ -48,16 +48,24 @@ export function fastLaneEnabled(value: string | undefined): boolean {
   throw new Error(`${FAST_LANE_ENV}: "${value!.slice(0, 40)}" is not "on" or "off"`);
 }
 
+const encodingMemo = new Map<string | undefined, "gzip" | "deflate" | "identity">();
+
 /**
  * The encoding next start's compression (the `compression` package, which asks `negotiator`)
  * would choose for a JSON answer: gzip whenever gzip is acceptable, else the client's preference
  * among deflate and identity. "deflate" is Next's to answer.
  */
 export function encodingFor(acceptEncoding: string | undefined): "gzip" | "deflate" | "identity" {
+  const memo = encodingMemo.get(acceptEncoding);
+  if (memo) return memo;
   const n = new Negotiator({ headers: { "accept-encoding": acceptEncoding } });
   let chosen: string | undefined = n.encodings(["gzip", "deflate", "identity"])[0];
   if (chosen === "deflate" && n.encodings(["gzip"]).length > 0) chosen = n.encodings(["gzip", "identity"])[0];
-  return chosen === "gzip" ? "gzip" : chosen === "deflate" ? "deflate" : "identity";
+  const result = chosen === "gzip" ? "gzip" : chosen === "deflate" ? "deflate" : "identity";
+  // Browsers send the same few values on every request; the memo is bounded against any others.
+  if (encodingMemo.size >= 64) encodingMemo.clear();
+  encodingMemo.set(acceptEncoding, result);
+  return result;
 }
 
 /** Node's header map as what admission reads (values joined as a fetch Headers joins them). */
