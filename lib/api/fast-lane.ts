@@ -31,7 +31,7 @@ import Negotiator from "negotiator";
 // Next's own cookie parser (what request.cookies is in proxy.ts), so both lanes read one session.
 import { RequestCookies } from "next/dist/compiled/@edge-runtime/cookies";
 import { admit, answerHeaders, type AdmissionRequest } from "../auth/admission";
-import { setRequestLane, type HeaderSource } from "../auth/net-policy";
+import { setRequestLane, type HeaderSource, type RequestLane } from "../auth/net-policy";
 import { getFleetJson, type EncodedJson } from "./fleet";
 import { etagMatches } from "./respond";
 
@@ -114,14 +114,21 @@ function nextsServer(server: object): boolean {
   return yes;
 }
 
+/** What the lane reads; replaced only by the unit tests (to make it fail on purpose). */
+export interface LaneSources {
+  admit: typeof admit;
+  fleetJson: () => Promise<EncodedJson>;
+}
+const REAL: LaneSources = { admit, fleetJson: () => getFleetJson() };
+
 /** Answers and returns true, or returns false having written nothing (Next answers then). */
-async function answer(req: IncomingMessage, res: ServerResponse, encoding: "gzip" | "identity"): Promise<boolean> {
+async function answer(req: IncomingMessage, res: ServerResponse, encoding: "gzip" | "identity", src: LaneSources): Promise<boolean> {
   const headers = headerSource(req.headers);
   let jar: RequestCookies | null = null;
   const cookies: AdmissionRequest["cookies"] = { get: (name) => (jar ??= new RequestCookies(headers as Headers)).get(name) };
-  const a = await admit({ headers, cookies, pathname: FLEET_PATH, search: "" });
+  const a = await src.admit({ headers, cookies, pathname: FLEET_PATH, search: "" });
   if (!a.ok) return false;
-  const enc = await getFleetJson();
+  const enc = await src.fleetJson();
   const out: Array<[string, string]> = [...answerHeaders(a), ["etag", enc.etag], ["cache-control", "no-cache"], ["vary", "Accept-Encoding"]];
   if (etagMatches(headers.get("if-none-match"), enc.etag)) {
     res.writeHead(304, out.flat());
@@ -138,25 +145,36 @@ async function answer(req: IncomingMessage, res: ServerResponse, encoding: "gzip
 }
 
 /** The lane itself: synchronous checks first, so every other request costs a comparison or two. */
-function fleetLane(server: object, rawReq: unknown, rawRes: unknown, toNext: () => void): boolean {
-  const req = rawReq as IncomingMessage;
-  const res = rawRes as ServerResponse;
-  if (req.url !== FLEET_PATH || (req.method !== "GET" && req.method !== "HEAD")) return false;
-  if (!nextsServer(server)) return false;
-  // Next's compression never compresses a HEAD answer.
-  const encoding = req.method === "HEAD" ? "identity" : encodingFor(req.headers["accept-encoding"]);
-  if (encoding === "deflate") return false;
-  answer(req, res, encoding).then(
-    (answered) => {
-      if (!answered) toNext();
-    },
-    (e: unknown) => {
-      logFailure(e);
-      if (!res.headersSent) toNext();
-      else res.destroy(); // cannot happen once writeHead returned; never leave a client hanging
-    },
-  );
-  return true;
+export function fleetLane(src: LaneSources = REAL): RequestLane {
+  return (server, rawReq, rawRes, toNext) => {
+    const req = rawReq as IncomingMessage;
+    const res = rawRes as ServerResponse;
+    if (req.url !== FLEET_PATH || (req.method !== "GET" && req.method !== "HEAD")) return false;
+    if (!nextsServer(server)) return false;
+    // Next's compression never compresses a HEAD answer.
+    const encoding = req.method === "HEAD" ? "identity" : encodingFor(req.headers["accept-encoding"]);
+    if (encoding === "deflate") return false;
+    const handOver = () => {
+      try {
+        toNext();
+      } catch (e) {
+        // Next's listener is async and never throws here; should it, the client is not left waiting.
+        logFailure(e);
+        res.destroy();
+      }
+    };
+    answer(req, res, encoding, src).then(
+      (answered) => {
+        if (!answered) handOver();
+      },
+      (e: unknown) => {
+        logFailure(e);
+        if (!res.headersSent) handOver();
+        else res.destroy(); // cannot happen once writeHead returned; never leave a client hanging
+      },
+    );
+    return true;
+  };
 }
 
 /** Installs the lane (from instrumentation.ts, after installPeerHeader), unless STEPWATCH_FLEET_FAST_LANE is off. */
@@ -168,5 +186,5 @@ export function installFleetFastLane(env: NodeJS.ProcessEnv = process.env): void
     console.error(`stepwatch: ${(e as Error).message}; the /api/fleet fast lane is off (Next answers every request)`);
     on = false;
   }
-  setRequestLane(on ? fleetLane : null);
+  setRequestLane(on ? fleetLane() : null);
 }
