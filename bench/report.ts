@@ -381,13 +381,13 @@ ${st.sourceHours} h), sized with SQLite's dbstat (tables and their indexes), sca
 |---|---|
 | raw samples (kept retention.rawHours = 48 h), ${n(st.rawBytesPerSample)} B per sample | ${mb(st.rawBytesPerBackendPerDay)} |
 | raw samples at a 1 s interval | ${mb(st.rawBytesPerBackendPerDayAt1s)} |
-| per-minute rollups after the real retention job (kept 90 days) | ${mb(st.rollupBytesPerBackendPerDay)} |
+| rollups after the real retention job: minutes, 10-minute and hourly windows (kept 90 days) | ${mb(st.rollupBytesPerBackendPerDay)} |
 | state transitions (kept forever) | ${mb(st.transitionsBytesPerDay)} |
 | steady state per backend (48 h raw + 90 days of rollups) | ${mb(st.steadyStateBytesPerBackend)} in all |
 
 ## 4b. History query (7 days of one backend)
 
-${n(h.rows.raw)} raw rows (last 48 h) + ${n(h.rows.rollupMinutes)} minute rollups, the real \`historyOf\` (what
+${n(h.rows.raw)} raw rows (last 48 h) + ${n(h.rows.rollupMinutes)} minute rollups${h.rows.rollupWindows === undefined ? "" : ` + ${n(h.rows.rollupWindows)} 10-minute and hourly windows`}, the real \`historyOf\` (what
 \`GET /api/backends/{id}/history\` returns), in-process:
 
 | range | points | p50 ms | p99 ms | JSON answer | JSON.stringify ms |

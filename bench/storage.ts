@@ -30,7 +30,14 @@ function tableBytes(sqlite: Database.Database): Record<string, number> {
 }
 
 const RAW = ["samples", "samples_backend_at", "samples_at"];
-const ROLLUP = ["sample_minutes", "sqlite_autoindex_sample_minutes_1", "sample_minutes_minute"];
+const ROLLUP = [
+  "sample_minutes",
+  "sqlite_autoindex_sample_minutes_1",
+  "sample_minutes_minute",
+  "sample_rollups",
+  "sqlite_autoindex_sample_rollups_1",
+  "sample_rollups_start",
+];
 const sum = (t: Record<string, number>, names: string[]) => names.reduce((s, n) => s + (t[n] ?? 0), 0);
 
 export interface StorageResult {
@@ -48,7 +55,7 @@ export interface StorageResult {
   /** Same at a 1 s poll interval (raw scales with the poll rate; rollups do not). */
   rawBytesPerBackendPerDayAt1s: number;
   history: {
-    rows: { raw: number; rollupMinutes: number };
+    rows: { raw: number; rollupMinutes: number; rollupWindows?: number };
     sevenDaysMs: HistoryTiming;
     oneDayMs: HistoryTiming;
     oneHourMs: HistoryTiming;
@@ -135,6 +142,7 @@ export function runStorageBench(opts: { dayDbPath: string; workDir: string; quic
   const counts = {
     raw: (hist.sqlite.prepare("SELECT COUNT(*) AS n FROM samples").get() as { n: number }).n,
     rollupMinutes: (hist.sqlite.prepare("SELECT COUNT(*) AS n FROM sample_minutes").get() as { n: number }).n,
+    rollupWindows: (hist.sqlite.prepare("SELECT COUNT(*) AS n FROM sample_rollups").get() as { n: number }).n,
   };
   const runs = opts.quick ? 10 : 30;
   const history = {

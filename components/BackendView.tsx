@@ -359,7 +359,7 @@ export function BackendView({
         )}
         {h ? (
           <span className="meta">
-            {h.count} {h.resolution === "raw" ? "readings" : "per-minute points"}
+            {h.count} {h.resolution === "raw" || !h.bucketSeconds ? "readings" : `${formatDuration(h.bucketSeconds)} means`}
             {fixed && fixed.to < Date.now() ? " · a past window: not refreshed" : ` · charts refresh every ${REFRESH_MS[range] / 1000} s`}
             {fleet.data?.pollIntervalSeconds ? `, the backend is read every ${fleet.data.pollIntervalSeconds} s` : ""}
             {history.isValidating ? " · updating" : ""}

@@ -8,6 +8,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { drizzle, type BetterSQLite3Database } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
+import { ensureRollups } from "./queries";
 import * as schema from "./schema";
 
 export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
@@ -44,6 +45,7 @@ export function openDb(file: string = resolveDbPath(), opts: OpenDbOptions = {})
     sqlite.pragma("foreign_keys = ON");
     const db = drizzle(sqlite, { schema });
     migrate(db, { migrationsFolder: opts.migrationsFolder ?? path.join(process.cwd(), "db", "migrations") });
+    ensureRollups(db as Db);
     return {
       db,
       sqlite,

@@ -82,12 +82,9 @@ export const samples = sqliteTable(
   ],
 );
 
-/** Per-minute rollups of samples, kept for retention.rollupDays. */
-export const sampleMinutes = sqliteTable(
-  "sample_minutes",
-  {
-    backendId: text("backend_id").notNull(),
-    minute: integer("minute").notNull(), // ms since epoch, floored to the minute
+/** What a rollup row holds, alike in `sample_minutes` and `sample_rollups`: the readings' count, means and maxima, the worst state. */
+function rollupColumns() {
+  return {
     n: integer("n").notNull(),
     runningAvg: real("running_avg"),
     runningMax: real("running_max"),
@@ -97,12 +94,39 @@ export const sampleMinutes = sqliteTable(
     generationTokensPerSecond: real("generation_tokens_per_second"),
     promptTokensPerSecond: real("prompt_tokens_per_second"),
     kvCacheUsage: real("kv_cache_usage"),
-    /** Means over the minute's readings (a mean of percentiles: a guide, not an exact percentile). */
+    /** Means over the window's readings (a mean of percentiles: a guide, not an exact percentile). */
     ...latencyColumns(),
-    /** The least healthy state seen in the minute. */
+    /** The least healthy state seen in the window. */
     worstState: text("worst_state", { enum: BACKEND_STATES }).notNull(),
+  };
+}
+
+/** Per-minute rollups of samples, kept for retention.rollupDays. */
+export const sampleMinutes = sqliteTable(
+  "sample_minutes",
+  {
+    backendId: text("backend_id").notNull(),
+    minute: integer("minute").notNull(), // ms since epoch, floored to the minute
+    ...rollupColumns(),
   },
   (t) => [primaryKey({ columns: [t.backendId, t.minute] }), index("sample_minutes_minute").on(t.minute)],
+);
+
+/**
+ * Coarser windows of `sample_minutes` (db/queries.ts ROLLUP_WIDTHS_MS: 10 minutes and an hour),
+ * each recomputed from its minutes whenever the retention job folds readings into one of them, so a
+ * window always sums exactly its minutes. A week's history reads ~1,000 of these rows as they are,
+ * instead of grouping ~10,000 minutes per request. Kept until the window's end is rollupDays old.
+ */
+export const sampleRollups = sqliteTable(
+  "sample_rollups",
+  {
+    backendId: text("backend_id").notNull(),
+    widthMs: integer("width_ms").notNull(),
+    start: integer("start").notNull(), // ms since epoch, a multiple of widthMs
+    ...rollupColumns(),
+  },
+  (t) => [primaryKey({ columns: [t.backendId, t.widthMs, t.start] }), index("sample_rollups_start").on(t.widthMs, t.start)],
 );
 
 /** State changes of backends and proxies, with the reasons. Kept forever. */

@@ -29,28 +29,47 @@ export function threeDigits(x: number | null): number | null {
 
 type Row = { at: number; state: BackendState } & Partial<Record<HistoryFigure, number | null>>;
 
-/** Points (in time order) as columns; `exact` keeps every digit (the CSV). */
-export function toColumns(points: readonly Row[], exact = false): HistoryColumns {
-  const n = points.length;
+/**
+ * Columns from `n` points in any shape: point i's time, state and the value of HISTORY_FIGURES[k].
+ * db/queries.ts builds the history from SQLite's rows as arrays (an object per row with 20 keys
+ * cost 5x the query itself); `exact` keeps every digit (the CSV).
+ */
+export function columnsFrom(
+  n: number,
+  point: { at(i: number): number; state(i: number): BackendState; value(i: number, k: number): number | null },
+  exact = false,
+): HistoryColumns {
   const at = new Array<number>(n);
   const state: Array<[number, BackendState]> = [];
   for (let i = 0; i < n; i++) {
-    const p = points[i];
-    at[i] = p.at;
-    if (i === 0 || p.state !== points[i - 1].state) state.push([i, p.state]);
+    at[i] = point.at(i);
+    const s = point.state(i);
+    if (i === 0 || s !== state[state.length - 1][1]) state.push([i, s]);
   }
   const cols = { at, state } as HistoryColumns;
-  for (const f of HISTORY_FIGURES) {
+  HISTORY_FIGURES.forEach((f, k) => {
     let any = false;
     const col = new Array<number | null>(n);
     for (let i = 0; i < n; i++) {
-      const v = points[i][f] ?? null;
+      const v = point.value(i, k);
       if (v !== null) any = true;
       col[i] = exact ? v : threeDigits(v);
     }
     cols[f] = any ? col : null;
-  }
+  });
   return cols;
+}
+
+/** Points (in time order) as columns; `exact` keeps every digit (the CSV). */
+export function toColumns(points: readonly Row[], exact = false): HistoryColumns {
+  return columnsFrom(points.length, { at: (i) => points[i].at, state: (i) => points[i].state, value: (i, k) => points[i][HISTORY_FIGURES[k]] ?? null }, exact);
+}
+
+/** The same columns with three significant digits (what the dashboard is sent). */
+export function roundColumns(c: HistoryColumns): HistoryColumns {
+  const out = { at: c.at, state: c.state } as HistoryColumns;
+  for (const f of HISTORY_FIGURES) out[f] = c[f]?.map(threeDigits) ?? null;
+  return out;
 }
 
 /** Columns back to points (the CSV, and clients that want rows). */

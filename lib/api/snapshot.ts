@@ -6,7 +6,7 @@
  */
 import type { Db } from "../../db/client";
 import { historyPoints, listRestartEvents, transitionsInRange } from "../../db/queries";
-import { toColumns } from "./history";
+import { roundColumns } from "./history";
 import type { RestartEventRow, TransitionRow } from "../../db/schema";
 import type { ConfigErrorDTO, FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, SparkPoint, TransitionDTO } from "./types";
 import { STATE_INFO, restartRecommended } from "../check/states";
@@ -153,8 +153,9 @@ export function historyOf(db: Db, backendId: string, from: number, to: number, o
     from,
     to,
     resolution: h.resolution,
-    count: h.points.length,
-    columns: toColumns(h.points, opts.exact),
+    bucketSeconds: h.bucketMs === null ? null : h.bucketMs / 1000,
+    count: h.columns.at.length,
+    columns: opts.exact ? h.columns : roundColumns(h.columns),
     transitions: transitionsInRange(db, "backend", backendId, from, to).map(transitionDTO),
     restarts: listRestartEvents(db, { backendId, from, to, limit: 500 }).map(restartDTO),
   };

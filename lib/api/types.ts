@@ -214,8 +214,10 @@ export interface HistoryResponse {
   backendId: string;
   from: number;
   to: number;
-  /** "raw" readings or "minute" rollups, whichever fits the range. */
-  resolution: "raw" | "minute";
+  /** "raw" readings (up to 6 h), or rollup windows (a minute, 10 minutes, an hour) for longer ranges. */
+  resolution: "raw" | "rollup";
+  /** A rollup point's width in seconds (60, 600, 3600 or whole hours past 62 days); null for raw readings. */
+  bucketSeconds: number | null;
   /** How many points (the length of every column). */
   count: number;
   columns: HistoryColumns;

@@ -14,6 +14,10 @@ import { historyOf } from "@/lib/api/snapshot";
 import { historyCsv } from "@/lib/api/exports";
 import type { HistoryPoint } from "@/lib/api/types";
 import type { Reading, Verdict } from "@/lib/check/types";
+import type { HistoryColumns } from "@/lib/api/types";
+
+/** historyPoints' columns as one object per point. */
+const pts = (r: { columns: HistoryColumns }) => toRows(r.columns);
 
 const empty = Object.fromEntries(HISTORY_FIGURES.map((f) => [f, null])) as Omit<HistoryPoint, "at" | "state">;
 const pt = (at: number, state: HistoryPoint["state"], extra: Partial<HistoryPoint> = {}): HistoryPoint => ({ ...empty, at, state, ...extra });
@@ -74,7 +78,7 @@ describe("historyOf on a real database", () => {
       sampleRow("b", reading(1000, 2), verdict("busy", 10.987654)),
       sampleRow("b", reading(6000, 0), verdict("idle", 0)),
     ]);
-    const rows = historyPoints(h.db, "b", 0, 10_000).points;
+    const rows = pts(historyPoints(h.db, "b", 0, 10_000));
     const r = historyOf(h.db, "b", 0, 10_000);
     expect(r.count).toBe(2);
     expect(r.columns.at).toEqual(rows.map((p) => p.at));

@@ -8,6 +8,11 @@ import { applyRetention, historyPoints, insertSamples, recentReadings, sampleRow
 import type { Reading, Verdict } from "@/lib/check/types";
 import type { Histogram, VllmLatency } from "@/lib/metrics/vllm-latency";
 import { dropOlderLatency, latencyOf } from "@/lib/watcher/latency";
+import { toRows } from "@/lib/api/history";
+import type { HistoryColumns } from "@/lib/api/types";
+
+/** historyPoints' columns as one object per point. */
+const pts = (r: { columns: HistoryColumns }) => toRows(r.columns);
 
 const hist = (counts: number[]): Histogram => ({ buckets: [0.1, 0.5, 1, Infinity].map((b, i) => [b, counts[i]] as [number, number]), count: counts[3], sum: 0 });
 const lat = (ttft: number[], stop: number, preempt: number): VllmLatency => ({ ttft: hist(ttft), itl: null, e2e: hist(ttft), queue: null, successByReason: { stop, length: 0, repetition: 1 }, preemptions: preempt });
@@ -71,10 +76,10 @@ describe("latency in SQLite", () => {
     }));
     insertSamples(h.db, rows);
     expect(recentReadings(h.db, "a", 0, 10)[0].latency).toBeUndefined();
-    const raw = historyPoints(h.db, "a", t0 - 1, t0 + 60_000).points;
+    const raw = pts(historyPoints(h.db, "a", t0 - 1, t0 + 60_000));
     expect(raw.map((p) => p.ttftP50)).toEqual([0.2, 0.30000000000000004, 0.4]);
     applyRetention(h.db, { now: t0 + 49 * 3600_000, rawHours: 48, rollupDays: 90 });
-    const minute = historyPoints(h.db, "a", t0 - 7 * 3600_000, t0 + 3600_000).points;
+    const minute = pts(historyPoints(h.db, "a", t0 - 7 * 3600_000, t0 + 3600_000));
     expect(minute).toHaveLength(1);
     expect(minute[0].ttftP50).toBeCloseTo(0.3, 9);
     // The read without a figure does not pull the mean towards zero.

@@ -26,6 +26,11 @@ import { desc, eq } from "drizzle-orm";
 import { restartEvents, samples } from "@/db/schema";
 import type { BackendState } from "@/lib/check/states";
 import type { Reading, Verdict } from "@/lib/check/types";
+import { toRows } from "@/lib/api/history";
+import type { HistoryColumns } from "@/lib/api/types";
+
+/** historyPoints' columns as one object per point. */
+const pts = (r: { columns: HistoryColumns }) => toRows(r.columns);
 
 let h: DbHandle;
 let dir: string;
@@ -229,12 +234,13 @@ describe("db", () => {
     insertSamples(h.db, rows);
     const raw = historyPoints(h.db, "a", t0, t0 + 3600_000);
     expect(raw.resolution).toBe("raw");
-    expect(raw.points).toHaveLength(120);
+    expect(pts(raw)).toHaveLength(120);
     const long = historyPoints(h.db, "a", t0 - 86_400_000, t0 + 3600_000);
-    expect(long.resolution).toBe("minute");
-    expect(long.points).toHaveLength(60);
-    expect(long.points[0]).toMatchObject({ at: t0, running: 3 });
-    expect(long.points[2].state).toBe("stuck"); // worst state of its minute
+    expect(long.resolution).toBe("rollup");
+    expect(long.bucketMs).toBe(60_000);
+    expect(pts(long)).toHaveLength(60);
+    expect(pts(long)[0]).toMatchObject({ at: t0, running: 3 });
+    expect(pts(long)[2].state).toBe("stuck"); // worst state of its minute
   });
 });
 
@@ -292,8 +298,8 @@ describe("retention with an injected clock", () => {
 
     // The long-range history still covers the rolled minutes.
     const hist = historyPoints(h.db, "a", t0 - DAY, t0 + 4 * DAY);
-    expect(hist.resolution).toBe("minute");
-    expect(hist.points.length).toBeGreaterThan(0);
+    expect(hist.resolution).toBe("rollup");
+    expect(pts(hist).length).toBeGreaterThan(0);
 
     // 91 days later the rollups go too; transitions and restart events stay.
     now = t0 + 91 * DAY;
@@ -328,10 +334,11 @@ describe("retention with an injected clock", () => {
     applyRetention(h.db, { now, ...keep });
     expect((h.sqlite.prepare("SELECT COUNT(*) AS c FROM samples WHERE folded = 0").get() as { c: number }).c).toBeGreaterThan(0);
     const after = historyPoints(h.db, "a", ...range);
-    expect(after.resolution).toBe("minute");
-    expect(after.points.length).toBe(before.points.length);
-    after.points.forEach((p, i) => {
-      const b = before.points[i];
+    expect(after.resolution).toBe("rollup");
+    expect(after.bucketMs).toBe(600_000); // 7 days and 2 h: 10-minute windows
+    expect(pts(after).length).toBe(pts(before).length);
+    pts(after).forEach((p, i) => {
+      const b = pts(before)[i];
       expect(p.at).toBe(b.at);
       expect(p.state).toBe(b.state);
       for (const k of ["running", "waiting", "stepsPerSecond", "generationTokensPerSecond", "kvCacheUsage"] as const) {
@@ -343,7 +350,7 @@ describe("retention with an injected clock", () => {
     const late = historyPoints(h.db, "a", ...range);
     applyRetention(h.db, { now, ...keep });
     const lateFolded = historyPoints(h.db, "a", ...range);
-    expect(late.points[0].state).toBe("down");
-    expect(lateFolded.points[0]).toEqual(late.points[0]);
+    expect(pts(late)[0].state).toBe("down");
+    expect(pts(lateFolded)[0]).toEqual(pts(late)[0]);
   });
 });

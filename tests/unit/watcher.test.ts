@@ -8,7 +8,7 @@ import { restartEvents, transitions } from "@/db/schema";
 import { restartRecommended, STATE_INFO, type BackendState } from "@/lib/check/states";
 import type { PendingRestart, ProxyReading, Reading, Verdict } from "@/lib/check/types";
 import { parseConfig, type Config } from "@/lib/config";
-import { startWatcher, type Watcher, type WatcherOptions } from "@/lib/watcher";
+import { RETENTION_CHUNK, startWatcher, type Watcher, type WatcherOptions } from "@/lib/watcher";
 import { fleetSnapshot } from "@/lib/api/snapshot";
 import { requestUnattendedRestart } from "@/lib/oncall/unattended";
 
@@ -310,6 +310,26 @@ describe("watcher", () => {
     expect(h.sqlite.prepare("SELECT COUNT(*) AS c FROM sample_minutes").get()).toEqual({ c: 1 });
     await vi.advanceTimersByTimeAsync(24 * 3600_000); // a day passes in milliseconds
     expect(h.sqlite.prepare("SELECT COUNT(*) AS c FROM sample_minutes").get()).toEqual({ c: 0 });
+  });
+
+  it("runs retention a chunk of backends at a time, the event loop free between chunks, then the rows of backends no longer watched", async () => {
+    const ids = Array.from({ length: RETENTION_CHUNK * 2 + 7 }, (_, i) => `b${i}`);
+    const cfg = config({ backends: ids.map((id, i) => ({ id, url: `http://127.0.0.1:${10_000 + i}` })), proxies: [], retention: { rawHours: 1, rollupDays: 1 } });
+    const old = T0 - 2 * 3600_000;
+    insertSamples(h.db, [...ids, "gone"].map((id) => sampleRow(id, reading(old), verdict("busy"))));
+    const { w } = start({ config: cfg, retentionIntervalMs: 24 * 3600_000 });
+    const folded = () => (h.sqlite.prepare("SELECT COUNT(*) AS c FROM sample_minutes WHERE minute < ?").get(T0 - 3600_000) as { c: number }).c;
+    // The periodic run starts with the watcher: its first chunk runs at once, the rest after a yield.
+    expect(folded()).toBe(RETENTION_CHUNK);
+    expect(await w.runRetention()).toBeNull(); // one run at a time
+    await vi.advanceTimersByTimeAsync(10);
+    expect(folded()).toBe(ids.length + 1);
+    expect(h.sqlite.prepare("SELECT COUNT(*) AS c FROM samples WHERE at < ?").get(T0 - 3600_000)).toEqual({ c: 0 });
+    // A run asked for now covers every chunk and the rest, and sums what it did.
+    insertSamples(h.db, [sampleRow("b0", reading(old + 1), verdict("busy")), sampleRow("gone", reading(old + 1), verdict("idle"))]);
+    const run = w.runRetention();
+    await vi.advanceTimersByTimeAsync(10);
+    expect(await run).toEqual({ rolledMinutes: 2, deletedSamples: 2, deletedRollups: 0 });
   });
 });
 

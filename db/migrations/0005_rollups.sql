@@ -1,0 +1,32 @@
+CREATE TABLE `sample_rollups` (
+	`backend_id` text NOT NULL,
+	`width_ms` integer NOT NULL,
+	`start` integer NOT NULL,
+	`n` integer NOT NULL,
+	`running_avg` real,
+	`running_max` real,
+	`waiting_avg` real,
+	`waiting_max` real,
+	`steps_per_second` real,
+	`generation_tokens_per_second` real,
+	`prompt_tokens_per_second` real,
+	`kv_cache_usage` real,
+	`ttft_p50` real,
+	`ttft_p95` real,
+	`itl_p50` real,
+	`itl_p95` real,
+	`e2e_p50` real,
+	`e2e_p95` real,
+	`queue_p50` real,
+	`queue_p95` real,
+	`preemptions_per_second` real,
+	`success_stop_per_second` real,
+	`success_length_per_second` real,
+	`success_abort_per_second` real,
+	`success_error_per_second` real,
+	`success_other_per_second` real,
+	`worst_state` text NOT NULL,
+	PRIMARY KEY(`backend_id`, `width_ms`, `start`)
+);
+--> statement-breakpoint
+CREATE INDEX `sample_rollups_start` ON `sample_rollups` (`width_ms`,`start`);
