@@ -10,6 +10,10 @@ export async function register(): Promise<void> {
     // The socket address for the sign-in throttle and the Origin/Host checks (lib/auth/net-policy).
     const { installPeerHeader } = await import("./lib/auth/net-policy");
     await installPeerHeader();
+    // GET /api/fleet answered before Next's pipeline when the answer is surely Next's
+    // (lib/api/fast-lane.ts; STEPWATCH_FLEET_FAST_LANE=off leaves it to Next).
+    const { installFleetFastLane } = await import("./lib/api/fast-lane");
+    installFleetFastLane();
     const { startFromInstrumentation } = await import("./lib/runtime");
     await startFromInstrumentation();
   }

@@ -61,17 +61,23 @@ export function cachedEncoding(
   build: (now: number) => Promise<unknown>,
   keyOf: () => Promise<unknown>,
   revision: () => Promise<number> = async () => 0,
+  shareAs?: symbol,
 ): (now?: number) => Promise<EncodedJson> {
-  let cache: { at: number; key: unknown; revision: number; encoded: Promise<EncodedJson> } | null = null;
+  type Entry = { at: number; key: unknown; revision: number; encoded: Promise<EncodedJson> };
+  // With `shareAs`, the one cache of the process lives on globalThis: the route handler and the
+  // fast lane (lib/api/fast-lane.ts) are separate module instances, and must hand out the same
+  // bytes under the same ETag at the same moment.
+  const slot: { cache: Entry | null } = shareAs ? (((globalThis as { [k: symbol]: { cache: Entry | null } })[shareAs] ??= { cache: null })) : { cache: null };
   return async (now = Date.now()) => {
     const key = await keyOf();
     const rev = await revision();
+    const cache = slot.cache;
     if (cache && cache.key === key && cache.revision === rev && now - cache.at >= 0 && now - cache.at < FLEET_JSON_MAX_AGE_MS) return cache.encoded;
     const encoded = build(now).then(encodeJson);
     const entry = { at: now, key, revision: rev, encoded };
-    cache = entry;
+    slot.cache = entry;
     encoded.catch(() => {
-      if (cache === entry) cache = null; // a failure is not cached
+      if (slot.cache === entry) slot.cache = null; // a failure is not cached
     });
     return encoded;
   };
@@ -81,8 +87,8 @@ export function cachedEncoding(
 const configGeneration = async (): Promise<unknown> => (await getRuntime()).configStatus;
 const watcherRevision = async () => (await getRuntime()).watcher.revision();
 
-/** GET /api/fleet, encoded (see cachedEncoding). */
-export const getFleetJson = cachedEncoding(getFleet, configGeneration, watcherRevision);
+/** GET /api/fleet, encoded (see cachedEncoding); one cache per process, shared with the fast lane. */
+export const getFleetJson = cachedEncoding(getFleet, configGeneration, watcherRevision, Symbol.for("stepwatch.fleetJson"));
 /** GET /api/fleet/recent, encoded. */
 export const getFleetRecentJson = cachedEncoding(getFleetRecent, configGeneration);
 

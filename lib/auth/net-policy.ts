@@ -187,11 +187,26 @@ export function currentNetPolicy(): NetPolicy | null {
 }
 
 const PEER_INSTALLED = Symbol.for("stepwatch.peerHeader");
+const LANE = Symbol.for("stepwatch.requestLane");
 
 /**
- * Stamp every request the process's HTTP(S) servers receive with the socket's address. Patches
- * `emit` of http.Server and https.Server so servers created before this call are covered too
- * (Next creates its server before instrumentation runs). Idempotent.
+ * A handler that may answer a request before Next sees it (lib/api/fast-lane.ts). Called with
+ * the request already stamped (PEER_HEADER); returns true when it took the request, and then
+ * answers it or calls `toNext()` (once, before writing anything) to hand it to Next as if it had
+ * never looked. It returns false, or throws, to leave the request to Next at once.
+ */
+export type RequestLane = (server: object, req: unknown, res: unknown, toNext: () => void) => boolean;
+
+/** Sets (or, with null, removes) the one request lane. */
+export function setRequestLane(lane: RequestLane | null): void {
+  (globalThis as { [LANE]?: RequestLane | null })[LANE] = lane;
+}
+
+/**
+ * Stamp every request the process's HTTP(S) servers receive with the socket's address, then offer
+ * it to the request lane, if one is set. Patches `emit` of http.Server and https.Server so servers
+ * created before this call are covered too (Next creates its server before instrumentation runs).
+ * Idempotent.
  */
 export async function installPeerHeader(): Promise<void> {
   const g = globalThis as { [PEER_INSTALLED]?: boolean };
@@ -206,6 +221,15 @@ export async function installPeerHeader(): Promise<void> {
         const req = args[0] as { headers: Record<string, unknown>; socket?: { remoteAddress?: string; encrypted?: boolean } };
         req.headers[PEER_HEADER] = req.socket?.remoteAddress ?? "";
         req.headers[PEER_TLS_HEADER] = req.socket?.encrypted ? "1" : "0";
+        const lane = (globalThis as { [LANE]?: RequestLane | null })[LANE];
+        if (lane) {
+          try {
+            if (lane(this as object, req, args[1], () => void original.call(this, event, ...args))) return true;
+          } catch (e) {
+            // A lane's failure never loses the request: Next answers it as if there were no lane.
+            console.error("stepwatch: the request lane failed; Next answers:", e);
+          }
+        }
       }
       return original.call(this, event, ...args);
     };

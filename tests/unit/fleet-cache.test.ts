@@ -38,3 +38,23 @@ describe("the fleet's encoded answer", () => {
     expect(builds).toBe(3);
   });
 });
+
+describe("one cache per process (shareAs)", () => {
+  it("two instances of the same verb (the route's and the fast lane's module) hand out the same bytes", async () => {
+    const slot = Symbol("test.sharedFleetJson");
+    let builds = 0;
+    const build = async (now: number) => {
+      builds++;
+      return { generatedAt: now };
+    };
+    const route = cachedEncoding(build, async () => "k", async () => 0, slot);
+    const lane = cachedEncoding(build, async () => "k", async () => 0, slot);
+    const t = 2_000_000;
+    const a = await route(t);
+    // Built at another moment, an unshared cache would name other bytes (another generatedAt).
+    expect(await lane(t + 5)).toBe(a);
+    expect(builds).toBe(1);
+    const unshared = cachedEncoding(build, async () => "k");
+    expect((await unshared(t + 5)).etag).not.toBe(a.etag);
+  });
+});

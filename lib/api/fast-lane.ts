@@ -1,0 +1,190 @@
+/**
+ * The fleet's fast lane: `GET` and `HEAD` of exactly `/api/fleet` answered in the HTTP server's
+ * own "request" event (lib/auth/net-policy installPeerHeader offers every request to the lane),
+ * before Next's per-request pipeline (its router, the Proxy, the route handler), which alone
+ * costs more than the whole answer (docs/decisions.md, "The fleet's fast lane").
+ *
+ * It answers only when it is sure the answer is the one Next would give:
+ * - the server is Next's own (`next start`: the one listening on process.env.PORT, which Next
+ *   sets), never another server of this process (the demo fleet's simulators);
+ * - the request is `GET`/`HEAD` of the path `/api/fleet` with no query string;
+ * - the admission (lib/auth/admission.ts `admit`, the same function proxy.ts calls) lets it in:
+ *   the runtime has started, the Host is allowed, the read gate passes;
+ * - the encoding Next's compression would choose is gzip or none (deflate is left to Next);
+ * - the fleet's bytes are at hand (lib/api/fleet getFleetJson: the one process-wide cache the
+ *   route handler uses too, so both lanes name the same bytes with the same ETag).
+ * In every other case (a refusal, an error, another method or path) it does nothing and Next
+ * answers as it always did. What it sends is what the route sends (respondEncoded) with the
+ * headers proxy.ts adds and the gzip Next's compression applies: status, body, ETag and 304,
+ * cache-control, content-type, Vary: Accept-Encoding, the CSP and security headers. Next's
+ * `Vary: rsc, next-router-*` is not sent: it tells caches about React Server Component requests,
+ * which a JSON route does not answer differently.
+ *
+ * STEPWATCH_FLEET_FAST_LANE=off leaves every request to Next (the escape hatch; the parity tests
+ * use it to get Next's own answer).
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { promisify } from "node:util";
+import { gzip } from "node:zlib";
+import Negotiator from "negotiator";
+// Next's own cookie parser (what request.cookies is in proxy.ts), so both lanes read one session.
+import { RequestCookies } from "next/dist/compiled/@edge-runtime/cookies";
+import { admit, answerHeaders, type AdmissionRequest } from "../auth/admission";
+import { setRequestLane, type HeaderSource, type RequestLane } from "../auth/net-policy";
+import { getFleetJson, type EncodedJson } from "./fleet";
+import { etagMatches } from "./respond";
+
+export const FAST_LANE_ENV = "STEPWATCH_FLEET_FAST_LANE";
+export const FLEET_PATH = "/api/fleet";
+
+const gzipAsync = promisify(gzip);
+
+/** "off" (or "0", "false") turns the lane off; unset, "on", "1", "true" keep it on. Anything else throws naming the variable. */
+export function fastLaneEnabled(value: string | undefined): boolean {
+  const v = (value ?? "").trim().toLowerCase();
+  if (v === "" || v === "on" || v === "1" || v === "true") return true;
+  if (v === "off" || v === "0" || v === "false") return false;
+  throw new Error(`${FAST_LANE_ENV}: "${value!.slice(0, 40)}" is not "on" or "off"`);
+}
+
+const encodingMemo = new Map<string | undefined, "gzip" | "deflate" | "identity">();
+
+/**
+ * The encoding next start's compression (the `compression` package, which asks `negotiator`)
+ * would choose for a JSON answer: gzip whenever gzip is acceptable, else the client's preference
+ * among deflate and identity. "deflate" is Next's to answer.
+ */
+export function encodingFor(acceptEncoding: string | undefined): "gzip" | "deflate" | "identity" {
+  const memo = encodingMemo.get(acceptEncoding);
+  if (memo) return memo;
+  const n = new Negotiator({ headers: { "accept-encoding": acceptEncoding } });
+  let chosen: string | undefined = n.encodings(["gzip", "deflate", "identity"])[0];
+  if (chosen === "deflate" && n.encodings(["gzip"]).length > 0) chosen = n.encodings(["gzip", "identity"])[0];
+  const result = chosen === "gzip" ? "gzip" : chosen === "deflate" ? "deflate" : "identity";
+  // Browsers send the same few values on every request; the memo is bounded against any others.
+  if (encodingMemo.size >= 64) encodingMemo.clear();
+  encodingMemo.set(acceptEncoding, result);
+  return result;
+}
+
+/** Node's header map as what admission reads (values joined as a fetch Headers joins them). */
+function headerSource(h: IncomingMessage["headers"]): HeaderSource {
+  return {
+    get(name: string) {
+      const v = h[name];
+      return v === undefined ? null : Array.isArray(v) ? v.join(", ") : v;
+    },
+  };
+}
+
+/** The gzip of the current bytes, made once per ETag however many clients ask. */
+let gzipped: { etag: string; body: Promise<Buffer> } | null = null;
+function gzipOf(enc: EncodedJson): Promise<Buffer> {
+  if (gzipped?.etag !== enc.etag) {
+    const entry = { etag: enc.etag, body: gzipAsync(enc.body) };
+    gzipped = entry;
+    entry.body.catch(() => {
+      if (gzipped === entry) gzipped = null;
+    });
+  }
+  return gzipped.body;
+}
+
+let failures = 0;
+let lastLogged = 0;
+function logFailure(e: unknown): void {
+  failures++;
+  const now = Date.now();
+  if (now - lastLogged < 60_000) return; // one line a minute at most: Next answered each of them
+  lastLogged = now;
+  console.error(`stepwatch: the /api/fleet fast lane failed (${failures} time(s) so far); Next answered:`, e);
+}
+
+/** Next's server under `next start` is the one listening on the port Next put in process.env.PORT. */
+const isNextServer = new WeakMap<object, boolean>();
+function nextsServer(server: object): boolean {
+  const known = isNextServer.get(server);
+  if (known !== undefined) return known;
+  const port = process.env.PORT;
+  const addr = (server as { address?: () => AddressInfo | string | null }).address?.();
+  if (!port || !addr || typeof addr === "string") return false; // not decided yet: ask again next time
+  const yes = String(addr.port) === port;
+  isNextServer.set(server, yes);
+  return yes;
+}
+
+/** What the lane reads; replaced only by the unit tests (to make it fail on purpose). */
+export interface LaneSources {
+  admit: typeof admit;
+  fleetJson: () => Promise<EncodedJson>;
+}
+const REAL: LaneSources = { admit, fleetJson: () => getFleetJson() };
+
+/** Answers and returns true, or returns false having written nothing (Next answers then). */
+async function answer(req: IncomingMessage, res: ServerResponse, encoding: "gzip" | "identity", src: LaneSources): Promise<boolean> {
+  const headers = headerSource(req.headers);
+  let jar: RequestCookies | null = null;
+  const cookies: AdmissionRequest["cookies"] = { get: (name) => (jar ??= new RequestCookies(headers as Headers)).get(name) };
+  const a = await src.admit({ headers, cookies, pathname: FLEET_PATH, search: "" });
+  if (!a.ok) return false;
+  const enc = await src.fleetJson();
+  const out: Array<[string, string]> = [...answerHeaders(a), ["etag", enc.etag], ["cache-control", "no-cache"], ["vary", "Accept-Encoding"]];
+  if (etagMatches(headers.get("if-none-match"), enc.etag)) {
+    res.writeHead(304, out.flat());
+    res.end();
+    return true;
+  }
+  const body = encoding === "gzip" ? await gzipOf(enc) : enc.body;
+  out.push(["content-type", "application/json"], ["content-length", String(body.byteLength)]);
+  if (encoding === "gzip") out.push(["content-encoding", "gzip"]);
+  res.writeHead(200, out.flat());
+  if (req.method === "HEAD") res.end();
+  else res.end(body);
+  return true;
+}
+
+/** The lane itself: synchronous checks first, so every other request costs a comparison or two. */
+export function fleetLane(src: LaneSources = REAL): RequestLane {
+  return (server, rawReq, rawRes, toNext) => {
+    const req = rawReq as IncomingMessage;
+    const res = rawRes as ServerResponse;
+    if (req.url !== FLEET_PATH || (req.method !== "GET" && req.method !== "HEAD")) return false;
+    if (!nextsServer(server)) return false;
+    // Next's compression never compresses a HEAD answer.
+    const encoding = req.method === "HEAD" ? "identity" : encodingFor(req.headers["accept-encoding"]);
+    if (encoding === "deflate") return false;
+    const handOver = () => {
+      try {
+        toNext();
+      } catch (e) {
+        // Next's listener is async and never throws here; should it, the client is not left waiting.
+        logFailure(e);
+        res.destroy();
+      }
+    };
+    answer(req, res, encoding, src).then(
+      (answered) => {
+        if (!answered) handOver();
+      },
+      (e: unknown) => {
+        logFailure(e);
+        if (!res.headersSent) handOver();
+        else res.destroy(); // cannot happen once writeHead returned; never leave a client hanging
+      },
+    );
+    return true;
+  };
+}
+
+/** Installs the lane (from instrumentation.ts, after installPeerHeader), unless STEPWATCH_FLEET_FAST_LANE is off. */
+export function installFleetFastLane(env: NodeJS.ProcessEnv = process.env): void {
+  let on: boolean;
+  try {
+    on = fastLaneEnabled(env[FAST_LANE_ENV]);
+  } catch (e) {
+    console.error(`stepwatch: ${(e as Error).message}; the /api/fleet fast lane is off (Next answers every request)`);
+    on = false;
+  }
+  setRequestLane(on ? fleetLane() : null);
+}
