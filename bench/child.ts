@@ -95,14 +95,27 @@ export function startBundled(script: string, args: string[], nodeFlags: string[]
   return startChild(process.execPath, [...nodeFlags, out, ...args]);
 }
 
-/** `node --import tsx <script> ...args`: TypeScript without the npx/tsx wrapper processes. */
-export function startTsx(script: string, args: string[], env?: NodeJS.ProcessEnv): Child {
-  return startChild(process.execPath, ["--import", "tsx", script, ...args], { env });
+/** `node [nodeFlags] --import tsx <script> ...args`: TypeScript without the npx/tsx wrapper processes. */
+export function startTsx(script: string, args: string[], nodeFlags: string[] = []): Child {
+  return startChild(process.execPath, [...nodeFlags, "--import", "tsx", script, ...args]);
 }
 
-/** One simulator child process serving `count` simulated vLLM servers, each on its own 127.0.0.1 port. */
-export async function startSimulatorFleet(count: number, readyTimeoutMs = 120_000, extraArgs: string[] = []): Promise<{ child: Child; urls: string[] }> {
-  const child = startTsx("lib/sim/cli.ts", ["--count", String(count), ...extraArgs]);
+/**
+ * One simulator child process serving `count` simulated vLLM servers, each on its own 127.0.0.1 port.
+ * Bundled by default (startBundled), like the watcher worker: under tsx the loader costs the fleet
+ * CPU and memory on the cores the watcher is measured on. `bundled: false` runs it under tsx;
+ * `script` another copy of lib/sim/cli.ts (bench/sim-cost.ts compares one commit's with another's).
+ */
+export async function startSimulatorFleet(
+  count: number,
+  readyTimeoutMs = 120_000,
+  extraArgs: string[] = [],
+  opts: { bundled?: boolean; nodeFlags?: string[]; script?: string } = {},
+): Promise<{ child: Child; urls: string[] }> {
+  const args = ["--count", String(count), ...extraArgs];
+  const nodeFlags = opts.nodeFlags ?? [];
+  const script = opts.script ?? "lib/sim/cli.ts";
+  const child = opts.bundled === false ? startTsx(script, args, nodeFlags) : startBundled(script, args, nodeFlags);
   try {
     const ready = await firstJsonLine<{ simulators: Array<{ url: string }> }>(child, readyTimeoutMs, "simulator fleet");
     return { child, urls: ready.simulators.map((s) => s.url) };

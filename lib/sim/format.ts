@@ -14,13 +14,16 @@ export function pythonFloatRepr(d: number): string {
   if (Number.isNaN(d)) return "nan";
   if (!Number.isFinite(d)) return d > 0 ? "inf" : "-inf";
   if (Number.isInteger(d) && Math.abs(d) < 1e16) return d.toFixed(1);
+  // Fast path: in Python's fixed-notation range JS prints the same shortest digits without an exponent.
+  const abs = Math.abs(d);
+  if (abs >= 1e-4 && abs < 1e16) return String(d);
   const [mantissa, expText] = d.toExponential().split("e");
   const exp = Number(expText);
   if (exp < -4 || exp >= 16) {
     const sign = exp < 0 ? "-" : "+";
     return `${mantissa}e${sign}${String(Math.abs(exp)).padStart(2, "0")}`;
   }
-  return String(d); // JS and Python agree on fixed notation in this exponent range
+  return String(d);
 }
 
 /**

@@ -22,6 +22,11 @@ export class Histogram {
     this.sum += value * times;
   }
 
+  /** Non-cumulative counts per bound, the last one +Inf (read-only: the renderer sums them as it writes). */
+  get bucketCounts(): readonly number[] {
+    return this.counts;
+  }
+
   /** [upper bound, cumulative count] pairs, ending with +Inf = count. */
   cumulative(): Array<[number, number]> {
     let acc = 0;

@@ -4,6 +4,7 @@ import readline from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "@/lib/config";
 import { DEMO_SCRIPT, SIDE_SCHEDULE, startDemoFleet, type DemoFleet } from "@/lib/sim/demo";
+import { startSimulatorFleet } from "@/bench/child";
 import { call, waitFor } from "./sim-support";
 
 let fleet: DemoFleet | null = null;
@@ -88,5 +89,21 @@ describe("sim CLI", () => {
     } finally {
       if (child.exitCode === null) child.kill("SIGKILL");
     }
+  });
+
+  it("runs bundled by esbuild as the benchmarks start it: ready, the same exposition, stopped by pid", async () => {
+    const { child, urls } = await startSimulatorFleet(2, 30_000, ["--model", "bundled/model", "--http-keep-alive-seconds", "15"]);
+    try {
+      expect(child.proc.spawnargs.some((a) => a.endsWith("cli.bundle.cjs"))).toBe(true);
+      expect(urls).toHaveLength(2);
+      const res = await call(`${urls[1]}/metrics`);
+      expect(res.status).toBe(200);
+      expect(res.body).toContain('vllm:num_requests_running{engine="0",model_name="bundled/model"} 0.0\n');
+      expect(res.body).toContain("# TYPE vllm:iteration_tokens_total histogram\n");
+    } finally {
+      await child.stop();
+    }
+    expect(child.proc.exitCode).toBe(0);
+    expect((await call(`${urls[0]}/health`)).error).toBe("ECONNREFUSED");
   });
 });
