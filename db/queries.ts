@@ -641,7 +641,8 @@ export function applyRetention(db: Db, opts: { now: number; rawHours: number; ro
   const markFolded = client.prepare(`UPDATE samples SET folded = 1 WHERE folded = 0 AND at < @cutoff ${scope.where}`);
   const delRaw = client.prepare(`DELETE FROM samples WHERE at < @cutoff ${scope.where}`);
   const delRollups = client.prepare(`DELETE FROM sample_minutes WHERE minute < @cutoff ${scope.where}`);
-  const delWindows = client.prepare(`DELETE FROM sample_rollups WHERE start + width_ms <= @cutoff ${scope.where}`);
+  // Per width, so the (width_ms, start) index finds them (start + width_ms <= cutoff would scan the table).
+  const delWindows = ROLLUP_WIDTHS_MS.map((w) => client.prepare(`DELETE FROM sample_rollups WHERE width_ms = ${w} AND start <= @cutoff - ${w} ${scope.where}`));
   return client.transaction(() => {
     const rolled = roll.run(params({ cutoff: foldCutoff })).changes;
     // The windows of the minutes just folded into, before their samples are marked folded.
@@ -653,7 +654,7 @@ export function applyRetention(db: Db, opts: { now: number; rawHours: number; ro
     markFolded.run(params({ cutoff: foldCutoff }));
     const deletedSamples = delRaw.run(params({ cutoff: rawCutoff })).changes;
     const deletedRollups = delRollups.run(params({ cutoff: rollupCutoff })).changes;
-    delWindows.run(params({ cutoff: rollupCutoff }));
+    for (const del of delWindows) del.run(params({ cutoff: rollupCutoff }));
     return { rolledMinutes: rolled, deletedSamples, deletedRollups };
   })();
 }
