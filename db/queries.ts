@@ -506,7 +506,7 @@ function historyStatement(client: Database.Database, text: string): Database.Sta
 }
 
 function columnsOf(rows: readonly PointRow[]): HistoryColumns {
-  return columnsFrom(rows.length, { at: (i) => rows[i][0], state: (i) => rows[i][2], value: (i, k) => rows[i][FIRST_FIGURE + k] as number | null }, true);
+  return columnsFrom(rows.length, { at: (i) => rows[i][0], state: (i) => rows[i][2], value: (i, k) => rows[i][FIRST_FIGURE + k] as number | null });
 }
 
 /** Two lists of points in time order as one; two points at one time become one, weighted by their readings. */

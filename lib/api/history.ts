@@ -52,14 +52,13 @@ export function threeDigits(x: number | null): number | null {
 type Row = { at: number; state: BackendState } & Partial<Record<HistoryFigure, number | null>>;
 
 /**
- * Columns from `n` points in any shape: point i's time, state and the value of HISTORY_FIGURES[k].
- * db/queries.ts builds the history from SQLite's rows as arrays (an object per row with 20 keys
- * cost 5x the query itself); `exact` keeps every digit (the CSV).
+ * Columns from `n` points in any shape: point i's time, state and the value of HISTORY_FIGURES[k],
+ * every digit kept (roundColumns makes what the dashboard is sent). db/queries.ts builds the
+ * history from SQLite's rows as arrays (an object per row with 20 keys cost 5x the query itself).
  */
 export function columnsFrom(
   n: number,
   point: { at(i: number): number; state(i: number): BackendState; value(i: number, k: number): number | null },
-  exact = false,
 ): HistoryColumns {
   const at = new Array<number>(n);
   const state: Array<[number, BackendState]> = [];
@@ -75,7 +74,7 @@ export function columnsFrom(
     for (let i = 0; i < n; i++) {
       const v = point.value(i, k);
       if (v !== null) any = true;
-      col[i] = exact ? v : threeDigits(v);
+      col[i] = v;
     }
     cols[f] = any ? col : null;
   });
@@ -84,7 +83,8 @@ export function columnsFrom(
 
 /** Points (in time order) as columns; `exact` keeps every digit (the CSV). */
 export function toColumns(points: readonly Row[], exact = false): HistoryColumns {
-  return columnsFrom(points.length, { at: (i) => points[i].at, state: (i) => points[i].state, value: (i, k) => points[i][HISTORY_FIGURES[k]] ?? null }, exact);
+  const c = columnsFrom(points.length, { at: (i) => points[i].at, state: (i) => points[i].state, value: (i, k) => points[i][HISTORY_FIGURES[k]] ?? null });
+  return exact ? c : roundColumns(c);
 }
 
 /** The same columns with three significant digits (what the dashboard is sent). */

@@ -9,20 +9,9 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "@/lib/sim/engine";
 import { formatLabels, formatValue, type Labels } from "@/lib/sim/format";
 import { renderMetrics, renderMetricsBody } from "@/lib/sim/metrics";
+import { seededRandom as prng } from "@/lib/sim/load";
 import { LIVE_MODES, VllmSimModel, type SimModelOptions } from "@/lib/sim/model";
 import { referenceFormatLabels, referenceFormatValue, referenceRenderMetrics } from "./sim-render-reference";
-
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed by its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function modelAt(over: Partial<SimModelOptions> = {}, start = 1_789_901_808_660) {
   const clock = { now: start };
