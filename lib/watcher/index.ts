@@ -185,27 +185,27 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   const onLag = (ms: number) => telemetry.pollLag(ms);
   const onError = (what: string) => (e: unknown) => log(`stepwatch: ${what}: ${(e as Error)?.stack ?? String(e)}`);
 
-  const startLoop = (key: string, what: string, poll: (s: AbortSignal) => Promise<void>, offsetMs: number) => {
+  const startLoop = (key: string, what: string, poll: (s: AbortSignal) => Promise<void>, startAt: number) => {
     const own = new AbortController();
     const stopOwn = () => own.abort();
     signal.addEventListener("abort", stopOwn, { once: true });
     targetLoops.set(key, own);
-    const loop = runEvery(poll, { intervalMs, signal: own.signal, clock, offsetMs, onLag, onError: onError(`poll of ${what} failed`) }).finally(() =>
+    const loop = runEvery(poll, { intervalMs, signal: own.signal, clock, startAt, onLag, onError: onError(`poll of ${what} failed`) }).finally(() =>
       signal.removeEventListener("abort", stopOwn),
     );
     track(loop);
   };
-  const addBackend = (b: BackendConfig, offsetMs: number) => {
+  const addBackend = (b: BackendConfig, startAt: number) => {
     const m = new BackendMonitor(b, deps);
     m.seed();
     backends.set(b.id, m);
-    startLoop(`backend:${b.id}`, `backend ${b.id}`, (s) => m.poll(s), offsetMs);
+    startLoop(`backend:${b.id}`, `backend ${b.id}`, (s) => m.poll(s), startAt);
   };
-  const addProxy = (p: ProxyConfig, offsetMs: number) => {
+  const addProxy = (p: ProxyConfig, startAt: number) => {
     const m = new ProxyMonitor(p, deps);
     m.seed();
     proxies.set(p.id, m);
-    startLoop(`proxy:${p.id}`, `proxy ${p.id}`, (s) => m.poll(s), offsetMs);
+    startLoop(`proxy:${p.id}`, `proxy ${p.id}`, (s) => m.poll(s), startAt);
   };
   const stopTarget = (key: string) => {
     targetLoops.get(key)?.abort();
@@ -241,12 +241,14 @@ export function startWatcher(opts: WatcherOptions): Watcher {
     }
   };
 
-  // Targets start spread evenly over one interval: 1000 reads falling due in the same
-  // millisecond every round is what makes poll lag (bench/RESULTS.md).
+  // Targets start spread evenly over one interval from one start time, taken before any monitor
+  // is seeded: 1000 reads falling due in the same millisecond every round is what makes poll lag
+  // and slow reads (bench/RESULTS.md), and seeding them takes seconds.
   const targets = config.backends.length + config.proxies.length;
-  const offset = (i: number) => (targets > 1 ? Math.floor((i * intervalMs()) / targets) : 0);
-  config.backends.forEach((b, i) => addBackend(b, offset(i)));
-  config.proxies.forEach((p, i) => addProxy(p, offset(config.backends.length + i)));
+  const start = clock.now();
+  const slotOf = (i: number) => start + (targets > 1 ? Math.floor((i * intervalMs()) / targets) : 0);
+  config.backends.forEach((b, i) => addBackend(b, slotOf(i)));
+  config.proxies.forEach((p, i) => addProxy(p, slotOf(config.backends.length + i)));
   track(runEvery(refreshRestarts, { intervalMs: RESTART_REFRESH_MS, signal, clock }));
   track(runEvery(() => void store.flush(), { intervalMs: opts.flushIntervalMs ?? WATCHER_DEFAULTS.flushIntervalMs, signal, clock }));
   track(runEvery(() => void runRetention(), { intervalMs: opts.retentionIntervalMs ?? WATCHER_DEFAULTS.retentionIntervalMs, signal, clock }));
@@ -261,7 +263,8 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   runOutbox();
 
   /** Same id, new settings: the monitor (and its history) stays, its config is swapped. */
-  function sync<C extends { id: string }, M extends { config: C; reconfigure(c: C): void }>(kind: "backend" | "proxy", list: C[], map: Map<string, M>, add: (c: C, offsetMs: number) => void, change: ConfigChange): void {
+  function sync<C extends { id: string }, M extends { config: C; reconfigure(c: C): void }>(kind: "backend" | "proxy", list: C[], map: Map<string, M>, add: (c: C, startAt: number) => void, change: ConfigChange): void {
+    const start = clock.now();
     const wanted = new Map(list.map((c) => [c.id, c]));
     for (const id of [...map.keys()]) {
       if (wanted.has(id)) continue;
@@ -273,7 +276,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
       const m = map.get(c.id);
       if (!m) {
         // New targets are spread over one interval too, so a reload adding many does not burst.
-        add(c, list.length > 1 ? Math.floor((i * intervalMs()) / list.length) : 0);
+        add(c, start + (list.length > 1 ? Math.floor((i * intervalMs()) / list.length) : 0));
         change.added.push(`${kind} ${c.id}`);
       } else if (JSON.stringify(m.config) !== JSON.stringify(c)) {
         m.reconfigure(c);

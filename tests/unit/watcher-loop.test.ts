@@ -61,14 +61,43 @@ describe("runEvery", () => {
     expect(lags).toEqual([40, 40, 40]);
   });
 
-  it("an offset delays the first step and the slots follow from there", async () => {
+  it("startAt delays the first step and the slots follow from there", async () => {
     const ac = new AbortController();
     const starts: number[] = [];
-    const loop = runEvery(() => void starts.push(Date.now() - 1_000_000), { intervalMs: 1000, signal: ac.signal, offsetMs: 250 });
+    const loop = runEvery(() => void starts.push(Date.now() - 1_000_000), { intervalMs: 1000, signal: ac.signal, startAt: Date.now() + 250 });
     await vi.advanceTimersByTimeAsync(2500);
     ac.abort();
     await loop;
     expect(starts).toEqual([250, 1250, 2250]);
+  });
+
+  it("a first step that ran late keeps the slots of startAt: loops woken in one tick do not stay in step", async () => {
+    // The watcher's start holds the event loop while it seeds every monitor; each loop's first
+    // sleep then ends in the same tick, long after its slot.
+    const ac = new AbortController();
+    let first = true;
+    const clock = {
+      now: () => Date.now(),
+      sleep: (ms: number, signal: AbortSignal) => {
+        const extra = first ? 900 : 0;
+        first = false;
+        return sleep(ms + extra, signal);
+      },
+    };
+    const lags: number[] = [];
+    const starts: Record<string, number[]> = { a: [], b: [] };
+    const t0 = Date.now();
+    const loops = (["a", "b"] as const).map((k, i) => {
+      first = true;
+      return runEvery(() => void starts[k].push(Date.now() - t0), { intervalMs: 1000, signal: ac.signal, clock, startAt: t0 + 100 + i * 500, onLag: (ms) => lags.push(ms) });
+    });
+    await vi.advanceTimersByTimeAsync(3200);
+    ac.abort();
+    await Promise.all(loops);
+    // Both first steps are late (1000 and 1500 ms), then each goes back to its own slot.
+    expect(starts.a).toEqual([1000, 1100, 2100, 3100]);
+    expect(starts.b).toEqual([1500, 1600, 2600]);
+    expect(lags).toEqual([0, 0, 0, 0, 0]);
   });
 
   it("never overlaps: a step longer than the interval delays the next one and skips missed slots", async () => {
