@@ -152,13 +152,59 @@ export function pendingCountOfChannel(db: Db, channelId: string): number {
 
 /** The newest notification of a backend among `events` (seeds the problem state after a restart of stepwatch). */
 export function lastNotificationOf(db: Db, backendId: string, events: NotificationRow["event"][]): NotificationRow | undefined {
-  return db
-    .select()
-    .from(notifications)
-    .where(and(eq(notifications.backendId, backendId), inArray(notifications.event, events)))
-    .orderBy(desc(notifications.at), desc(notifications.id))
-    .limit(1)
-    .get();
+  const st = seedStatementsOf(db);
+  const key = events.join(",");
+  let q = st.lastNotification.get(key);
+  if (!q) {
+    q = db
+      .select()
+      .from(notifications)
+      .where(and(eq(notifications.backendId, sql.placeholder("backendId")), inArray(notifications.event, events)))
+      .orderBy(desc(notifications.at), desc(notifications.id))
+      .limit(1)
+      .prepare();
+    st.lastNotification.set(key, q);
+  }
+  return q.get({ backendId });
+}
+
+/**
+ * The reads made once per backend when the watcher seeds its monitors (and when an
+ * acknowledgement or maintenance changes), prepared once per connection as db/queries.ts's poll
+ * statements are: building each through drizzle again for every backend was most of the start's
+ * time at 1000 backends. Drizzle prepared queries map rows exactly as the unprepared ones do.
+ */
+interface SeedStatements {
+  /** One per event list (the callers use two fixed lists). */
+  lastNotification: Map<string, { get(values: { backendId: string }): NotificationRow | undefined }>;
+  activeAcknowledgement: { get(values: { backendId: string }): AcknowledgementRow | undefined };
+  openMaintenance: { all(values: { backendId: string; now: number }): MaintenancePeriodRow[] };
+}
+
+const seedStatements = new WeakMap<Db["$client"], SeedStatements>();
+
+function seedStatementsOf(db: Db): SeedStatements {
+  let st = seedStatements.get(db.$client);
+  if (!st) {
+    st = {
+      lastNotification: new Map(),
+      activeAcknowledgement: db
+        .select()
+        .from(acknowledgements)
+        .where(and(eq(acknowledgements.backendId, sql.placeholder("backendId")), isNull(acknowledgements.clearedAt)))
+        .orderBy(desc(acknowledgements.at), desc(acknowledgements.id))
+        .limit(1)
+        .prepare(),
+      openMaintenance: db
+        .select()
+        .from(maintenancePeriods)
+        .where(and(eq(maintenancePeriods.backendId, sql.placeholder("backendId")), isNull(maintenancePeriods.endedAt), gt(maintenancePeriods.endsAt, sql.placeholder("now"))))
+        .orderBy(maintenancePeriods.startsAt)
+        .prepare(),
+    };
+    seedStatements.set(db.$client, st);
+  }
+  return st;
 }
 
 // ---- acknowledgements ----
@@ -169,13 +215,7 @@ export function insertAcknowledgement(db: Db, row: NewAcknowledgement): Acknowle
 
 /** The acknowledgement in force (not cleared), newest first. */
 export function activeAcknowledgement(db: Db, backendId: string): AcknowledgementRow | undefined {
-  return db
-    .select()
-    .from(acknowledgements)
-    .where(and(eq(acknowledgements.backendId, backendId), isNull(acknowledgements.clearedAt)))
-    .orderBy(desc(acknowledgements.at), desc(acknowledgements.id))
-    .limit(1)
-    .get();
+  return seedStatementsOf(db).activeAcknowledgement.get({ backendId });
 }
 
 export function clearAcknowledgements(db: Db, backendId: string, at: number, reason: string): number {
@@ -194,12 +234,7 @@ export function insertMaintenance(db: Db, row: NewMaintenancePeriod): Maintenanc
 
 /** The API maintenance periods of a backend that are not over at `now` (current or scheduled). */
 export function openMaintenance(db: Db, backendId: string, now: number): MaintenancePeriodRow[] {
-  return db
-    .select()
-    .from(maintenancePeriods)
-    .where(and(eq(maintenancePeriods.backendId, backendId), isNull(maintenancePeriods.endedAt), gt(maintenancePeriods.endsAt, now)))
-    .orderBy(maintenancePeriods.startsAt)
-    .all();
+  return seedStatementsOf(db).openMaintenance.all({ backendId, now });
 }
 
 /** Ends every running maintenance period of a backend early; returns how many. */
