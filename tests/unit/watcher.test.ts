@@ -8,7 +8,7 @@ import { restartEvents, transitions } from "@/db/schema";
 import { restartRecommended, STATE_INFO, type BackendState } from "@/lib/check/states";
 import type { PendingRestart, ProxyReading, Reading, Verdict } from "@/lib/check/types";
 import { parseConfig, type Config } from "@/lib/config";
-import { RETENTION_CHUNK, startWatcher, type Watcher, type WatcherOptions } from "@/lib/watcher";
+import { RETENTION_CHUNK, SLOT_TICK_MS, slotOffset, startWatcher, type Watcher, type WatcherOptions } from "@/lib/watcher";
 import { fleetSnapshot } from "@/lib/api/snapshot";
 import { requestUnattendedRestart } from "@/lib/oncall/unattended";
 
@@ -130,6 +130,33 @@ describe("watcher", () => {
     expect(snap.proxies[0]).toMatchObject({ id: "lb", state: "up", models: ["m"] });
     expect(JSON.stringify(snap)).not.toContain("sk-hidden");
     expect(JSON.stringify(snap)).not.toContain("/bin/true");
+  });
+
+  it("slots: an even share of the interval rounded down to a tick; 1000 backends read 20 at a time", () => {
+    expect(slotOffset(0, 1, 5000)).toBe(0);
+    expect(Array.from({ length: 10 }, (_, i) => slotOffset(i, 10, 5000))).toEqual([0, 500, 1000, 1500, 2000, 2500, 3000, 3500, 4000, 4500]);
+    const thousand = Array.from({ length: 1000 }, (_, i) => slotOffset(i, 1000, 5000));
+    const perSlot = new Map<number, number>();
+    for (const o of thousand) perSlot.set(o, (perSlot.get(o) ?? 0) + 1);
+    expect([...perSlot.keys()]).toEqual(Array.from({ length: 5000 / SLOT_TICK_MS }, (_, k) => k * SLOT_TICK_MS));
+    expect(new Set(perSlot.values())).toEqual(new Set([20]));
+  });
+
+  it("every backend reads at its own slot, round after round, from the watcher's start", async () => {
+    const backends = Array.from({ length: 12 }, (_, i) => ({ id: `b${i}`, url: `http://127.0.0.1:${100 + i}` }));
+    const times = new Map<string, number[]>();
+    start({
+      config: config({ pollIntervalSeconds: 5, backends, proxies: [] }),
+      observe: async (target) => {
+        const at = Date.now();
+        times.set(target.url, [...(times.get(target.url) ?? []), at - T0]);
+        return { reading: reading(at), verdict: verdict("busy") };
+      },
+    });
+    await vi.advanceTimersByTimeAsync(14_999);
+    const slots = backends.map((_, i) => slotOffset(i, 12, 5000));
+    expect(slots).toEqual([0, 400, 800, 1200, 1600, 2000, 2500, 2900, 3300, 3700, 4100, 4500]);
+    expect(backends.map((b) => times.get(b.url))).toEqual(slots.map((s) => [s, s + 5000, s + 10_000]));
   });
 
   it("abort (stop) ends every loop, also a read in flight, and writes what is queued", async () => {
