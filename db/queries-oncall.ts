@@ -5,6 +5,7 @@
  */
 import { and, desc, eq, gt, gte, inArray, isNull, lte, sql } from "drizzle-orm";
 import type { Db } from "./client";
+import { perConnection } from "./per-connection";
 import {
   acknowledgements,
   maintenancePeriods,
@@ -181,31 +182,24 @@ interface SeedStatements {
   openMaintenance: { all(values: { backendId: string; now: number }): MaintenancePeriodRow[] };
 }
 
-const seedStatements = new WeakMap<Db["$client"], SeedStatements>();
-
-function seedStatementsOf(db: Db): SeedStatements {
-  let st = seedStatements.get(db.$client);
-  if (!st) {
-    st = {
-      lastNotification: new Map(),
-      activeAcknowledgement: db
-        .select()
-        .from(acknowledgements)
-        .where(and(eq(acknowledgements.backendId, sql.placeholder("backendId")), isNull(acknowledgements.clearedAt)))
-        .orderBy(desc(acknowledgements.at), desc(acknowledgements.id))
-        .limit(1)
-        .prepare(),
-      openMaintenance: db
-        .select()
-        .from(maintenancePeriods)
-        .where(and(eq(maintenancePeriods.backendId, sql.placeholder("backendId")), isNull(maintenancePeriods.endedAt), gt(maintenancePeriods.endsAt, sql.placeholder("now"))))
-        .orderBy(maintenancePeriods.startsAt)
-        .prepare(),
-    };
-    seedStatements.set(db.$client, st);
-  }
-  return st;
-}
+const seedStatementsOf = perConnection(
+  (db: Db): SeedStatements => ({
+    lastNotification: new Map(),
+    activeAcknowledgement: db
+      .select()
+      .from(acknowledgements)
+      .where(and(eq(acknowledgements.backendId, sql.placeholder("backendId")), isNull(acknowledgements.clearedAt)))
+      .orderBy(desc(acknowledgements.at), desc(acknowledgements.id))
+      .limit(1)
+      .prepare(),
+    openMaintenance: db
+      .select()
+      .from(maintenancePeriods)
+      .where(and(eq(maintenancePeriods.backendId, sql.placeholder("backendId")), isNull(maintenancePeriods.endedAt), gt(maintenancePeriods.endsAt, sql.placeholder("now"))))
+      .orderBy(maintenancePeriods.startsAt)
+      .prepare(),
+  }),
+);
 
 // ---- acknowledgements ----
 

@@ -11,6 +11,7 @@ import { LATENCY_FIELDS } from "../lib/metrics/vllm-latency";
 import { columnsFrom, HISTORY_FIGURES } from "../lib/api/history";
 import type { HistoryColumns } from "../lib/api/types";
 import type { Db } from "./client";
+import { perConnection } from "./per-connection";
 import { auditLog, restartEvents, samples, sessions, transitions, type AuditRow, type RestartEventRow, type RestartOutcome, type SessionRow, type TransitionRow } from "./schema";
 
 export type NewSample = typeof samples.$inferInsert;
@@ -59,58 +60,51 @@ interface PollStatements {
   lastTransition: { get(values: { kind: TargetKind; targetId: string }): TransitionRow | undefined };
 }
 
-const pollStatements = new WeakMap<Database.Database, PollStatements>();
-
-function statementsOf(db: Db): PollStatements {
-  let st = pollStatements.get(db.$client);
-  if (!st) {
-    const columns = Object.entries(getTableColumns(samples)).filter(([, c]) => !(c.primary && c.columnType === "SQLiteInteger"));
-    const sampleColumns = columns.map(([key, c]) => ({
-      key: key as keyof NewSample,
-      encode: (v: unknown) => c.mapToDriverValue(v),
-      // What drizzle writes for a value left out: the column's default (folded: false), else NULL.
-      absent: c.hasDefault && c.default !== undefined && !(c.default instanceof SQL) ? c.mapToDriverValue(c.default) : null,
-    }));
-    st = {
-      insertSample: db.$client.prepare(
-        `INSERT INTO samples (${columns.map(([, c]) => `"${c.name}"`).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
-      ),
-      sampleColumns,
-      lastRestart: db
-        .select()
-        .from(restartEvents)
-        .where(eq(restartEvents.backendId, sql.placeholder("backendId")))
-        .orderBy(desc(restartEvents.requestedAt), desc(restartEvents.id))
-        .limit(1)
-        .prepare(),
-      // The newest event of every backend that has one, in the same order as lastRestart: one
-      // index lookup per distinct backend (restart_events_backend_requested), events being rare.
-      latestRestarts: db
-        .select()
-        .from(restartEvents)
-        .where(
-          sql`${restartEvents.id} IN (SELECT (SELECT x.id FROM restart_events x WHERE x.backend_id = d.b ORDER BY x.requested_at DESC, x.id DESC LIMIT 1) FROM (SELECT DISTINCT backend_id AS b FROM restart_events) d)`,
-        )
-        .prepare(),
-      recentReadings: db
-        .select({ reading: samples.reading })
-        .from(samples)
-        .where(and(eq(samples.backendId, sql.placeholder("backendId")), gte(samples.at, sql.placeholder("since"))))
-        .orderBy(desc(samples.at), desc(samples.id))
-        .limit(sql.placeholder("limit"))
-        .prepare(),
-      lastTransition: db
-        .select()
-        .from(transitions)
-        .where(and(eq(transitions.kind, sql.placeholder("kind")), eq(transitions.targetId, sql.placeholder("targetId"))))
-        .orderBy(desc(transitions.at), desc(transitions.id))
-        .limit(1)
-        .prepare(),
-    };
-    pollStatements.set(db.$client, st);
-  }
-  return st;
-}
+const statementsOf = perConnection((db: Db): PollStatements => {
+  const columns = Object.entries(getTableColumns(samples)).filter(([, c]) => !(c.primary && c.columnType === "SQLiteInteger"));
+  const sampleColumns = columns.map(([key, c]) => ({
+    key: key as keyof NewSample,
+    encode: (v: unknown) => c.mapToDriverValue(v),
+    // What drizzle writes for a value left out: the column's default (folded: false), else NULL.
+    absent: c.hasDefault && c.default !== undefined && !(c.default instanceof SQL) ? c.mapToDriverValue(c.default) : null,
+  }));
+  return {
+    insertSample: db.$client.prepare(
+      `INSERT INTO samples (${columns.map(([, c]) => `"${c.name}"`).join(", ")}) VALUES (${columns.map(() => "?").join(", ")})`,
+    ),
+    sampleColumns,
+    lastRestart: db
+      .select()
+      .from(restartEvents)
+      .where(eq(restartEvents.backendId, sql.placeholder("backendId")))
+      .orderBy(desc(restartEvents.requestedAt), desc(restartEvents.id))
+      .limit(1)
+      .prepare(),
+    // The newest event of every backend that has one, in the same order as lastRestart: one
+    // index lookup per distinct backend (restart_events_backend_requested), events being rare.
+    latestRestarts: db
+      .select()
+      .from(restartEvents)
+      .where(
+        sql`${restartEvents.id} IN (SELECT (SELECT x.id FROM restart_events x WHERE x.backend_id = d.b ORDER BY x.requested_at DESC, x.id DESC LIMIT 1) FROM (SELECT DISTINCT backend_id AS b FROM restart_events) d)`,
+      )
+      .prepare(),
+    recentReadings: db
+      .select({ reading: samples.reading })
+      .from(samples)
+      .where(and(eq(samples.backendId, sql.placeholder("backendId")), gte(samples.at, sql.placeholder("since"))))
+      .orderBy(desc(samples.at), desc(samples.id))
+      .limit(sql.placeholder("limit"))
+      .prepare(),
+    lastTransition: db
+      .select()
+      .from(transitions)
+      .where(and(eq(transitions.kind, sql.placeholder("kind")), eq(transitions.targetId, sql.placeholder("targetId"))))
+      .orderBy(desc(transitions.at), desc(transitions.id))
+      .limit(1)
+      .prepare(),
+  };
+});
 
 /** One transaction for the whole batch: one fsync per poll round instead of one per row. */
 export function insertSamples(db: Db, rows: NewSample[]): void {
@@ -470,9 +464,8 @@ export function historyPoints(
   from: number,
   to: number,
 ): { resolution: "raw" | "rollup"; bucketMs: number | null; columns: HistoryColumns } {
-  const client = db.$client;
   if (to - from <= RAW_HISTORY_MAX_MS) {
-    const rows = historyStatement(client, `SELECT at, 1, state, ${SAMPLE_COLUMNS.join(", ")} FROM samples WHERE backend_id = ? AND at >= ? AND at <= ? ORDER BY at, id`).all(
+    const rows = historyStatement(db, `SELECT at, 1, state, ${SAMPLE_COLUMNS.join(", ")} FROM samples WHERE backend_id = ? AND at >= ? AND at <= ? ORDER BY at, id`).all(
       backendId,
       from,
       to,
@@ -486,13 +479,13 @@ export function historyPoints(
   // too, and both merged by weight. Each sample is counted once: in the rollups, or raw. A window
   // is in range when it overlaps [from, to].
   const fromRaw = historyStatement(
-    client,
+    db,
     `SELECT (at / CAST(@b AS INTEGER)) * @b, COUNT(*), ${stateOfRank(`MAX(${rankOf("state")})`)}, ${SAMPLE_COLUMNS.map((c) => `AVG(${c})`).join(", ")}
        FROM samples WHERE backend_id = @id AND folded = 0 AND at >= @from AND at <= @to GROUP BY 1 ORDER BY 1`,
   ).all({ b: bucket, id: backendId, from, to }) as PointRow[];
   const inRange = `FROM ${src.table} WHERE backend_id = @id ${src.where} AND ${src.at} > @from - ${widthMs} AND ${src.at} <= @to`;
   const fromRollups = historyStatement(
-    client,
+    db,
     bucket === widthMs
       ? // A window per point, as stored: no grouping.
         `SELECT ${src.at}, n, worst_state, ${ROLLUP_COLUMNS.join(", ")} ${inRange} ORDER BY ${src.at}`
@@ -502,12 +495,11 @@ export function historyPoints(
 }
 
 /** The history's statements, prepared once per connection (their SQL is one of a few fixed texts). */
-const historyStatements = new WeakMap<Database.Database, Map<string, Database.Statement>>();
-function historyStatement(client: Database.Database, text: string): Database.Statement {
-  let byText = historyStatements.get(client);
-  if (!byText) historyStatements.set(client, (byText = new Map()));
+const historyStatements = perConnection((_db: Db) => new Map<string, Database.Statement>());
+function historyStatement(db: Db, text: string): Database.Statement {
+  const byText = historyStatements(db);
   let st = byText.get(text);
-  if (!st) byText.set(text, (st = client.prepare(text).raw(true)));
+  if (!st) byText.set(text, (st = db.$client.prepare(text).raw(true)));
   return st;
 }
 
