@@ -18,6 +18,7 @@ import { openDb } from "../db/client";
 import { observe } from "../lib/check/observe";
 import { parseConfig } from "../lib/config";
 import { startWatcher } from "../lib/watcher";
+import { tuneHeapForWatcher } from "../lib/watcher/heap";
 import { realClock, type LoopClock } from "../lib/watcher/loop";
 import { percentile, round } from "./stats";
 
@@ -57,6 +58,8 @@ export interface ScaleRun {
   backendsJudged: number;
   /** Set by bench/scale.ts when the worker ran with node flags (a heap cap). */
   nodeFlags?: string[];
+  /** The V8 settings lib/watcher/heap.ts made at start (none with STEPWATCH_V8_TUNING=off). */
+  v8Flags: readonly string[];
   failedReads: number;
   /**
    * TCP connections the watcher opened in the window, and requests that failed on a connection
@@ -71,6 +74,8 @@ export interface ScaleRun {
 }
 
 async function main(): Promise<void> {
+  // As lib/runtime.ts does for the server: the benchmark measures the watcher as it ships.
+  const v8Flags = tuneHeapForWatcher();
   const spec = JSON.parse(fs.readFileSync(process.argv[2], "utf8")) as ScaleSpec;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-bench-scale-"));
   const db = openDb(path.join(dir, "scale.db"));
@@ -177,6 +182,7 @@ async function main(): Promise<void> {
     requestErrors,
     failedOutcomes,
     dbBytes,
+    v8Flags,
   };
   process.stdout.write(`${JSON.stringify(run)}\n`);
   // Undici keeps idle keep-alive sockets for a while; the run is over.

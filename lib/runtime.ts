@@ -13,6 +13,7 @@ import { describeReload, emptyStatus, startReloader, type ConfigStatus, type Rel
 import { buildNetPolicy, setNetPolicy } from "./auth/net-policy";
 import { warmPasswords } from "./auth/password";
 import { startWatcher, type Watcher } from "./watcher";
+import { tuneHeapForWatcher } from "./watcher/heap";
 import { fleetSnapshot } from "./api/snapshot";
 
 export interface Runtime {
@@ -49,6 +50,9 @@ export function peekRuntime(): Promise<Runtime> | null {
 
 async function startRuntime(): Promise<Runtime> {
   const startedAt = Date.now();
+  // Before the watcher allocates anything: this process's heap settings (lib/watcher/heap.ts).
+  const v8Flags = tuneHeapForWatcher();
+  if (v8Flags.length) console.log(`stepwatch: V8 ${v8Flags.join(" ")} (STEPWATCH_V8_TUNING=off to keep V8's defaults)`);
   const configPath = resolveConfigPath();
   let config: Config;
   let configText = "";
