@@ -89,4 +89,44 @@ describe("historyOf on a real database", () => {
     expect(csv).toContain("10.987654");
     expect(csv).toContain("0.123456");
   });
+  // historyPoints reads its points as one JSON text from SQLite (db/queries.ts pointRows): every
+  // double must come back as stored, NULL as null, and the points in time order.
+  it("gives back every stored double exactly, in time order, raw and from the rollups", () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-hist-"));
+    h = openDb(path.join(dir, "h.db"));
+    const hard = [0.1 + 0.2, 1 / 3, 1e300, 5e-324, 123456789.12345679, 2 ** 53, 1e-7, 0.123456789012345678];
+    const at0 = Date.UTC(2026, 0, 1);
+    const samples = hard.map((x, i) => ({
+      backendId: "b",
+      at: at0 + (hard.length - i) * 5000, // written newest first
+      state: i % 2 ? ("idle" as const) : ("busy" as const),
+      outcome: "ok",
+      latencyMs: 3,
+      running: i,
+      waiting: null,
+      stepsPerSecond: x,
+      generationTokensPerSecond: -x,
+      promptTokensPerSecond: i === 3 ? null : x * 7,
+      kvCacheUsage: Infinity,
+      reading: { at: at0, latencyMs: 3, outcome: "ok" },
+    }));
+    insertSamples(h.db, samples as never);
+    const raw = pts(historyPoints(h.db, "b", at0, at0 + 3600_000));
+    const want = [...samples].sort((a, b) => a.at - b.at);
+    expect(raw.map((p) => p.at)).toEqual(want.map((s) => s.at));
+    expect(raw.map((p) => p.state)).toEqual(want.map((s) => s.state));
+    expect(raw.map((p) => p.stepsPerSecond)).toEqual(want.map((s) => s.stepsPerSecond));
+    expect(raw.map((p) => p.generationTokensPerSecond)).toEqual(want.map((s) => s.generationTokensPerSecond));
+    expect(raw.map((p) => p.promptTokensPerSecond)).toEqual(want.map((s) => s.promptTokensPerSecond));
+    expect(raw.map((p) => p.running)).toEqual(want.map((s) => s.running));
+    expect(raw.map((p) => p.waiting)).toEqual(want.map(() => null));
+    expect(raw.map((p) => p.kvCacheUsage)).toEqual(want.map(() => Infinity));
+    // Past RAW_HISTORY_MAX_MS the rollup path answers (nothing folded yet: the raw rows bucketed),
+    // one 10-minute bucket holding all eight readings: the means as SQLite's AVG gives them.
+    const long = pts(historyPoints(h.db, "b", at0 - 7 * 86400_000, at0 + 3600_000));
+    expect(long).toHaveLength(1);
+    const avg = (h.sqlite.prepare("SELECT AVG(steps_per_second) AS a FROM samples").get() as { a: number }).a;
+    expect(long[0].stepsPerSecond).toBe(avg);
+    expect(long[0].state).toBe("busy");
+  });
 });
