@@ -32,8 +32,10 @@ import Negotiator from "negotiator";
 import { RequestCookies } from "next/dist/compiled/@edge-runtime/cookies";
 import { admit, answerHeaders, type AdmissionRequest } from "../auth/admission";
 import { setRequestLane, type HeaderSource, type RequestLane } from "../auth/net-policy";
-import { getFleetJson, type EncodedJson } from "./fleet";
+import { getFleetJson, getHistory, type EncodedJson } from "./fleet";
+import { historyRange } from "./history-query";
 import { etagMatches } from "./respond";
+import type { HistoryResponse } from "./types";
 
 export const FAST_LANE_ENV = "STEPWATCH_FLEET_FAST_LANE";
 export const FLEET_PATH = "/api/fleet";
@@ -98,7 +100,7 @@ function logFailure(e: unknown): void {
   const now = Date.now();
   if (now - lastLogged < 60_000) return; // one line a minute at most: Next answered each of them
   lastLogged = now;
-  console.error(`stepwatch: the /api/fleet fast lane failed (${failures} time(s) so far); Next answered:`, e);
+  console.error(`stepwatch: the fast lane (GET /api/fleet, a history) failed (${failures} time(s) so far); Next answered:`, e);
 }
 
 /** Next's server under `next start` is the one listening on the port Next put in process.env.PORT. */
@@ -114,19 +116,26 @@ function nextsServer(server: object): boolean {
   return yes;
 }
 
-/** What the lane reads; replaced only by the unit tests (to make it fail on purpose). */
+/** What the lanes read; replaced only by the unit tests (to make them fail on purpose). */
 export interface LaneSources {
   admit: typeof admit;
   fleetJson: () => Promise<EncodedJson>;
+  history: (id: string, from: number, to: number) => Promise<HistoryResponse>;
 }
-const REAL: LaneSources = { admit, fleetJson: () => getFleetJson() };
+const REAL: LaneSources = { admit, fleetJson: () => getFleetJson(), history: (id, from, to) => getHistory(id, from, to) };
+
+/** The admission proxy.ts would give this request (cookies parsed only if the gate asks for them). */
+function admitted(req: IncomingMessage, pathname: string, search: string, src: LaneSources) {
+  const headers = headerSource(req.headers);
+  let jar: RequestCookies | null = null;
+  const cookies: AdmissionRequest["cookies"] = { get: (name) => (jar ??= new RequestCookies(headers as Headers)).get(name) };
+  return src.admit({ headers, cookies, pathname, search });
+}
 
 /** Answers and returns true, or returns false having written nothing (Next answers then). */
 async function answer(req: IncomingMessage, res: ServerResponse, encoding: "gzip" | "identity", src: LaneSources): Promise<boolean> {
   const headers = headerSource(req.headers);
-  let jar: RequestCookies | null = null;
-  const cookies: AdmissionRequest["cookies"] = { get: (name) => (jar ??= new RequestCookies(headers as Headers)).get(name) };
-  const a = await src.admit({ headers, cookies, pathname: FLEET_PATH, search: "" });
+  const a = await admitted(req, FLEET_PATH, "", src);
   if (!a.ok) return false;
   const enc = await src.fleetJson();
   const out: Array<[string, string]> = [...answerHeaders(a), ["etag", enc.etag], ["cache-control", "no-cache"], ["vary", "Accept-Encoding"]];
@@ -144,7 +153,30 @@ async function answer(req: IncomingMessage, res: ServerResponse, encoding: "gzip
   return true;
 }
 
-/** The lane itself: synchronous checks first, so every other request costs a comparison or two. */
+/** Waits for a lane's answer; when it declined (false) or failed before writing, Next answers. */
+function settle(res: ServerResponse, toNext: () => void, answering: Promise<boolean>): void {
+  const handOver = () => {
+    try {
+      toNext();
+    } catch (e) {
+      // Next's listener is async and never throws here; should it, the client is not left waiting.
+      logFailure(e);
+      res.destroy();
+    }
+  };
+  answering.then(
+    (answered) => {
+      if (!answered) handOver();
+    },
+    (e: unknown) => {
+      logFailure(e);
+      if (!res.headersSent) handOver();
+      else res.destroy(); // cannot happen once writeHead returned; never leave a client hanging
+    },
+  );
+}
+
+/** The fleet's lane: synchronous checks first, so every other request costs a comparison or two. */
 export function fleetLane(src: LaneSources = REAL): RequestLane {
   return (server, rawReq, rawRes, toNext) => {
     const req = rawReq as IncomingMessage;
@@ -154,27 +186,77 @@ export function fleetLane(src: LaneSources = REAL): RequestLane {
     // Next's compression never compresses a HEAD answer.
     const encoding = req.method === "HEAD" ? "identity" : encodingFor(req.headers["accept-encoding"]);
     if (encoding === "deflate") return false;
-    const handOver = () => {
-      try {
-        toNext();
-      } catch (e) {
-        // Next's listener is async and never throws here; should it, the client is not left waiting.
-        logFailure(e);
-        res.destroy();
-      }
-    };
-    answer(req, res, encoding, src).then(
-      (answered) => {
-        if (!answered) handOver();
-      },
-      (e: unknown) => {
-        logFailure(e);
-        if (!res.headersSent) handOver();
-        else res.destroy(); // cannot happen once writeHead returned; never leave a client hanging
-      },
-    );
+    settle(res, toNext, answer(req, res, encoding, src));
     return true;
   };
+}
+
+/**
+ * A backend's history as JSON: `GET /api/backends/{id}/history` with `from`, `to` and `format=json`
+ * at most once each and nothing else (the id as lib/config.ts allows it, so the path needs no
+ * decoding). A week of one backend cost ~7 ms to build and ~8 ms more through Next's pipeline
+ * (bench/RESULTS.md, 4b). The lane answers what the route would answer for the same range
+ * (`respond`: the verb's JSON.stringify, no-store); a range the route refuses, an unknown backend
+ * or a storage error is left to Next, which answers it with its error mapping. The CSV and HEAD
+ * are Next's.
+ */
+const HISTORY_PATH = /^\/api\/backends\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\/history(?:\?([^#]*))?$/;
+const HISTORY_KEYS = new Set(["from", "to", "format"]);
+
+/** The history a request asks for when the lane may answer it, else null. */
+export function historyAsked(url: string, now: number = Date.now()): { id: string; search: string; from: number; to: number } | null {
+  const m = HISTORY_PATH.exec(url);
+  if (!m) return null;
+  const sp = new URLSearchParams(m[2] ?? "");
+  const seen = new Set<string>();
+  for (const k of sp.keys()) {
+    if (!HISTORY_KEYS.has(k) || seen.has(k)) return null;
+    seen.add(k);
+  }
+  const format = sp.get("format");
+  if (format !== null && format !== "json") return null;
+  try {
+    return { id: m[1], search: m[2] ? `?${m[2]}` : "", ...historyRange(sp, now) };
+  } catch {
+    return null; // the route's 400
+  }
+}
+
+async function answerHistory(req: IncomingMessage, res: ServerResponse, encoding: "gzip" | "identity", asked: NonNullable<ReturnType<typeof historyAsked>>, src: LaneSources): Promise<boolean> {
+  const a = await admitted(req, `/api/backends/${asked.id}/history`, asked.search, src);
+  if (!a.ok) return false;
+  let history: HistoryResponse;
+  try {
+    history = await src.history(asked.id, asked.from, asked.to);
+  } catch {
+    return false; // Next asks again and maps the error (a 404 for an unknown backend, a 503 for storage)
+  }
+  const json = Buffer.from(JSON.stringify(history));
+  const body = encoding === "gzip" ? await gzipAsync(json) : json;
+  const out: Array<[string, string]> = [...answerHeaders(a), ["cache-control", "no-store"], ["vary", "Accept-Encoding"], ["content-type", "application/json"], ["content-length", String(body.byteLength)]];
+  if (encoding === "gzip") out.push(["content-encoding", "gzip"]);
+  res.writeHead(200, out.flat());
+  res.end(body);
+  return true;
+}
+
+export function historyLane(src: LaneSources = REAL): RequestLane {
+  return (server, rawReq, rawRes, toNext) => {
+    const req = rawReq as IncomingMessage;
+    const res = rawRes as ServerResponse;
+    if (req.method !== "GET" || !req.url?.startsWith("/api/backends/")) return false;
+    const asked = historyAsked(req.url);
+    if (!asked || !nextsServer(server)) return false;
+    const encoding = encodingFor(req.headers["accept-encoding"]);
+    if (encoding === "deflate") return false;
+    settle(res, toNext, answerHistory(req, res, encoding, asked, src));
+    return true;
+  };
+}
+
+/** The first of `lanes` that takes the request. */
+export function anyLane(...lanes: RequestLane[]): RequestLane {
+  return (server, req, res, toNext) => lanes.some((lane) => lane(server, req, res, toNext));
 }
 
 /** Installs the lane (from instrumentation.ts, after installPeerHeader), unless STEPWATCH_FLEET_FAST_LANE is off. */
@@ -186,5 +268,5 @@ export function installFleetFastLane(env: NodeJS.ProcessEnv = process.env): void
     console.error(`stepwatch: ${(e as Error).message}; the /api/fleet fast lane is off (Next answers every request)`);
     on = false;
   }
-  setRequestLane(on ? fleetLane() : null);
+  setRequestLane(on ? anyLane(fleetLane(), historyLane()) : null);
 }

@@ -8,7 +8,10 @@
  *   the same bytes) and from a second app with STEPWATCH_FLEET_FAST_LANE=off (the escape hatch);
  * - falling through: with access.read "signed-in", no credentials get Next's 401, a session
  *   cookie, an API token or a trusted proxy's user get the lane's 200; a wrong token, a
- *   disallowed Host, POST, deflate, /api/fleet/recent and /api/fleet?x are Next's.
+ *   disallowed Host, POST, deflate, /api/fleet/recent and /api/fleet?x are Next's;
+ * - a backend's history (JSON) from the lane is the route's, byte for byte (Next's answer asked
+ *   with an extra query key, which the lane leaves to Next and the route ignores); errors, the
+ *   CSV, HEAD and deflate are Next's.
  *
  * Who answered: Next puts `Vary: rsc, next-router-state-tree, ...` on every route answer; the
  * lane sends `Vary: Accept-Encoding` only (no header of its own is added to tell them apart).
@@ -63,7 +66,7 @@ const TRANSPORT = new Set(["date", "connection", "keep-alive", "transfer-encodin
 const SECURITY = ["x-frame-options", "x-content-type-options", "referrer-policy", "cross-origin-opener-policy", "cross-origin-resource-policy"];
 
 /** The lane's answer and Next's agree: status, every header but the transport ones (the CSP's nonce aside), body. */
-function expectSame(lane: Answer, next: Answer, opts: { sameBody: boolean }) {
+function expectSame(lane: Answer, next: Answer, opts: { sameBody: boolean; etag?: boolean }) {
   expect(byLane(lane)).toBe(true);
   expect(byNext(next)).toBe(true);
   expect(lane.status).toBe(next.status);
@@ -78,7 +81,7 @@ function expectSame(lane: Answer, next: Answer, opts: { sameBody: boolean }) {
   expect(noNonce(lane.headers["content-security-policy"])).toBe(noNonce(next.headers["content-security-policy"]));
   expect(lane.headers["content-security-policy"]).not.toBe(next.headers["content-security-policy"]); // a fresh nonce each
   for (const k of SECURITY) expect(lane.headers[k]).toBeTruthy();
-  expect(lane.headers.etag).toMatch(/^"[A-Za-z0-9_-]+"$/);
+  if (opts.etag !== false) expect(lane.headers.etag).toMatch(/^"[A-Za-z0-9_-]+"$/);
   if (opts.sameBody) {
     expect(lane.headers.etag).toBe(next.headers.etag);
     expect(lane.body.equals(next.body)).toBe(true);
@@ -273,5 +276,71 @@ describe("what the lane leaves to Next", () => {
     const { lane, next } = await pair(h, "GET", gated);
     expectSame(lane, next, { sameBody: false });
     expect(gunzipSync(lane.body).equals(gunzipSync(next.body))).toBe(true);
+  });
+});
+
+describe("a backend's history: the lane's JSON is the route's", () => {
+  /**
+   * A range that ended 3 s ago (the watcher writes its readings every second): every reading in it
+   * is stored, so both answers see the same rows.
+   */
+  const range = () => {
+    const to = Date.now() - 3000;
+    return `from=${to - 120_000}&to=${to}`;
+  };
+  beforeAll(async () => {
+    // Readings of s0 older than the range's end.
+    await waitFor("a stored reading of s0 3 s old", async () => {
+      const r = await get(open, `/api/backends/s0/history?${range()}`);
+      return (JSON.parse(r.body.toString("utf8")) as { count: number }).count > 0;
+    }, 20_000);
+  });
+
+  it("plain and gzip GET: 200, the same bytes, no-store, application/json, the security headers and CSP", async () => {
+    const q = range();
+    for (const h of [{}, { "accept-encoding": "gzip, deflate, br" }] as Array<Record<string, string>>) {
+      const lane = await get(open, `/api/backends/s0/history?${q}`, h);
+      // An extra key is Next's (the route ignores it): the same range, answered by the route.
+      const next = await get(open, `/api/backends/s0/history?${q}&next`, h);
+      expectSame(lane, next, { sameBody: !h["accept-encoding"], etag: false });
+      expect(lane.status).toBe(200);
+      expect(lane.headers["cache-control"]).toBe("no-store");
+      expect(lane.headers["content-type"]).toBe("application/json");
+      expect(lane.headers["content-encoding"]).toBe(next.headers["content-encoding"]);
+      const plain = (a: Answer) => (a.headers["content-encoding"] === "gzip" ? gunzipSync(a.body) : a.body);
+      expect(plain(lane).equals(plain(next))).toBe(true);
+      const body = JSON.parse(plain(lane).toString("utf8")) as { backendId: string; count: number };
+      expect(body.backendId).toBe("s0");
+      expect(body.count).toBeGreaterThan(0);
+    }
+  });
+
+  it("an unknown backend, a bad range, the CSV, HEAD and deflate are Next's", async () => {
+    const unknown = await get(open, `/api/backends/nope/history?${range()}`);
+    expect(unknown.status).toBe(404);
+    expect(byNext(unknown)).toBe(true);
+    const bad = await get(open, "/api/backends/s0/history?from=9&to=5");
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.body.toString("utf8"))).toMatchObject({ error: "bad-request" });
+    const csv = await get(open, `/api/backends/s0/history?${range()}&format=csv`);
+    expect(csv.status).toBe(200);
+    expect(csv.headers["content-type"]).toMatch(/^text\/csv/);
+    const head = await get(open, `/api/backends/s0/history?${range()}`, {}, "HEAD");
+    expect(byNext(head)).toBe(true);
+    const deflate = await get(open, `/api/backends/s0/history?${range()}`, { "accept-encoding": "deflate" });
+    expect(deflate.headers["content-encoding"]).toBe("deflate");
+    expect(byNext(deflate)).toBe(true);
+  });
+
+  it('access.read "signed-in": Next\'s 401 without credentials, the lane\'s 200 with a token; lane off: Next\'s', async () => {
+    const q = range();
+    const none = await get(gated, `/api/backends/s0/history?${q}`);
+    expect(none.status).toBe(401);
+    const token = await get(gated, `/api/backends/s0/history?${q}`, { authorization: `Bearer ${T.viewer}` });
+    expect(token.status).toBe(200);
+    expect(byLane(token)).toBe(true);
+    const off1 = await get(off, `/api/backends/s0/history?${q}`);
+    expect(off1.status).toBe(200);
+    expect(byNext(off1)).toBe(true);
   });
 });

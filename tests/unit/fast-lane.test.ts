@@ -9,7 +9,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request } from "undici";
-import { encodingFor, fastLaneEnabled, fleetLane, type LaneSources } from "@/lib/api/fast-lane";
+import { anyLane, encodingFor, fastLaneEnabled, fleetLane, historyAsked, historyLane, type LaneSources } from "@/lib/api/fast-lane";
+import type { HistoryResponse } from "@/lib/api/types";
 import { encodeJson } from "@/lib/api/fleet";
 import { installPeerHeader, setRequestLane } from "@/lib/auth/net-policy";
 
@@ -108,7 +109,10 @@ describe("a failing lane hands the request over", () => {
     const res = await request(url, { headersTimeout: 5000, bodyTimeout: 5000 });
     return { status: res.statusCode, body: Buffer.from(await res.body.arrayBuffer()).toString("utf8"), etag: res.headers.etag };
   };
-  const lane = (src: Partial<LaneSources>) => setRequestLane(fleetLane({ admit: async () => ADMITTED, fleetJson: async () => fleet, ...src }));
+  const history = { backendId: "a", from: 1, to: 2, resolution: "raw", bucketSeconds: null, count: 0, columns: { at: [], state: [] }, transitions: [], restarts: [] } as unknown as HistoryResponse;
+  const sources = (src: Partial<LaneSources>): LaneSources => ({ admit: async () => ADMITTED, fleetJson: async () => fleet, history: async () => history, ...src });
+  const lane = (src: Partial<LaneSources>) => setRequestLane(anyLane(fleetLane(sources(src)), historyLane(sources(src))));
+  const historyUrl = () => nextUrl.replace("/api/fleet", "/api/backends/a/history?from=1&to=2");
 
   it("answers when admitted and the bytes are there, on Next's server only", async () => {
     lane({});
@@ -128,6 +132,50 @@ describe("a failing lane hands the request over", () => {
     for (const [name, install] of cases) {
       install();
       expect([name, (await ask(nextUrl)).body]).toEqual([name, "next"]);
+    }
+  });
+
+  it("the history: answered when admitted, on Next's server only; a refusal or a failing verb is the listener's", async () => {
+    lane({});
+    expect(await ask(historyUrl())).toMatchObject({ status: 200, body: JSON.stringify(history) });
+    expect((await ask(historyUrl().replace(nextUrl.split("/api")[0], otherUrl.split("/api")[0]))).body).toBe("other");
+    const cases: Array<[string, Partial<LaneSources>]> = [
+      ["refused", { admit: async () => ({ ...ADMITTED, ok: false as const, refusal: { kind: "unauthenticated" as const } }) }],
+      ["admission throws", { admit: async () => Promise.reject(new Error("admission broke")) }],
+      ["unknown backend", { history: async () => Promise.reject(new Error("not found")) }],
+    ];
+    for (const [name, src] of cases) {
+      lane(src);
+      expect([name, (await ask(historyUrl())).body]).toEqual([name, "next"]);
+    }
+  });
+});
+
+describe("historyAsked: the history requests the lane may answer", () => {
+  const now = 10_000_000;
+  it("the JSON of a valid range, the last hour by default", () => {
+    expect(historyAsked("/api/backends/gb10-a/history?from=5&to=9", now)).toEqual({ id: "gb10-a", search: "?from=5&to=9", from: 5, to: 9 });
+    expect(historyAsked("/api/backends/b_1/history", now)).toEqual({ id: "b_1", search: "", from: now - 3600_000, to: now });
+    expect(historyAsked("/api/backends/b/history?format=json&to=7200000", now)).toMatchObject({ from: 3600_000, to: 7200_000 });
+  });
+
+  it("anything else is Next's: the CSV, another key, a key twice, a bad range, an id that needs decoding, another path", () => {
+    for (const url of [
+      "/api/backends/b/history?format=csv",
+      "/api/backends/b/history?format=xml",
+      "/api/backends/b/history?next",
+      "/api/backends/b/history?from=1&from=2",
+      "/api/backends/b/history?from=9&to=5",
+      "/api/backends/b/history?from=-1",
+      "/api/backends/b/history?from=abc",
+      "/api/backends/b%2Fc/history",
+      "/api/backends/-b/history",
+      "/api/backends/b/history/",
+      "/api/backends/b/history#x",
+      "/api/backends/b/restart",
+      "/api/backends//history",
+    ]) {
+      expect([url, historyAsked(url, now)]).toEqual([url, null]);
     }
   });
 });
