@@ -187,11 +187,13 @@ export function goals(r: BenchResults): Goal[] {
   const memOf = (x: ScaleRun) =>
     `${n(x.rssMb.max)} MB RSS max${x.memoryMb ? ` (before the watcher ${n(x.memoryMb.baselineRss)} MB; heap ${n(x.memoryMb.heapUsed)} of ${n(x.memoryMb.heapTotal)} MB; outside the heap ${n(x.memoryMb.external)} MB)` : ""}`;
   if (thousand || capped) {
-    const best = capped ?? thousand!;
+    // The verdict is on what ships: the default (with lib/watcher/heap.ts's V8 settings); the
+    // capped row is the README's option for where memory is scarcer than CPU.
+    const best = thousand ?? capped!;
     out.push({
       id: "memory",
       goal: memGoal,
-      stepwatch: [thousand ? `default heap: ${memOf(thousand)}` : "", capped ? `with ${capped.nodeFlags!.join(" ")} (README): ${memOf(capped)}, ${n((capped.cpuCores * capped.measureSeconds * 1000) / Math.max(1, capped.reads), 3)} ms CPU per read` : ""].filter(Boolean).join("; "),
+      stepwatch: [thousand ? `as shipped${thousand.v8Flags?.length ? ` (${thousand.v8Flags.join(" ")}, lib/watcher/heap.ts)` : " (V8 defaults)"}: ${memOf(thousand)}, ${n((thousand.cpuCores * thousand.measureSeconds * 1000) / Math.max(1, thousand.reads), 3)} ms CPU per read` : "", capped ? `with ${capped.nodeFlags!.join(" ")} (README): ${memOf(capped)}, ${n((capped.cpuCores * capped.measureSeconds * 1000) / Math.max(1, capped.reads), 3)} ms CPU per read` : ""].filter(Boolean).join("; "),
       peer: headline ? `Prometheus ${n(headline.prometheus.rssMb ?? NaN)} MB (peer run, ${n(headline.prometheus.headSeries ?? NaN)} series in its head block)` : NA,
       ratio: headline?.prometheus.rssMb ? `${n(best.rssMb.max / headline.prometheus.rssMb, 2)}x` : NA,
       met: best.rssMb.max <= 250,

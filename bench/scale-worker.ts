@@ -59,7 +59,7 @@ export interface ScaleRun {
   /** Set by bench/scale.ts when the worker ran with node flags (a heap cap). */
   nodeFlags?: string[];
   /** The V8 settings lib/watcher/heap.ts made at start (none with STEPWATCH_V8_TUNING=off). */
-  v8Flags: readonly string[];
+  v8Flags?: readonly string[];
   failedReads: number;
   /**
    * TCP connections the watcher opened in the window, and requests that failed on a connection
