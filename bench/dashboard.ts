@@ -14,6 +14,7 @@ import { execFileSync } from "node:child_process";
 import { Pool } from "undici";
 import { startChild, startSimulatorFleet, type Child } from "./child";
 import { percentile, round } from "./stats";
+import { HISTORY_RUNS } from "./storage";
 
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
@@ -314,8 +315,8 @@ export async function runDashboardBench(opts: { historyDbPath: string; workDir: 
       const stats = await loadTest(pool, p, 1, 30, runs);
       return { ...stats, points: json.count ?? json.points?.length ?? 0 };
     };
-    const sevenDays = await hist(7 * DAY, opts.quick ? 10 : 30);
-    const oneHour = await hist(HOUR, opts.quick ? 10 : 30);
+    const sevenDays = await hist(7 * DAY, opts.quick ? 10 : HISTORY_RUNS);
+    const oneHour = await hist(HOUR, opts.quick ? 10 : HISTORY_RUNS);
 
     let page: DashboardResult["page"];
     try {
