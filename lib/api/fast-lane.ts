@@ -20,6 +20,9 @@
  * `Vary: rsc, next-router-*` is not sent: it tells caches about React Server Component requests,
  * which a JSON route does not answer differently.
  *
+ * The same rules make a second lane for a backend's JSON history (historyLane, below): what it
+ * answers is the route's own answer for that range, and anything it is not sure of is Next's.
+ *
  * STEPWATCH_FLEET_FAST_LANE=off leaves every request to Next (the escape hatch; the parity tests
  * use it to get Next's own answer).
  */
