@@ -96,6 +96,9 @@ const NA = "-";
  * the fix) is not here: it is written by hand in results.json `notes`, next to the numbers it is
  * about, and rendered under the goals table.
  */
+/** A scale run's CPU per read, in ms: its cores over the window, spread over the reads it made. */
+const cpuMsPerRead = (x: ScaleRun) => (x.cpuCores * x.measureSeconds * 1000) / Math.max(1, x.reads);
+
 export function goals(r: BenchResults): Goal[] {
   const inc = ok(r.incident);
   const cost = ok(r.cost);
@@ -193,7 +196,7 @@ export function goals(r: BenchResults): Goal[] {
     out.push({
       id: "memory",
       goal: memGoal,
-      stepwatch: [thousand ? `as shipped${thousand.v8Flags?.length ? ` (${thousand.v8Flags.join(" ")}, lib/watcher/heap.ts)` : " (V8 defaults)"}: ${memOf(thousand)}, ${n((thousand.cpuCores * thousand.measureSeconds * 1000) / Math.max(1, thousand.reads), 3)} ms CPU per read` : "", capped ? `with ${capped.nodeFlags!.join(" ")} (README): ${memOf(capped)}, ${n((capped.cpuCores * capped.measureSeconds * 1000) / Math.max(1, capped.reads), 3)} ms CPU per read` : ""].filter(Boolean).join("; "),
+      stepwatch: [thousand ? `as shipped${thousand.v8Flags?.length ? ` (${thousand.v8Flags.join(" ")}, lib/watcher/heap.ts)` : " (V8 defaults)"}: ${memOf(thousand)}, ${n(cpuMsPerRead(thousand), 3)} ms CPU per read` : "", capped ? `with ${capped.nodeFlags!.join(" ")} (README): ${memOf(capped)}, ${n(cpuMsPerRead(capped), 3)} ms CPU per read` : ""].filter(Boolean).join("; "),
       peer: headline ? `Prometheus ${n(headline.prometheus.rssMb ?? NaN)} MB (peer run, ${n(headline.prometheus.headSeries ?? NaN)} series in its head block)` : NA,
       ratio: headline?.prometheus.rssMb ? `${n(best.rssMb.max / headline.prometheus.rssMb, 2)}x` : NA,
       met: best.rssMb.max <= 250,
@@ -351,7 +354,7 @@ function scaleSection(s: ScaleResult): string {
   const rows = s.runs.map((r) =>
     "error" in r
       ? `| ${r.backends} | ${r.intervalSeconds} s | failed: ${r.error.split("\n")[0]} | | | | | | | |`
-      : `| ${r.backends}${r.nodeFlags ? ` (${r.nodeFlags.join(" ")})` : ""} | ${r.intervalSeconds} s | ${n(r.reads)} / ${n(r.expectedReads)} | ${r.backendsJudged === undefined ? "n/a" : n(r.backendsJudged)} | ${n(r.failedReads)}${r.failedOutcomes && r.failedReads ? ` (${Object.entries(r.failedOutcomes).map(([k, v]) => `${v.count} ${k}`).join(", ")})` : ""} | ${n(r.cpuCores, 3)} | ${n((r.cpuCores * r.measureSeconds * 1000) / Math.max(1, r.reads), 3)} | ${n(r.rssMb.max)} / ${n(r.heapUsedMb)} | ${n(r.pollLagMs.p50)} / ${n(r.pollLagMs.p99)} | ${n(r.readLatencyMs.p50)} / ${n(r.readLatencyMs.p99)} | ${n(r.eventLoopDelayMs.p99, 1)} |`,
+      : `| ${r.backends}${r.nodeFlags ? ` (${r.nodeFlags.join(" ")})` : ""} | ${r.intervalSeconds} s | ${n(r.reads)} / ${n(r.expectedReads)} | ${r.backendsJudged === undefined ? "n/a" : n(r.backendsJudged)} | ${n(r.failedReads)}${r.failedOutcomes && r.failedReads ? ` (${Object.entries(r.failedOutcomes).map(([k, v]) => `${v.count} ${k}`).join(", ")})` : ""} | ${n(r.cpuCores, 3)} | ${n(cpuMsPerRead(r), 3)} | ${n(r.rssMb.max)} / ${n(r.heapUsedMb)} | ${n(r.pollLagMs.p50)} / ${n(r.pollLagMs.p99)} | ${n(r.readLatencyMs.p50)} / ${n(r.readLatencyMs.p99)} | ${n(r.eventLoopDelayMs.p99, 1)} |`,
   );
   return `## 3. Scale of one watcher
 

@@ -128,8 +128,7 @@ export interface LaneSources {
 const REAL: LaneSources = { admit, fleetJson: () => getFleetJson(), history: (id, from, to) => getHistory(id, from, to) };
 
 /** The admission proxy.ts would give this request (cookies parsed only if the gate asks for them). */
-function admitted(req: IncomingMessage, pathname: string, search: string, src: LaneSources) {
-  const headers = headerSource(req.headers);
+function admitted(headers: HeaderSource, pathname: string, search: string, src: LaneSources) {
   let jar: RequestCookies | null = null;
   const cookies: AdmissionRequest["cookies"] = { get: (name) => (jar ??= new RequestCookies(headers as Headers)).get(name) };
   return src.admit({ headers, cookies, pathname, search });
@@ -138,7 +137,7 @@ function admitted(req: IncomingMessage, pathname: string, search: string, src: L
 /** Answers and returns true, or returns false having written nothing (Next answers then). */
 async function answer(req: IncomingMessage, res: ServerResponse, encoding: "gzip" | "identity", src: LaneSources): Promise<boolean> {
   const headers = headerSource(req.headers);
-  const a = await admitted(req, FLEET_PATH, "", src);
+  const a = await admitted(headers, FLEET_PATH, "", src);
   if (!a.ok) return false;
   const enc = await src.fleetJson();
   const out: Array<[string, string]> = [...answerHeaders(a), ["etag", enc.etag], ["cache-control", "no-cache"], ["vary", "Accept-Encoding"]];
@@ -226,7 +225,7 @@ export function historyAsked(url: string, now: number = Date.now()): { id: strin
 }
 
 async function answerHistory(req: IncomingMessage, res: ServerResponse, encoding: "gzip" | "identity", asked: NonNullable<ReturnType<typeof historyAsked>>, src: LaneSources): Promise<boolean> {
-  const a = await admitted(req, `/api/backends/${asked.id}/history`, asked.search, src);
+  const a = await admitted(headerSource(req.headers), `/api/backends/${asked.id}/history`, asked.search, src);
   if (!a.ok) return false;
   let history: HistoryResponse;
   try {
