@@ -241,12 +241,14 @@ export function BackendView({
   const [fixed, setFixed] = useState<FixedWindow>(initialWindow);
   const [dialog, setDialog] = useState(false);
   const fleet = useSWR<FleetResponse>("/api/fleet", getJson, { refreshInterval: FLEET_REFRESH_MS });
-  const history = useSWR<HistoryResponse>(
+  const history = useSWR<HistoryResponse & { series: HistorySeries }>(
     ["history", id, range, fixed?.from, fixed?.to],
-    () => {
+    async () => {
       const to = fixed?.to ?? Date.now();
       const from = fixed?.from ?? to - rangeMs(range);
-      return getJson<HistoryResponse>(`/api/backends/${encodeURIComponent(id)}/history?from=${from}&to=${to}`);
+      const answer = await getJson<HistoryResponse>(`/api/backends/${encodeURIComponent(id)}/history?from=${from}&to=${to}`);
+      // Decoded here, once per answer: spans that do not fit their points are the fetch's error (shown in the banner), not a broken render.
+      return { ...answer, series: toHistorySeries(answer.columns) };
     },
     // A fixed window in the past does not change; a live one (or one that ends in the future)
     // follows its range's pace.
@@ -261,7 +263,7 @@ export function BackendView({
     { keepPreviousData: true },
   );
   const b = fleet.data?.backends.find((x) => x.id === id);
-  const series = useMemo(() => (h ? toHistorySeries(h.columns) : null), [h]);
+  const series = h?.series ?? null;
   const markers = useMemo(() => (h ? toMarkers(h.transitions, h.restarts, h.from, h.to) : []), [h]);
   const xRange: [number, number] | undefined = h ? [h.from / 1000, h.to / 1000] : undefined;
   const now = fleet.data?.generatedAt ?? Date.now();

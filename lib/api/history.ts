@@ -1,15 +1,17 @@
 /**
- * The history's wire form: columns, not rows. Seven days of one backend are ~1,440 points of 20
+ * The history's wire form: columns, not rows. Seven days of one backend are ~1,000 points of 20
  * figures; as an array of objects every point repeats every key (325 KB of JSON). Here each figure
- * is one array (null for a figure the backend never had in the range: a whole latency column of a
- * llama.cpp server is one `null`), states are runs ([first point, state], a state changes rarely),
- * and values carry three significant digits (what the dashboard shows; integers stay exact).
- * The CSV export reads the same columns unrounded (`exact`).
+ * is its spans of values ([first point, values...], lib/api/types.ts HistorySpans), null for a
+ * figure no point of the range has: a point without the figure costs nothing, where a dense column
+ * spent a `null` on it (a week whose last minute has vLLM's latency figures was 116 KB, 14 columns
+ * of 1,008 nulls and one value; as spans it is ~45 KB). States are runs ([first point, state], a
+ * state changes rarely), and values carry three significant digits (what the dashboard shows;
+ * integers stay exact). The CSV export reads the same columns unrounded (`exact`).
  */
 import type { BackendState } from "../check/states";
 import type { Figures } from "../check/types";
 import { LATENCY_FIELDS, type LatencySample } from "../metrics/vllm-latency";
-import type { HistoryColumns, HistoryFigure, HistoryPoint } from "./types";
+import type { HistoryColumns, HistoryFigure, HistoryPoint, HistorySpans } from "./types";
 
 export const HISTORY_FIGURES = [
   "running",
@@ -69,14 +71,15 @@ export function columnsFrom(
   }
   const cols = { at, state } as HistoryColumns;
   HISTORY_FIGURES.forEach((f, k) => {
-    let any = false;
-    const col = new Array<number | null>(n);
+    const spans: HistorySpans = [];
+    let open: number[] | null = null; // the values of the span point i-1 is in, if it had one
     for (let i = 0; i < n; i++) {
       const v = point.value(i, k);
-      if (v !== null) any = true;
-      col[i] = v;
+      if (v === null) open = null;
+      else if (open) open.push(v);
+      else spans.push([i, (open = [v])]);
     }
-    cols[f] = any ? col : null;
+    cols[f] = spans.length ? spans : null;
   });
   return cols;
 }
@@ -90,18 +93,37 @@ export function toColumns(points: readonly Row[], exact = false): HistoryColumns
 /** The same columns with three significant digits (what the dashboard is sent). */
 export function roundColumns(c: HistoryColumns): HistoryColumns {
   const out = { at: c.at, state: c.state } as HistoryColumns;
-  for (const f of HISTORY_FIGURES) out[f] = c[f]?.map(threeDigits) ?? null;
+  for (const f of HISTORY_FIGURES) out[f] = c[f]?.map(([first, values]) => [first, values.map(threeDigits) as number[]]) ?? null;
+  return out;
+}
+
+/**
+ * A figure's spans as one value per point (null where it has none), for `n` points. Refuses spans
+ * that overlap, go backwards or past `n`: a reader that drew them would put values on wrong times.
+ */
+export function spanValues(spans: HistorySpans | null, n: number): Array<number | null> {
+  const out = new Array<number | null>(n).fill(null);
+  let next = 0;
+  for (const [first, values] of spans ?? []) {
+    if (!Number.isInteger(first) || first < next || first + values.length > n) {
+      throw new RangeError(`history spans: a span at ${first} of ${values.length} values does not fit after point ${next} of ${n}`);
+    }
+    for (let j = 0; j < values.length; j++) out[first + j] = values[j];
+    next = first + values.length;
+  }
   return out;
 }
 
 /** Columns back to points (the CSV, and clients that want rows). */
 export function toRows(c: HistoryColumns): HistoryPoint[] {
+  const n = c.at.length;
+  const figures = HISTORY_FIGURES.map((f) => spanValues(c[f], n));
   const rows: HistoryPoint[] = [];
   let run = 0;
-  for (let i = 0; i < c.at.length; i++) {
+  for (let i = 0; i < n; i++) {
     while (run + 1 < c.state.length && c.state[run + 1][0] <= i) run++;
     const p = { at: c.at[i], state: c.state[run]?.[1] ?? "unknown" } as HistoryPoint;
-    for (const f of HISTORY_FIGURES) (p as unknown as Record<string, number | null>)[f] = c[f]?.[i] ?? null;
+    HISTORY_FIGURES.forEach((f, k) => ((p as unknown as Record<string, number | null>)[f] = figures[k][i]));
     rows.push(p);
   }
   return rows;

@@ -204,11 +204,18 @@ export interface RestartPlanDTO {
 export type HistoryFigure = keyof Figures | keyof LatencySample;
 
 /**
- * The points as columns (lib/api/history.ts): `at[i]` is point i's time (ms); each figure one array
- * aligned with `at`, or null when no point of the range has it; `state` as runs, [first point
+ * A figure's values as spans (lib/api/history.ts): [first point index, values of that point and the
+ * ones after it], in order, not overlapping; a point in no span has no value. `[[0, [1, 2, 3]]]` is
+ * three points with values; `[[0, [1]], [2, [3]]]` the same with the middle one missing.
+ */
+export type HistorySpans = Array<[number, number[]]>;
+
+/**
+ * The points as columns (lib/api/history.ts): `at[i]` is point i's time (ms); each figure its
+ * spans of values, or null when no point of the range has it; `state` as runs, [first point
  * index, state] (point i has the state of the last run starting at or before i).
  */
-export type HistoryColumns = { at: number[]; state: Array<[number, BackendState]> } & Record<HistoryFigure, Array<number | null> | null>;
+export type HistoryColumns = { at: number[]; state: Array<[number, BackendState]> } & Record<HistoryFigure, HistorySpans | null>;
 
 export interface HistoryResponse {
   backendId: string;

@@ -5,7 +5,8 @@
  * missing (a down backend or a stopped watcher must not look like a straight line), and turns
  * transitions and restarts into time-axis markers.
  */
-import type { HistoryColumns, RestartEventDTO, SparkPoint, TransitionDTO } from "../api/types";
+import { HISTORY_FIGURES, spanValues } from "../api/history";
+import type { HistoryColumns, HistoryFigure, RestartEventDTO, SparkPoint, TransitionDTO } from "../api/types";
 import type { BackendState } from "../check/states";
 import { BACKEND_STATES } from "../check/states";
 import { LATENCY_FIELDS, type LatencySample } from "../metrics/vllm-latency";
@@ -73,7 +74,8 @@ export function typicalStepMs(ats: number[]): number | null {
 /**
  * The history's columns to series. Where two neighbours are more than `gapFactor` times the usual
  * spacing apart, a null point is inserted between them so the line breaks there. A null column
- * (no point had the figure) is a series of nulls.
+ * (no point had the figure) is a series of nulls. Spans that do not fit the points throw
+ * (lib/api/history.ts spanValues).
  */
 export function toHistorySeries(c: HistoryColumns, gapFactor = 3): HistorySeries {
   const n = c.at.length;
@@ -98,17 +100,18 @@ export function toHistorySeries(c: HistoryColumns, gapFactor = 3): HistorySeries
     kvCachePercent: [],
     latency: Object.fromEntries(LATENCY_FIELDS.map((f) => [f, []])) as unknown as Record<keyof LatencySample, Series>,
   };
-  const v = (col: Array<number | null> | null, i: number | null) => (i === null || !col ? null : (col[i] ?? null));
+  const values = Object.fromEntries(HISTORY_FIGURES.map((f) => [f, spanValues(c[f], n)])) as Record<HistoryFigure, Array<number | null>>;
+  const v = (f: HistoryFigure, i: number | null) => (i === null ? null : values[f][i]);
   const push = (at: number, i: number | null) => {
     out.x.push(at / 1000);
-    out.running.push(v(c.running, i));
-    out.waiting.push(v(c.waiting, i));
-    out.stepsPerSecond.push(v(c.stepsPerSecond, i));
-    out.generationTokensPerSecond.push(v(c.generationTokensPerSecond, i));
-    out.promptTokensPerSecond.push(v(c.promptTokensPerSecond, i));
-    const kv = v(c.kvCacheUsage, i);
+    out.running.push(v("running", i));
+    out.waiting.push(v("waiting", i));
+    out.stepsPerSecond.push(v("stepsPerSecond", i));
+    out.generationTokensPerSecond.push(v("generationTokensPerSecond", i));
+    out.promptTokensPerSecond.push(v("promptTokensPerSecond", i));
+    const kv = v("kvCacheUsage", i);
     out.kvCachePercent.push(kv === null ? null : kv * 100);
-    for (const f of LATENCY_FIELDS) out.latency[f].push(v(c[f], i));
+    for (const f of LATENCY_FIELDS) out.latency[f].push(v(f, i));
   };
   for (let k = 0; k < n; k++) {
     if (k > 0 && step !== null && ats[k] - ats[k - 1] > gapFactor * step) push(ats[k - 1] + step, null);

@@ -1,7 +1,7 @@
 /**
- * The history's wire form (lib/api/history.ts): columns aligned with `at`, a null column for a
- * figure no point has, states as runs, three significant digits (integers exact), and back to
- * the same rows; and on a real SQLite file, historyOf's columns are historyPoints' rows.
+ * The history's wire form (lib/api/history.ts): `at`, each figure as spans of values (a null
+ * column for a figure no point has), states as runs, three significant digits (integers exact),
+ * and back to the same rows; and on a real SQLite file, historyOf's columns are historyPoints' rows.
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -9,7 +9,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openDb, type DbHandle } from "@/db/client";
 import { historyPoints, insertSamples, sampleRow } from "@/db/queries";
-import { HISTORY_FIGURES, threeDigits, toColumns, toRows } from "@/lib/api/history";
+import { HISTORY_FIGURES, spanValues, threeDigits, toColumns, toRows } from "@/lib/api/history";
 import { historyOf } from "@/lib/api/snapshot";
 import { historyCsv } from "@/lib/api/exports";
 import type { HistoryPoint } from "@/lib/api/types";
@@ -37,11 +37,11 @@ describe("history columns", () => {
       [2, "idle"],
       [3, "busy"],
     ]);
-    expect(c.running).toEqual([3, 2.67, 0, 12345]);
-    expect(c.stepsPerSecond).toEqual([12.3, 1230, 0, NaN]);
-    expect(c.kvCacheUsage).toEqual([0.123, null, null, null]);
+    expect(c.running).toEqual([[0, [3, 2.67, 0, 12345]]]);
+    expect(c.stepsPerSecond).toEqual([[0, [12.3, 1230, 0, NaN]]]);
+    expect(c.kvCacheUsage).toEqual([[0, [0.123]]]); // one value, then nothing: no nulls sent
     expect(c.ttftP50).toBeNull(); // no point has it: one null, not four
-    for (const f of HISTORY_FIGURES) expect(c[f] === null || c[f]!.length === 4, f).toBe(true);
+    for (const f of HISTORY_FIGURES) expect(c[f] === null || spanValues(c[f], 4).length === 4, f).toBe(true);
 
     const back = toRows(c);
     expect(back.map((r) => r.state)).toEqual(["busy", "busy", "idle", "busy"]);
@@ -51,6 +51,41 @@ describe("history columns", () => {
     expect(toColumns([])).toMatchObject({ at: [], state: [], running: null });
     expect(threeDigits(null)).toBeNull();
     expect(threeDigits(0.00012345)).toBe(0.000123);
+  });
+
+  it("a figure with gaps is one span per stretch of values, and reads back with nulls in the gaps", () => {
+    const vals = [null, 1, 2, null, null, 3, null, 4];
+    const rows = vals.map((v, i) => pt(1000 * i, "busy", { ttftP50: v }));
+    const c = toColumns(rows, true);
+    expect(c.ttftP50).toEqual([
+      [1, [1, 2]],
+      [5, [3]],
+      [7, [4]],
+    ]);
+    expect(spanValues(c.ttftP50, vals.length)).toEqual(vals);
+    expect(toRows(c).map((r) => r.ttftP50)).toEqual(vals);
+    expect(spanValues(null, 3)).toEqual([null, null, null]);
+  });
+
+  // The page draws what spanValues gives: spans that overlap, go backwards or past the points
+  // would put values at the wrong times, so they are refused, not drawn.
+  it("refuses spans that do not fit the points", () => {
+    expect(() => spanValues([[2, [1, 2]]], 3)).toThrow(/does not fit/); // past the end
+    expect(() => spanValues([[0, [1, 2]], [1, [3]]], 5)).toThrow(/does not fit/); // overlap
+    expect(() => spanValues([[3, [1]], [0, [2]]], 5)).toThrow(/does not fit/); // backwards
+    expect(() => spanValues([[0.5, [1]]], 5)).toThrow(/does not fit/);
+    expect(spanValues([[0, [1]], [1, [2]]], 2)).toEqual([1, 2]); // touching is fine
+  });
+
+  // Why spans: a week of 10-minute windows whose last one has vLLM's latency figures. As dense
+  // columns each of those 14 figures was 1,008 nulls and a value (~5 KB each, 70 KB in all).
+  it("a figure only the last point has costs one span, not a null per point", () => {
+    const rows = Array.from({ length: 1008 }, (_, i) => pt(i * 600_000, "busy", { running: 1, ...(i === 1007 ? { ttftP50: 0.25, e2eP95: 2 } : {}) }));
+    const c = toColumns(rows);
+    expect(c.ttftP50).toEqual([[1007, [0.25]]]);
+    expect(JSON.stringify(c.e2eP95)).toBe("[[1007,[2]]]");
+    expect(toRows(c)[1006].ttftP50).toBeNull();
+    expect(toRows(c)[1007].ttftP50).toBe(0.25);
   });
 });
 
@@ -83,8 +118,8 @@ describe("historyOf on a real database", () => {
     expect(r.count).toBe(2);
     expect(r.columns.at).toEqual(rows.map((p) => p.at));
     expect(toRows(r.columns)).toEqual(toRows(toColumns(rows)));
-    expect(r.columns.generationTokensPerSecond).toEqual([11, 0]);
-    expect(r.columns.kvCacheUsage).toEqual([0.123, 0.123]);
+    expect(r.columns.generationTokensPerSecond).toEqual([[0, [11, 0]]]);
+    expect(r.columns.kvCacheUsage).toEqual([[0, [0.123, 0.123]]]);
     const csv = historyCsv(historyOf(h.db, "b", 0, 10_000, { exact: true }));
     expect(csv).toContain("10.987654");
     expect(csv).toContain("0.123456");
