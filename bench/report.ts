@@ -176,7 +176,7 @@ export function goals(r: BenchResults): Goal[] {
     out.push({
       id: "5000",
       goal: bigGoal,
-      stepwatch: `p99 lag ${n(big.pollLagMs.p99)} ms; ${n(big.backendsJudged ?? NaN)} of ${n(big.backends)} judged; ${n(big.reads)} of ${n(big.expectedReads)} reads due, ${n(big.failedReads)} failed; ${n(big.cpuCores, 2)} cores, RSS ${n(big.rssMb.max)} MB`,
+      stepwatch: `p99 lag ${n(big.pollLagMs.p99)} ms; ${n(big.backendsJudged ?? NaN)} of ${n(big.backends)} judged; ${n(big.reads)} of ${n(big.expectedReads)} reads due, ${n(big.failedReads)} failed${big.readsSeenLate === undefined ? "" : `, ${n(big.readsSeenLate)} seen late (not judged)`}; states ${Object.entries(big.states).map(([k, v]) => `${k} ${n(v)}`).join(", ")}; ${n(big.cpuCores, 2)} cores, RSS ${n(big.rssMb.max)} MB`,
       peer: NA,
       ratio: NA,
       met: big.pollLagMs.p99 < 250 && big.backendsJudged === big.backends,

@@ -15,6 +15,7 @@ import os from "node:os";
 import path from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { openDb } from "../db/client";
+import { seenLate } from "../lib/check/late";
 import { observe } from "../lib/check/observe";
 import { parseConfig } from "../lib/config";
 import { startWatcher } from "../lib/watcher";
@@ -61,6 +62,8 @@ export interface ScaleRun {
   /** The V8 settings lib/watcher/heap.ts made at start (none with STEPWATCH_V8_TUNING=off). */
   v8Flags?: readonly string[];
   failedReads: number;
+  /** Reads with a timeout the watcher saw late (lib/check/late.ts): kept, not judged. */
+  readsSeenLate?: number;
   /**
    * TCP connections the watcher opened in the window, and requests that failed on a connection
    * (undici's diagnostics channels): a read that reuses a keep-alive connection opens none; a
@@ -92,6 +95,7 @@ async function main(): Promise<void> {
   const states: Record<string, number> = {};
   let reads = 0;
   let failed = 0;
+  let seenLateReads = 0;
   const failedOutcomes: ScaleRun["failedOutcomes"] = {};
   const judged = new Set<string>();
   let wokeFor: number | null = null;
@@ -119,6 +123,7 @@ async function main(): Promise<void> {
         const f = (failedOutcomes[out.reading.outcome] ??= { count: 0, example: out.reading.error ?? "" });
         f.count++;
       }
+      if (seenLate(out.reading)) seenLateReads++;
       states[out.verdict.state] = (states[out.verdict.state] ?? 0) + 1;
       if (out.verdict.state !== "unknown") judged.add(target.url);
     }
@@ -178,6 +183,7 @@ async function main(): Promise<void> {
     states,
     backendsJudged: judged.size,
     failedReads: failed,
+    readsSeenLate: seenLateReads,
     connectionsOpened: connections,
     requestErrors,
     failedOutcomes,

@@ -10,6 +10,7 @@
 import { rulesOf } from "../engines/registry";
 import { ENGINE_LABELS, PROGRESS_COUNTERS, type EngineMetrics, type EngineSlice, type EvidenceFigure } from "../engines/types";
 import { countOf, namesOf } from "./caps";
+import { lateReason, seenLate } from "./late";
 import { STATE_INFO, restartRecommended, type BackendState } from "./states";
 import { DEFAULT_THRESHOLDS, type PendingRestart, type ProbeChoice, type Rates, type Reading, type Thresholds, type Verdict } from "./types";
 
@@ -29,7 +30,11 @@ type Judgement = { state: BackendState; reasons: string[]; restartRecommended?: 
 export function classify(input: ClassifyInput): Verdict {
   const all = [...input.history, input.reading];
   const rates = ratesOf(all);
-  const core = judge(all, input.thresholds, input.probe ?? "auto");
+  // A read this process saw late is evidence of nothing (lib/check/late.ts): judged without it, a
+  // late newest read leaves the verdict of the reads before it, with the reason first.
+  const judged = all.filter((r) => !seenLate(r));
+  let core: Judgement = judged.length > 0 ? judge(judged, input.thresholds, input.probe ?? "auto") : { state: "unknown", reasons: [] };
+  if (seenLate(input.reading)) core = { ...core, reasons: [lateReason(input.reading), ...core.reasons] };
   const pending = input.pendingRestart;
   if (!pending) return verdict(core, rates, all);
 
@@ -61,6 +66,8 @@ export function shouldProbe(input: ClassifyInput): boolean {
   if (!m || m.running > 0 || m.waiting > 0) return false;
   if (isAsleep(cur)) return false;
   if ((input.probe ?? "auto") === "none" || rulesOf(cur.engine).probe === "never") return false;
+  // A read this process saw late: its probe would likely be seen late too, and would add to the load.
+  if (seenLate(cur)) return false;
   const all = [...input.history, cur];
   if (input.pendingRestart && !newProcessSince(all, input.pendingRestart)) return false;
 
@@ -68,8 +75,10 @@ export function shouldProbe(input: ClassifyInput): boolean {
   const probes = earlier.filter((r) => r.probe);
   const last = probes.at(-1);
   if (!last?.probe) return true; // this process has never answered a probe
-  const failedInARow = trailingFailedProbes(probes);
   const age = input.now - last.probe.at;
+  // A probe seen late said nothing, but it was sent: asked again at the idle pace, not at once.
+  if (last.probe.watcherLateMs !== undefined) return age >= input.thresholds.idleProbeSeconds * 1000;
+  const failedInARow = trailingFailedProbes(probes);
   // One failure is re-checked at once ("two consecutive reads"); after that, a stuck idle engine
   // is asked again only every idleProbeSeconds, not hammered on every poll. A probe that cannot
   // succeed (401/403, no such endpoint) is not a failure: asked again every idleProbeSeconds.
@@ -543,10 +552,11 @@ function newProcessSince(all: Reading[], pending: PendingRestart): boolean {
   return false;
 }
 
-/** Failed probes in a row at the end, not counting those that could never have succeeded. */
+/** Failed probes in a row at the end, not counting those that could never have succeeded (nor, ending the count, one seen late). */
 function trailingFailedProbes(probed: Reading[]): number {
   let n = 0;
-  for (let i = probed.length - 1; i >= 0 && probed[i].probe && !probed[i].probe!.ok && !probed[i].probe!.cannotSucceed; i--) n++;
+  const failed = (p: Reading["probe"]) => p && !p.ok && !p.cannotSucceed && p.watcherLateMs === undefined;
+  for (let i = probed.length - 1; i >= 0 && failed(probed[i].probe); i--) n++;
   return n;
 }
 

@@ -8,6 +8,7 @@
  * the default wait is widened to it, a wait the caller chose is refused (WaitTooShortError).
  */
 import { observe } from "./observe";
+import { seenLate } from "./late";
 import { judgeProxy } from "./proxy";
 import { rulesOf } from "../engines/registry";
 import { ENGINE_LABELS, type EngineKind } from "../engines/types";
@@ -222,7 +223,7 @@ export async function checkProxy(target: { url: string; apiKey?: string }, opts:
   let r = first;
   if (first.outcome !== "ok") {
     await sleep(refused(first) ? Math.min(REFUSED_RECHECK_MS, opts.waitSeconds * 1000) : opts.waitSeconds * 1000);
-    previous = first;
+    previous = seenLate(first) ? null : first; // a read seen late does not count towards "down"
     r = await read();
   }
   const j = judgeProxy(previous, r);

@@ -6,6 +6,7 @@
  * failed reads in a row are "down" (docs/decisions.md, "Proxy down rule").
  */
 import { countOf } from "./caps";
+import { lateReason, seenLate } from "./late";
 import type { ProxyState } from "./states";
 import type { ProxyReading } from "./types";
 
@@ -14,8 +15,10 @@ export interface ProxyJudgement {
   reasons: string[];
 }
 
-/** Pure: `previous` is the reading before this one (null on the first). One miss is not "down". */
+/** Pure: `previous` is the last reading judged before this one (null on the first). One miss is not "down". */
 export function judgeProxy(previous: ProxyReading | null, reading: ProxyReading): ProxyJudgement {
+  // Seen late (lib/check/late.ts): never "down"; the caller keeps `previous` as the read that counts.
+  if (seenLate(reading)) return { state: "unknown", reasons: [lateReason(reading)] };
   if (reading.outcome === "ok") {
     return { state: "up", reasons: [`/v1/models answered in ${Math.round(reading.latencyMs)} ms: ${countOf(reading.models)} model(s)`] };
   }

@@ -80,7 +80,15 @@ function authHeaders(apiKey?: string): Record<string, string> {
  * connection (see `get`): after it the read's connection is new, so a second reset in the same
  * read is the server's doing, not that race.
  */
-type Common = { timeoutMs: number; maxBytes: number; dispatcher?: Dispatcher; signal?: AbortSignal; retry: { left: number } };
+type Common = {
+  timeoutMs: number;
+  maxBytes: number;
+  dispatcher?: Dispatcher;
+  signal?: AbortSignal;
+  retry: { left: number };
+  /** The latest a timeout of this read was seen past its deadline (HttpResult.lateMs), 0 if none was. */
+  late: { ms: number };
+};
 
 function commonOf(opts: ReadOptions): Common {
   return {
@@ -89,7 +97,13 @@ function commonOf(opts: ReadOptions): Common {
     dispatcher: opts.dispatcher,
     signal: opts.signal,
     retry: { left: 1 },
+    late: { ms: 0 },
   };
+}
+
+function noteLate(late: { ms: number }, res: HttpResult): HttpResult {
+  if (res.lateMs !== undefined && res.lateMs > late.ms) late.ms = res.lateMs;
+  return res;
 }
 
 /**
@@ -101,8 +115,8 @@ function commonOf(opts: ReadOptions): Common {
  * takes a slot) never comes through here and is never retried.
  */
 async function get(target: BackendTarget, path: string, common: Common, accept: string, maxBytes = common.maxBytes): Promise<HttpResult> {
-  const { retry, ...http } = common;
-  const once = () => httpRequest(endpoint(target.url, path), { ...http, maxBytes, headers: { accept, ...authHeaders(target.apiKey) } });
+  const { retry, late, ...http } = common;
+  const once = async () => noteLate(late, await httpRequest(endpoint(target.url, path), { ...http, maxBytes, headers: { accept, ...authHeaders(target.apiKey) } }));
   const res = await once();
   if (res.outcome !== "reset" || res.bytes !== 0 || retry.left <= 0 || common.signal?.aborted) return res;
   retry.left--;
@@ -117,7 +131,11 @@ async function get(target: BackendTarget, path: string, common: Common, accept: 
  * stored reading, a restart's evidence or an API answer large.
  */
 export async function readBackend(target: BackendTarget, opts: ReadOptions = {}): Promise<Reading> {
-  return capReading(await readBackendUncapped(target, opts));
+  const common = commonOf(opts);
+  const reading = await readBackendUncapped(target, opts, common);
+  // A timeout this process saw late is not the server's to answer for (lib/check/late.ts).
+  if (common.late.ms > 0) reading.watcherLateMs = common.late.ms;
+  return capReading(reading);
 }
 
 /** The error (it may quote what the backend sent) and every model list of a reading, bounded. */
@@ -128,9 +146,8 @@ export function capReading(reading: Reading): Reading {
   return reading;
 }
 
-async function readBackendUncapped(target: BackendTarget, opts: ReadOptions): Promise<Reading> {
+async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, common: Common): Promise<Reading> {
   const now = opts.now ?? Date.now;
-  const common = commonOf(opts);
   const at = now();
   const choice = target.engine ?? "auto";
   let hint: EngineKind | undefined = choice === "auto" ? opts.engineHint : choice;
@@ -404,13 +421,15 @@ export async function probeBackend(target: BackendTarget, opts: ProbeOptions = {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const kind = firstProbe(target.probe, opts.engine, opts.learned) ?? "completions";
+  const late = { ms: 0 };
+  const seen = (p: ProbeResult): ProbeResult => (late.ms > 0 && !p.ok ? { ...p, watcherLateMs: late.ms } : p);
   let model = target.model ?? opts.model;
   if (!model && kind !== "generate") {
-    const listed = await listModels(target, commonOf({ ...opts, timeoutMs }));
+    const listed = await listModels(target, { ...commonOf({ ...opts, timeoutMs }), late });
     model = listed.models[0];
     if (!model) {
       const auth = listed.status === 401 || listed.status === 403;
-      return {
+      return seen({
         ok: false,
         at,
         latencyMs: elapsed(),
@@ -418,11 +437,11 @@ export async function probeBackend(target: BackendTarget, opts: ProbeOptions = {
         kind,
         error: `no model to probe: ${listed.error ?? "empty /v1/models"}`,
         ...(auth ? { cannotSucceed: "auth" as const } : {}),
-      };
+      });
     }
   }
-  const send = (k: ProbeKind) =>
-    httpRequest(endpoint(target.url, PATHS[k]), {
+  const send = async (k: ProbeKind) =>
+    noteLate(late, await httpRequest(endpoint(target.url, PATHS[k]), {
       method: "POST",
       timeoutMs: Math.max(1, timeoutMs - (performance.now() - started)),
       maxBytes: 256 * 1024,
@@ -430,7 +449,7 @@ export async function probeBackend(target: BackendTarget, opts: ProbeOptions = {
       signal: opts.signal,
       headers: { "content-type": "application/json", accept: "application/json", ...authHeaders(target.apiKey) },
       body: probeBody(k, model),
-    });
+    }));
   const result = (k: ProbeKind, res: HttpResult, extra: Partial<ProbeResult> = {}): ProbeResult => {
     if (res.outcome === "ok") return { ok: true, at, latencyMs: elapsed(), status: res.status, kind: k, ...extra };
     const base: ProbeResult = { ok: false, at, latencyMs: elapsed(), status: res.status, kind: k, error: capText(res.error ?? res.outcome), ...extra };
@@ -446,11 +465,11 @@ export async function probeBackend(target: BackendTarget, opts: ProbeOptions = {
       if (!r.ok && noEndpoint(again.status)) {
         return { ...r, cannotSucceed: "no-endpoint", error: `${PATHS[kind]} answered HTTP ${res.status} and ${PATHS.embeddings} HTTP ${again.status}` };
       }
-      return r;
+      return seen(r);
     }
     return { ...result(kind, res), cannotSucceed: "no-endpoint", error: `${PATHS[kind]} answered HTTP ${res.status}` };
   }
-  return result(kind, res);
+  return seen(result(kind, res));
 }
 
 /** The probe that answered last on this backend, so the next one starts there. */
@@ -474,6 +493,15 @@ export function lastEngine(history: Reading[]): EngineKind | undefined {
  */
 export async function readProxy(target: { url: string; apiKey?: string }, opts: ReadOptions = {}): Promise<ProxyReading> {
   const at = (opts.now ?? Date.now)();
-  const res = await listModels(target, commonOf(opts));
-  return { at, latencyMs: res.latencyMs, outcome: res.outcome, status: res.status, error: res.error === undefined ? undefined : capText(res.error), models: capList(res.models) };
+  const common = commonOf(opts);
+  const res = await listModels(target, common);
+  return {
+    at,
+    latencyMs: res.latencyMs,
+    outcome: res.outcome,
+    status: res.status,
+    error: res.error === undefined ? undefined : capText(res.error),
+    models: capList(res.models),
+    ...(common.late.ms > 0 ? { watcherLateMs: common.late.ms } : {}),
+  };
 }

@@ -25,6 +25,8 @@ export interface ProbeResult {
    * probe there is: set `probe` in the config).
    */
   cannotSucceed?: "auth" | "no-endpoint";
+  /** The probe timed out while stepwatch's own event loop was this late (ms): it says nothing about the engine (lib/check/late.ts). */
+  watcherLateMs?: number;
 }
 
 export interface Reading {
@@ -57,6 +59,12 @@ export interface Reading {
   probe?: ProbeResult;
   /** Bytes read from the backend for this reading (all requests together). */
   bytes?: number;
+  /**
+   * A request of this read timed out while stepwatch's own event loop was this late past the
+   * deadline (ms, lib/net/http.ts LATE_DEADLINE_MS): the read is kept and shown, never judged
+   * (lib/check/late.ts).
+   */
+  watcherLateMs?: number;
   /**
    * vLLM's cumulative latency histograms, finish reasons and preemptions from the same /metrics
    * body (lib/metrics/vllm-latency.ts). Kept in memory for the next read's deltas, not stored in
@@ -143,4 +151,6 @@ export interface ProxyReading {
   status?: number;
   error?: string;
   models: string[];
+  /** As Reading.watcherLateMs: its timeout was seen late, so it is not judged. */
+  watcherLateMs?: number;
 }

@@ -59,6 +59,7 @@ export class StepwatchMetrics {
   readonly pollLag: Histogram;
   readonly readDuration: Histogram<"kind">;
   readonly readFailures: Counter<"kind" | "outcome">;
+  readonly readsNotJudged: Counter<"kind">;
   readonly storageErrors: Counter;
   /**
    * Failed notification delivery attempts by channel id (`notifications.channels[].id`): the outbox
@@ -178,6 +179,13 @@ export class StepwatchMetrics {
       labelNames: ["kind", "outcome"],
       registers,
     });
+    this.readsNotJudged = new Counter({
+      name: "stepwatch_reads_not_judged_total",
+      help: "Reads with a timeout stepwatch saw late (its own event loop was busy past the deadline): kept, not judged. Any is a watcher with more to do than its CPU allows.",
+      labelNames: ["kind"],
+      registers,
+    });
+    for (const kind of ["backend", "proxy"] as const) this.readsNotJudged.inc({ kind }, 0);
     this.storageErrors = new Counter({
       name: "stepwatch_storage_errors_total",
       help: "Failed reads or writes of stepwatch's SQLite database (each failed attempt; writes are retried).",
@@ -228,9 +236,10 @@ export class StepwatchMetrics {
   /** What the watcher reports into. */
   readonly telemetry: WatcherTelemetry = {
     pollLag: (ms) => this.pollLag.observe(ms / 1000),
-    read: (kind, latencyMs, outcome) => {
+    read: (kind, latencyMs, outcome, seenLate = false) => {
       this.readDuration.observe({ kind }, latencyMs / 1000);
       if (outcome !== "ok") this.readFailures.inc({ kind, outcome });
+      if (seenLate) this.readsNotJudged.inc({ kind });
     },
     storageError: () => this.storageErrors.inc(),
     restartResolved: (backend, outcome) => this.restarts.inc({ backend, outcome }),

@@ -37,7 +37,20 @@ export interface HttpResult {
   bytes: number;
   latencyMs: number;
   error?: string;
+  /**
+   * On a timeout only: how late past its deadline this process's own event loop got to it (ms),
+   * when that is more than LATE_DEADLINE_MS. The answer may have been in the socket, unread, all
+   * that time (a watcher too busy for its fleet, a long GC): the timeout is stepwatch's as much as
+   * the server's, and says nothing about the server.
+   */
+  lateMs?: number;
 }
+
+/**
+ * A deadline seen later than this (ms) was the event loop's: on time it is seen within a few ms
+ * (a GC pause, tens). The poll-lag goal of a healthy watcher (bench/RESULTS.md) is the same 250 ms.
+ */
+export const LATE_DEADLINE_MS = 250;
 
 const g = globalThis as unknown as { __stepwatchDispatcher?: Agent };
 
@@ -59,8 +72,9 @@ export function defaultDispatcher(): Dispatcher {
 }
 
 /** How every connection stepwatch opens behaves (see defaultDispatcher). */
+const CONNECT_TIMEOUT_MS = 5_000;
 const CONNECTION_OPTIONS = {
-  connect: { timeout: 5_000 },
+  connect: { timeout: CONNECT_TIMEOUT_MS },
   keepAliveTimeout: 10_000,
   keepAliveMaxTimeout: 60_000,
 } as const;
@@ -134,7 +148,7 @@ export async function httpRequest(url: string, options: HttpOptions): Promise<Ht
         chunks.push(chunk as Buffer);
       }
     } catch (err) {
-      return { ...failure(err, deadline, opts), status: res.statusCode, bytes, latencyMs: elapsed() };
+      return markLate({ ...failure(err, deadline, opts), status: res.statusCode, bytes, latencyMs: elapsed() }, err, opts.timeoutMs);
     }
     // Most answers come in one chunk: no copy then.
     let raw = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, bytes);
@@ -166,11 +180,25 @@ export async function httpRequest(url: string, options: HttpOptions): Promise<Ht
       error: ok ? undefined : describeStatus(res.statusCode, res.headers),
     };
   } catch (err) {
-    return { ...failure(err, deadline, opts), bytes, latencyMs: elapsed() };
+    return markLate({ ...failure(err, deadline, opts), bytes, latencyMs: elapsed() }, err, opts.timeoutMs);
   } finally {
     clearTimeout(timer);
     opts.signal?.removeEventListener("abort", onOuterAbort);
   }
+}
+
+/**
+ * A timeout marked with how late it was seen. Its deadline: the connect timeout for a connect that
+ * timed out (when it comes first), else the request's. On time, the deadline's timer (or undici's
+ * own, which never fires before it) is seen a few ms after it is due; later, the event loop was
+ * busy when the answer may already have been there.
+ */
+function markLate(r: HttpResult, err: unknown, timeoutMs: number): HttpResult {
+  if (r.outcome !== "timeout") return r;
+  const code = (err as { code?: string })?.code;
+  const due = code === "UND_ERR_CONNECT_TIMEOUT" ? Math.min(CONNECT_TIMEOUT_MS, timeoutMs) : timeoutMs;
+  const late = r.latencyMs - due;
+  return late > LATE_DEADLINE_MS ? { ...r, lateMs: late } : r;
 }
 
 function describeStatus(status: number, headers: Record<string, string | string[] | undefined>): string {

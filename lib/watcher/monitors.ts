@@ -9,6 +9,7 @@ import type { observe as observeFn } from "../check/observe";
 import type { BackendTarget, ReadOptions } from "../check/read";
 import type { readProxy as readProxyFn } from "../check/read";
 import type { BackendState, ProxyState } from "../check/states";
+import { seenLate } from "../check/late";
 import type { PendingRestart, ProxyReading, Reading, Thresholds, Verdict } from "../check/types";
 import type { BackendConfig, ProxyConfig } from "../config";
 import type { OnCallBook } from "../oncall/book";
@@ -154,7 +155,7 @@ export class BackendMonitor {
     });
     // A read cut short by shutdown is not evidence about the backend.
     if (signal.aborted) return;
-    this.deps.telemetry.read("backend", reading.latencyMs, reading.outcome);
+    this.deps.telemetry.read("backend", reading.latencyMs, reading.outcome, seenLate(reading));
 
     if (pendingRow && pending) this.resolvePending(pendingRow, verdict, reading);
 
@@ -289,9 +290,9 @@ export class ProxyMonitor {
   async poll(signal: AbortSignal): Promise<void> {
     const reading = await this.deps.readProxy({ url: this.config.url, apiKey: this.config.apiKey }, { ...this.deps.read, signal });
     if (signal.aborted) return;
-    this.deps.telemetry.read("proxy", reading.latencyMs, reading.outcome);
+    this.deps.telemetry.read("proxy", reading.latencyMs, reading.outcome, seenLate(reading));
     const j = judgeProxy(this.last, reading);
-    this.last = reading;
+    if (!seenLate(reading)) this.last = reading; // a late read does not stand between two that count
     this.state = j.state;
     this.reasons = j.reasons;
     recordState(this, this.deps.store, "proxy", reading.at, j.state, j.reasons);

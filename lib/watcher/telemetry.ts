@@ -11,8 +11,8 @@ export type ReadKind = "backend" | "proxy";
 export interface WatcherTelemetry {
   /** How late a poll started after its slot (ms). Not called for a loop's first poll. */
   pollLag(ms: number): void;
-  /** One GET ended: its latency and how it ended. */
-  read(kind: ReadKind, latencyMs: number, outcome: FetchOutcome): void;
+  /** One read ended: its latency, how it ended, and whether it was seen late (lib/check/late.ts: kept, not judged). */
+  read(kind: ReadKind, latencyMs: number, outcome: FetchOutcome, seenLate?: boolean): void;
   /** A database read or write failed (each failed attempt counts). */
   storageError(): void;
   /** A restart event was resolved by this process (the watcher, or the restart verb's failure). */

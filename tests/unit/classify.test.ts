@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { classify, flatRunStart, shouldProbe } from "@/lib/check/classify";
+import { judgeProxy } from "@/lib/check/proxy";
 import type { BackendState } from "@/lib/check/states";
 import type { PendingRestart, ProbeChoice, ProbeResult, Reading, Thresholds } from "@/lib/check/types";
 import { parseVllmMetrics, type VllmMetrics } from "@/lib/engines/vllm";
@@ -330,5 +331,68 @@ describe("classify on the other real scrape and on built data-parallel metrics",
     expect(m).toMatchObject({ running: 0, waiting: 0, processStartTime: 1788859833.25, models: ["deepseek-v4-flash-vision-exp-ablit-dual"] });
     const r0: Reading = { at: 0, latencyMs: 5, outcome: "ok", metrics: m, probe: ok(0) };
     expect(judge([r0]).state).toBe("idle");
+  });
+});
+
+// lib/check/late.ts: a timeout this process saw late (its own event loop busy past the deadline)
+// may be stepwatch's, not the server's. Each case is judged twice: as seen late, and the same
+// reads seen on time, which must give the harmful verdict, so the test shows what the mark prevents.
+describe("reads stepwatch saw late are kept, never judged", () => {
+  const late = (r: Reading, ms = 1500): Reading => ({ ...r, watcherLateMs: ms });
+  const blockedLoop = (atS: number): Reading => ({ ...slowWithHealth(atS, "ok"), engine: "llamacpp" });
+
+  it("llama.cpp timing out on /metrics with /health up: stuck on time; seen late, never stalled or stuck", () => {
+    const reads = [0, 67, 134].map(blockedLoop);
+    expect(judge(reads).state).toBe("stuck");
+    for (let n = 1; n <= reads.length; n++) {
+      const v = judge(reads.slice(0, n).map((r) => late(r)));
+      expect(v.state).toBe("unknown");
+      expect(v.restartRecommended).toBe(false);
+      expect(v.reasons[0]).toMatch(/^this read is not judged: a request timed out while stepwatch itself was 1\.5 s late/);
+    }
+  });
+
+  it("/metrics and /health both timing out past stuckAfterSeconds: down on time; seen late, the verdict before them stands", () => {
+    const reads = [read(0, { running: 2 }), slowWithHealth(5, "timeout"), slowWithHealth(70, "timeout"), slowWithHealth(130, "timeout")];
+    expect(judge(reads)).toMatchObject({ state: "down", restartRecommended: true });
+    const v = judge([reads[0], ...reads.slice(1).map((r) => late(r))]);
+    expect(v.state).toBe(judge([reads[0]]).state);
+    expect(v.restartRecommended).toBe(false);
+    expect(v.reasons[0]).toMatch(/not judged/);
+  });
+
+  it("a late read between two that count neither breaks nor extends them: busy stays busy", () => {
+    const busy = [read(0, { ...busy12, steps: 100 }), read(5, { ...busy12, steps: 160 })];
+    const v = judge([...busy, late(timedOut(10)), read(15, { ...busy12, steps: 220 })]);
+    expect(v.state).toBe("busy");
+    expect(v.reasons.join(" ")).not.toMatch(/not judged/); // the newest read was on time
+    expect(judge([...busy, late(timedOut(10))]).state).toBe("busy");
+  });
+
+  it("an idle server's probe that timed out late is no failed probe: idle, and asked again at the idle pace", () => {
+    const idle = [read(0, {}, ok(0)), read(5, {})];
+    const lateProbe: Reading = read(65, {}, { ...failed(65), watcherLateMs: 900 });
+    expect(judge([...idle, read(65, {}, failed(65)), read(70, {}, failed(70))]).state).toBe("stuck"); // on time: two failed probes
+    const v = judge([...idle, lateProbe]);
+    expect(v.state).toBe("idle");
+    expect(v.reasons[0]).toMatch(/not judged.*0\.9 s late/);
+    // On time, one failed probe is asked again at once; a late one waits idleProbeSeconds.
+    expect(probeWanted([...idle, read(65, {}, failed(65)), read(70, {})])).toBe(true);
+    expect(probeWanted([...idle, lateProbe, read(70, {})])).toBe(false);
+    expect(probeWanted([...idle, lateProbe, read(125, {})])).toBe(true);
+    // A read seen late is not followed by a probe (it would likely be late too).
+    expect(probeWanted([...idle, read(65, {}), { ...read(130, {}), watcherLateMs: 400 }])).toBe(false);
+  });
+
+  it("every read seen late: unknown, with the reason, never a restart", () => {
+    const v = judge([late(timedOut(0)), late(refused(5)), late(refused(10))]);
+    expect(v).toMatchObject({ state: "unknown", restartRecommended: false });
+    expect(v.reasons).toHaveLength(1);
+  });
+
+  it("a proxy: two failed reads are down; a late one is unknown and not counted", () => {
+    const failedRead = (atS: number) => ({ at: atS * 1000, latencyMs: 10_000, outcome: "timeout" as const, error: "no complete answer within 10000 ms", models: [] });
+    expect(judgeProxy(failedRead(0), failedRead(5)).state).toBe("down");
+    expect(judgeProxy(failedRead(0), { ...failedRead(5), watcherLateMs: 2000 })).toMatchObject({ state: "unknown", reasons: [expect.stringMatching(/not judged/)] });
   });
 });

@@ -168,6 +168,7 @@ describe("the Prometheus export", () => {
     m.telemetry.read("backend", 40, "ok");
     m.telemetry.read("backend", 10_000, "timeout");
     m.telemetry.read("proxy", 3, "refused");
+    m.telemetry.read("backend", 10_600, "timeout", true); // seen late: kept, not judged
     m.telemetry.storageError();
     m.notificationChannel("email");
     m.notificationFailed("webhook");
@@ -175,10 +176,12 @@ describe("the Prometheus export", () => {
     const text = await m.render();
     expect(value(text, "stepwatch_poll_lag_seconds_count", {})).toBe(2);
     expect(value(text, "stepwatch_poll_lag_seconds_sum", {})).toBeCloseTo(0.032, 6);
-    expect(value(text, "stepwatch_read_duration_seconds_count", { kind: "backend" })).toBe(2);
+    expect(value(text, "stepwatch_read_duration_seconds_count", { kind: "backend" })).toBe(3);
     expect(value(text, "stepwatch_read_duration_seconds_bucket", { kind: "backend", le: "0.05" })).toBe(1);
     expect(value(text, "stepwatch_read_duration_seconds_count", { kind: "proxy" })).toBe(1);
-    expect(value(text, "stepwatch_read_failures_total", { kind: "backend", outcome: "timeout" })).toBe(1);
+    expect(value(text, "stepwatch_read_failures_total", { kind: "backend", outcome: "timeout" })).toBe(2);
+    expect(value(text, "stepwatch_reads_not_judged_total", { kind: "backend" })).toBe(1);
+    expect(value(text, "stepwatch_reads_not_judged_total", { kind: "proxy" })).toBe(0); // there from the start
     expect(value(text, "stepwatch_read_failures_total", { kind: "proxy", outcome: "refused" })).toBe(1);
     expect(value(text, "stepwatch_read_failures_total", { kind: "backend", outcome: "ok" })).toBeUndefined();
     expect(value(text, "stepwatch_storage_errors_total", {})).toBe(1);
