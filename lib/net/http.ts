@@ -71,8 +71,8 @@ export function defaultDispatcher(): Dispatcher {
   return g.__stepwatchDispatcher;
 }
 
-/** How every connection stepwatch opens behaves (see defaultDispatcher). */
 const CONNECT_TIMEOUT_MS = 5_000;
+/** How every connection stepwatch opens behaves (see defaultDispatcher). */
 const CONNECTION_OPTIONS = {
   connect: { timeout: CONNECT_TIMEOUT_MS },
   keepAliveTimeout: 10_000,
@@ -188,17 +188,22 @@ export async function httpRequest(url: string, options: HttpOptions): Promise<Ht
 }
 
 /**
+ * undici's connect timeout runs on its coarse timers (lib/util/timers.js: a tick every 499 ms that
+ * counts ticks, not time): on time it fires up to ~1 s after it is due. Not the watcher's lateness.
+ */
+const CONNECT_TIMER_SLACK_MS = 1_000;
+
+/**
  * A timeout marked with how late it was seen. Its deadline: the connect timeout for a connect that
- * timed out (when it comes first), else the request's. On time, the deadline's timer (or undici's
- * own, which never fires before it) is seen a few ms after it is due; later, the event loop was
- * busy when the answer may already have been there.
+ * timed out (when it comes first), else the request's. On time, the request's own timer is seen a
+ * few ms after it is due (undici's headers and body timers never fire before it); later, the event
+ * loop was busy while the answer may already have been there.
  */
 function markLate(r: HttpResult, err: unknown, timeoutMs: number): HttpResult {
   if (r.outcome !== "timeout") return r;
-  const code = (err as { code?: string })?.code;
-  const due = code === "UND_ERR_CONNECT_TIMEOUT" ? Math.min(CONNECT_TIMEOUT_MS, timeoutMs) : timeoutMs;
-  const late = r.latencyMs - due;
-  return late > LATE_DEADLINE_MS ? { ...r, lateMs: late } : r;
+  const connect = (err as { code?: string })?.code === "UND_ERR_CONNECT_TIMEOUT";
+  const late = r.latencyMs - (connect ? Math.min(CONNECT_TIMEOUT_MS, timeoutMs) : timeoutMs);
+  return late > LATE_DEADLINE_MS + (connect ? CONNECT_TIMER_SLACK_MS : 0) ? { ...r, lateMs: late } : r;
 }
 
 function describeStatus(status: number, headers: Record<string, string | string[] | undefined>): string {
