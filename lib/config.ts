@@ -187,7 +187,9 @@ export interface ParseOptions {
 }
 
 // Ids appear in URLs (/backends/{id}) and in the DB: keep them slug-like.
-const ID_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+/** A backend's or proxy's id, unanchored: it appears in URLs (lib/api/fast-lane.ts matches it in a path). */
+export const ID_PATTERN = "[A-Za-z0-9][A-Za-z0-9_-]{0,63}";
+const ID_RE = new RegExp(`^${ID_PATTERN}$`);
 const ENV_RE = /^env:([A-Za-z_][A-Za-z0-9_]*)$/;
 
 /** `secretEnvNames` collects the name of every variable an "env:NAME" secret refers to. */

@@ -36,6 +36,7 @@ import { RequestCookies } from "next/dist/compiled/@edge-runtime/cookies";
 import { admit, answerHeaders, type AdmissionRequest } from "../auth/admission";
 import { setRequestLane, type HeaderSource, type RequestLane } from "../auth/net-policy";
 import { getFleetJson, getHistory, type EncodedJson } from "./fleet";
+import { ID_PATTERN } from "../config";
 import { historyRange } from "./history-query";
 import { etagMatches } from "./respond";
 import type { HistoryResponse } from "./types";
@@ -202,7 +203,7 @@ export function fleetLane(src: LaneSources = REAL): RequestLane {
  * or a storage error is left to Next, which answers it with its error mapping. The CSV and HEAD
  * are Next's.
  */
-const HISTORY_PATH = /^\/api\/backends\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})\/history(?:\?([^#]*))?$/;
+const HISTORY_PATH = new RegExp(`^/api/backends/(${ID_PATTERN})/history(?:\\?([^#]*))?$`);
 const HISTORY_KEYS = new Set(["from", "to", "format"]);
 
 /** The history a request asks for when the lane may answer it, else null. */

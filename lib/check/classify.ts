@@ -32,7 +32,7 @@ export function classify(input: ClassifyInput): Verdict {
   const rates = ratesOf(all);
   // A read this process saw late is evidence of nothing (lib/check/late.ts): judged without it, a
   // late newest read leaves the verdict of the reads before it, with the reason first.
-  const judged = all.filter((r) => !seenLate(r));
+  const judged = all.some(seenLate) ? all.filter((r) => !seenLate(r)) : all; // no copy per poll when none is
   let core: Judgement = judged.length > 0 ? judge(judged, input.thresholds, input.probe ?? "auto") : { state: "unknown", reasons: [] };
   if (seenLate(input.reading)) core = { ...core, reasons: [lateReason(input.reading), ...core.reasons] };
   const pending = input.pendingRestart;

@@ -8,14 +8,14 @@
  */
 import type { ProxyReading, Reading } from "./types";
 
-/** Whether a request of this read (its GETs, or its probe) timed out while this process was late. */
-export function seenLate(r: Reading | ProxyReading): boolean {
-  return r.watcherLateMs !== undefined || ("probe" in r && r.probe?.watcherLateMs !== undefined);
-}
-
-/** How late, for the reason shown (the worst of its requests). */
+/** How late this process saw the read's worst timeout (its GETs', or its probe's), 0 if none was seen late. */
 export function lateMsOf(r: Reading | ProxyReading): number {
   return Math.max(r.watcherLateMs ?? 0, ("probe" in r ? r.probe?.watcherLateMs : undefined) ?? 0);
+}
+
+/** Whether a request of this read timed out while this process was late (a mark is always over LATE_DEADLINE_MS). */
+export function seenLate(r: Reading | ProxyReading): boolean {
+  return lateMsOf(r) > 0;
 }
 
 /** The reason a late read gives, first in its verdict's reasons. */
