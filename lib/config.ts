@@ -11,11 +11,15 @@ import { ENGINE_CHOICES, type EngineChoice } from "./engines/types";
 import { CHANNEL_TYPES, NOTIFICATION_EVENTS, type NotificationEvent } from "./notify/events";
 import { buildNetPolicy } from "./auth/net-policy";
 
+/** The most read threads a config may ask for (readThreads). */
+export const MAX_READ_THREADS = 16;
+
 /** Every default of the config, and only here (the classifier's thresholds come from DEFAULT_THRESHOLDS). */
 export const DEFAULTS = {
   pollIntervalSeconds: 5,
   ...DEFAULT_THRESHOLDS,
   probeTimeoutSeconds: 10,
+  readThreads: "auto",
   restartCooldownSeconds: 600,
   engine: "auto",
   probe: "auto",
@@ -130,6 +134,12 @@ export interface Config {
   pollIntervalSeconds: number;
   stuckAfterSeconds: number;
   probeTimeoutSeconds: number;
+  /**
+   * Threads that read the backends besides the watcher's own (lib/watcher/read-pool.ts): "auto"
+   * runs some only for a fleet one thread cannot read on time (lib/watcher/read-threads.ts), 0 none.
+   * Taken at start; a reload that would change it says so and keeps the running ones.
+   */
+  readThreads: "auto" | number;
   idleProbeSeconds: number;
   restartCooldownSeconds: number;
   recoveryTimeoutSeconds: number;
@@ -399,6 +409,7 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       ctx.addIssue({ code: "custom", message: `"${entry}" is not an IP address or CIDR range (e.g. "127.0.0.1", "10.0.0.0/8", "::1")` });
     }
   });
+  const readThreadsError = { error: `must be "auto" or a whole number from 0 to ${MAX_READ_THREADS}` };
   const hostName = z
     .string()
     .regex(/^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$/, "must be a host name without scheme or port (e.g. stepwatch.example.internal)");
@@ -414,6 +425,9 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       pollIntervalSeconds: seconds.default(DEFAULTS.pollIntervalSeconds),
       stuckAfterSeconds: seconds.default(DEFAULTS.stuckAfterSeconds),
       probeTimeoutSeconds: seconds.default(DEFAULTS.probeTimeoutSeconds),
+      readThreads: z
+        .union([z.literal("auto"), z.number().int(readThreadsError).min(0, readThreadsError).max(MAX_READ_THREADS, readThreadsError)], readThreadsError)
+        .default(DEFAULTS.readThreads),
       idleProbeSeconds: seconds.default(DEFAULTS.idleProbeSeconds),
       restartCooldownSeconds: z.number().nonnegative().default(DEFAULTS.restartCooldownSeconds),
       recoveryTimeoutSeconds: seconds.default(DEFAULTS.recoveryTimeoutSeconds),

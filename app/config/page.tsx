@@ -73,6 +73,7 @@ export default async function ConfigPage() {
               ["restart cooldown", `${s.restartCooldownSeconds} s`],
               ["recovery timeout", `${s.recoveryTimeoutSeconds} s`],
               ["startup grace", `${s.startupGraceSeconds} s`],
+              ["read threads", `${s.readThreadsRunning} running (readThreads ${JSON.stringify(s.readThreads)})`],
               ["/metrics token", s.metricsBearerToken ?? "none (public)"],
               ["raw readings kept", `${s.retention.rawHours} h`],
               ["rollups kept", `${s.retention.rollupDays} d`],

@@ -28,7 +28,7 @@ function at(raw: unknown, ...keys: Array<string | number>): unknown {
   return v;
 }
 
-export function configView(c: Config, status: ConfigStatus, demo: boolean): ConfigView {
+export function configView(c: Config, status: ConfigStatus, demo: boolean, readThreadsRunning = 0): ConfigView {
   const raw = c.raw;
   return {
     path: status.path,
@@ -53,6 +53,8 @@ export function configView(c: Config, status: ConfigStatus, demo: boolean): Conf
       restartCooldownSeconds: c.restartCooldownSeconds,
       recoveryTimeoutSeconds: c.recoveryTimeoutSeconds,
       startupGraceSeconds: c.startupGraceSeconds,
+      readThreads: c.readThreads,
+      readThreadsRunning,
       retention: { rawHours: c.retention.rawHours, rollupDays: c.retention.rollupDays },
       metricsBearerToken: c.metrics.bearerToken === null ? null : shownSecret(at(raw, "metrics", "bearerToken")),
     },
@@ -93,7 +95,7 @@ export function configView(c: Config, status: ConfigStatus, demo: boolean): Conf
 
 export async function getConfigView(): Promise<ConfigView> {
   const rt = await getRuntime();
-  return configView(rt.config, rt.configStatus, rt.demo);
+  return configView(rt.config, rt.configStatus, rt.demo, rt.watcher.readPool?.threads ?? 0);
 }
 
 /** POST /api/config/reload: 409 for the demo fleet (no file); a bad file is 422 with its problems. */

@@ -257,8 +257,11 @@ export interface ConfigView {
     | "restartCooldownSeconds"
     | "recoveryTimeoutSeconds"
     | "startupGraceSeconds"
+    | "readThreads"
     | "retention"
   > & {
+    /** Read threads running now (taken at start: a reload that asks for another number keeps these). */
+    readThreadsRunning: number;
     /** GET /metrics' bearer token (`env:NAME` or `***`), null when /metrics is public. */
     metricsBearerToken: SecretShown | null;
   };

@@ -4,15 +4,28 @@
  */
 import { firstWholeName } from "./caps";
 import { classify, shouldProbe } from "./classify";
-import { lastEngine, learnedProbe, probeBackend, readBackend, type BackendTarget, type ReadOptions } from "./read";
-import type { PendingRestart, Reading, Thresholds, Verdict } from "./types";
+import { lastEngine, learnedProbe, probeBackend, readBackend, type BackendTarget, type ProbeOptions, type ReadOptions } from "./read";
+import type { PendingRestart, ProbeResult, Reading, Thresholds, Verdict } from "./types";
 
 export interface ObserveContext {
   thresholds: Thresholds;
   now?: () => number;
   read?: ReadOptions;
   pendingRestart?: PendingRestart | null;
+  /**
+   * Who asks the backend: the watcher's read threads (lib/watcher/read-pool.ts), or readBackend
+   * and probeBackend in this thread by default. Judging stays here either way.
+   */
+  reader?: Reader;
 }
+
+/** The two ways observe asks a backend anything. */
+export interface Reader {
+  read(target: BackendTarget, opts: ReadOptions): Promise<Reading>;
+  probe(target: BackendTarget, opts: ProbeOptions): Promise<ProbeResult>;
+}
+
+const IN_THREAD: Reader = { read: readBackend, probe: probeBackend };
 
 export async function observe(
   target: BackendTarget,
@@ -21,10 +34,11 @@ export async function observe(
 ): Promise<{ reading: Reading; verdict: Verdict }> {
   const now = ctx.now ?? Date.now;
   const read = { ...ctx.read, now };
-  const reading = await readBackend(target, { engineHint: lastEngine(history), ...read });
+  const reader = ctx.reader ?? IN_THREAD;
+  const reading = await reader.read(target, { engineHint: lastEngine(history), ...read });
   const input = { history, reading, thresholds: ctx.thresholds, now: now(), pendingRestart: ctx.pendingRestart, probe: target.probe };
   if (shouldProbe(input)) {
-    reading.probe = await probeBackend(target, {
+    reading.probe = await reader.probe(target, {
       ...read,
       // A name cut by the caps is not asked for: the probe then lists /v1/models itself.
       model: target.model ?? firstWholeName(reading.metrics?.models),

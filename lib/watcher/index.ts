@@ -17,6 +17,8 @@ import { realClock, runEvery, type LoopClock } from "./loop";
 import { OnCallBook } from "../oncall/book";
 import { Outbox, type NotificationDraft, type OutboxOptions } from "../notify/outbox";
 import { BackendMonitor, ProxyMonitor, type MonitorDeps } from "./monitors";
+import { startReadPool, type ReadPool, type SpawnReadThread } from "./read-pool";
+import { readThreadsFor } from "./read-threads";
 import { WatchStore, STORE_LIMITS, type StoreLimits } from "./store";
 import { NO_TELEMETRY, type WatcherTelemetry } from "./telemetry";
 import type { RestartOutcome } from "../../db/schema";
@@ -41,6 +43,14 @@ export interface WatcherOptions {
   outbox?: Pick<OutboxOptions, "dispatcher" | "send" | "tuning">;
   /** Called when an unattended restart is due (lib/runtime asks the restart verb). */
   onUnattendedDue?: (backendId: string) => void;
+  /**
+   * Read threads (lib/watcher/read-pool.ts); by default as the config's readThreads says
+   * (lib/watcher/read-threads.ts), and none with an injected clock (a thread stamps its readings
+   * with the real time).
+   */
+  readThreads?: number;
+  /** How a read thread is started (bench/scale-worker.ts starts its own bundle's); lib/watcher/read-worker.ts by default. */
+  spawnReadThread?: SpawnReadThread;
 }
 
 export interface Watcher {
@@ -51,6 +61,8 @@ export interface Watcher {
   readonly outbox: Outbox;
   /** Acknowledgements and maintenance, in memory (lib/oncall/book.ts). */
   readonly book: OnCallBook;
+  /** The read threads, when this watcher runs any (see WatcherOptions.readThreads). */
+  readonly readPool: ReadPool | null;
   /** Writes a notification now (inside the caller's transaction), unless the backend is in maintenance. */
   notify(draft: NotificationDraft): void;
   readonly startedAt: number;
@@ -150,6 +162,9 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   const notify = (draft: NotificationDraft) => {
     if (book.maintenance(draft.backendId, draft.at) === null) outbox.write(draft);
   };
+  const threads = opts.readThreads ?? (clock === realClock ? readThreadsFor(config) : 0);
+  const pool: ReadPool | null = threads > 0 ? startReadPool(threads, log, opts.spawnReadThread) : null;
+  if (pool) log(`stepwatch: ${threads} read thread${threads === 1 ? "" : "s"} (readThreads ${JSON.stringify(config.readThreads)}, ${config.backends.length} backends every ${config.pollIntervalSeconds} s)`);
   const readOf = (c: Config): ReadOptions => ({
     timeoutMs: readTimeoutMs(c.pollIntervalSeconds),
     probeTimeoutMs: c.probeTimeoutSeconds * 1000,
@@ -171,6 +186,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
     observe: opts.observe ?? realObserve,
     readProxy: opts.readProxy ?? realReadProxy,
     telemetry,
+    pool: pool ?? undefined,
   };
 
   const backends = new Map<string, BackendMonitor>();
@@ -309,6 +325,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
     store,
     outbox,
     book,
+    readPool: pool,
     notify,
     startedAt: clock.now(),
     signal,
@@ -332,6 +349,9 @@ export function startWatcher(opts: WatcherOptions): Watcher {
       const change: ConfigChange = { added: [], removed: [], changed: [] };
       if (signal.aborted) return change;
       config = next;
+      // Read threads are started once: a reload that asks for another number says so and keeps them.
+      const wanted = opts.readThreads ?? (clock === realClock ? readThreadsFor(next) : 0);
+      if (wanted !== threads) log(`stepwatch: this config asks for ${wanted} read thread${wanted === 1 ? "" : "s"}; ${threads} run until stepwatch restarts`);
       deps.thresholds = thresholdsOf(next);
       deps.read = readOf(next);
       // On-call settings: channels, maintenance windows, reminder and recovery times.
@@ -349,6 +369,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
     },
     stopNow() {
       controller.abort();
+      void pool?.close();
       store.flush();
     },
     stop() {
@@ -356,6 +377,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
         controller.abort();
         // Loops added by a reload are in `loops` too; wait until none is left running.
         while (loops.size > 0) await Promise.allSettled([...loops]);
+        await pool?.close();
         store.flush();
       })();
       return stopping;

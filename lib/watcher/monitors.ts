@@ -5,7 +5,7 @@
  */
 import { sampleRow, type TargetKind } from "../../db/queries";
 import type { RestartEventRow } from "../../db/schema";
-import type { observe as observeFn } from "../check/observe";
+import type { observe as observeFn, Reader } from "../check/observe";
 import type { BackendTarget, ReadOptions } from "../check/read";
 import type { readProxy as readProxyFn } from "../check/read";
 import type { BackendState, ProxyState } from "../check/states";
@@ -21,6 +21,7 @@ import { judgeProxy } from "../check/proxy";
 import { LineCache } from "../metrics/prometheus";
 import { backendClient } from "../net/http";
 import type { Client } from "undici";
+import type { ReadPool } from "./read-pool";
 import type { WatchStore } from "./store";
 import type { WatcherTelemetry } from "./telemetry";
 
@@ -53,6 +54,8 @@ export interface MonitorDeps {
   observe: typeof observeFn;
   readProxy: typeof readProxyFn;
   telemetry: WatcherTelemetry;
+  /** The read threads (lib/watcher/read-pool.ts), when the watcher runs any; else reads are made here. */
+  pool?: ReadPool;
 }
 
 /** What a monitor remembers of the state it stored last. */
@@ -147,11 +150,14 @@ export class BackendMonitor {
     const { store, thresholds, now } = this.deps;
     const pendingRow = this.lastRestart?.outcome === null ? this.lastRestart : null;
     const pending = this.pending();
+    const pool = this.deps.pool;
     const { reading, verdict } = await this.deps.observe(this.target, this.history, {
       thresholds,
       now,
-      read: { ...this.deps.read, signal, lineCache: this.lineCache, dispatcher: this.deps.read.dispatcher ?? this.connection(signal) },
+      // With read threads, this backend's connection and line cache live on its thread.
+      read: pool ? { ...this.deps.read, signal } : { ...this.deps.read, signal, lineCache: this.lineCache, dispatcher: this.deps.read.dispatcher ?? this.connection(signal) },
       pendingRestart: pending,
+      reader: pool ? this.readOnPool(pool, signal) : undefined,
     });
     // A read cut short by shutdown is not evidence about the backend.
     if (signal.aborted) return;
@@ -170,6 +176,17 @@ export class BackendMonitor {
     if (this.storedState !== before) this.previousState = before;
     this.onCall(reading, verdict);
     store.enqueueSample({ ...sampleRow(this.config.id, reading, verdict), ...latency });
+  }
+
+  private pooled: Reader | null = null;
+  /** This backend's Reader on the pool; its thread forgets it when this loop ends. */
+  private readOnPool(pool: ReadPool, signal: AbortSignal): Reader {
+    if (!this.pooled) {
+      const id = this.config.id;
+      this.pooled = pool.readerOf(id);
+      signal.addEventListener("abort", () => pool.forget(id), { once: true });
+    }
+    return this.pooled;
   }
 
   /**

@@ -65,6 +65,8 @@ beforeAll(async () => {
       stuckAfterSeconds: 3,
       probeTimeoutSeconds: 3,
       idleProbeSeconds: 60,
+      // Every read of this suite goes through a read thread: the worker chunk next build made.
+      readThreads: 1,
       backends: [
         { id: "busy", url: sims.busy.url, restart: { command: ["/bin/echo", SECRET_ARG] } },
         { id: "idle", url: sims.idle.url, apiKey: "env:SW_TEST_IDLE_KEY" },
@@ -87,6 +89,12 @@ afterAll(async () => {
 });
 
 describe("the watcher over HTTP", () => {
+  it("reads through the build's read thread (readThreads 1), which started and answered", async () => {
+    await until("a judged backend", async () => (await backend("idle"))?.state === "idle");
+    expect(app!.output()).toMatch(/stepwatch: 1 read thread \(readThreads 1, 4 backends every 1 s\)/);
+    expect(app!.output()).not.toMatch(/read thread \d+ stopped|read threads cannot start/);
+  });
+
   it("a busy backend is busy, with summed running/waiting, live rates, and no probe ever sent", async () => {
     const b = await until("busy backend busy with rates", async () => {
       const x = await backend("busy");

@@ -336,7 +336,7 @@ describe("configView", () => {
     const v = configView(c, emptyStatus("f.json", T0), false);
     expect(v.backends[0]).toMatchObject({ url: "http://***@127.0.0.1:1/?***", apiKey: "env:KEY", restart: { kind: "command", command: ["/bin/echo", "x"] } });
     expect(v.backends[0]).toMatchObject({ engine: "auto", probe: "auto" });
-    expect(v.settings).toMatchObject({ startupGraceSeconds: 300, metricsBearerToken: "env:SCRAPE" });
+    expect(v.settings).toMatchObject({ startupGraceSeconds: 300, metricsBearerToken: "env:SCRAPE", readThreads: "auto", readThreadsRunning: 0 });
     expect(v.backends[1]).toMatchObject({ engine: "sglang", probe: "none", apiKey: "***", restart: { kind: "webhook", url: "env:HOOK", headers: { authorization: "env:HOOK", "x-lit": "***" } } });
     expect(v.proxies[0]).toEqual({ id: "lb", url: "http://127.0.0.1:9", apiKey: "***", backends: ["a"] });
     expect(v.operators).toEqual([{ name: "ana", password: "env:PW" }, { name: "bo", password: "***" }]);
