@@ -84,15 +84,26 @@ const bundles = new Map<string, string>();
  * TypeScript loader: ~47 MB more RSS here and a loader thread, which are not the watcher's.
  */
 export function startBundled(script: string, args: string[], nodeFlags: string[] = []): Child {
+  return startChild(process.execPath, [...nodeFlags, bundled(script), ...args]);
+}
+
+/**
+ * `script` and what it imports as one JavaScript file in bench/tmp/ (built once per benchmark
+ * run), its absolute path: for startBundled, and for a worker thread's script (bench/scale.ts's
+ * read threads, run as next build runs lib/watcher/read-worker.ts: compiled).
+ */
+export function bundled(script: string): string {
   let out = bundles.get(script);
   if (!out) {
-    out = path.join("bench", "tmp", `${path.basename(script, path.extname(script))}.bundle.cjs`);
+    out = path.resolve("bench", "tmp", `${path.basename(script, path.extname(script))}.bundle.cjs`);
     fs.mkdirSync(path.dirname(out), { recursive: true });
     // better-sqlite3 is a native module: loaded from node_modules, as next does (serverExternalPackages).
-    buildSync({ entryPoints: [script], outfile: out, bundle: true, platform: "node", format: "cjs", target: "node20", external: ["better-sqlite3"], logLevel: "warning" });
+    // import.meta.url: only lib/watcher/read-pool.ts's own thread script uses it, which a bundle
+    // replaces with its own (WatcherOptions.spawnReadThread); CommonJS has no import.meta.
+    buildSync({ entryPoints: [script], outfile: out, bundle: true, platform: "node", format: "cjs", target: "node20", external: ["better-sqlite3"], define: { "import.meta.url": "undefined" }, logLevel: "warning" });
     bundles.set(script, out);
   }
-  return startChild(process.execPath, [...nodeFlags, out, ...args]);
+  return out;
 }
 
 /** `node [nodeFlags] --import tsx <script> ...args`: TypeScript without the npx/tsx wrapper processes. */

@@ -24,7 +24,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { parsePrometheus } from "../lib/metrics/prometheus";
 import { httpRequest } from "../lib/net/http";
 import { freePort } from "../lib/sim/free-port";
-import { cpuSecondsOfTree, firstJsonLine, startBundled, startChild, startSimulatorFleet, type Child } from "./child";
+import { bundled, cpuSecondsOfTree, firstJsonLine, startBundled, startChild, startSimulatorFleet, type Child } from "./child";
 import { rssMbOf } from "./dashboard";
 import type { ScaleRun, ScaleSpec } from "./scale-worker";
 import { round } from "./stats";
@@ -161,7 +161,7 @@ async function onePeerRun(item: PeerPlanItem, urls: string[], simPid: number | u
   let worker: Child | null = null;
   try {
     await waitReady(base, prom, 30_000);
-    const spec: ScaleSpec = { urls: targets, intervalSeconds: item.intervalSeconds, warmupSeconds: item.warmupSeconds, measureSeconds: item.measureSeconds, announceWindow: true };
+    const spec: ScaleSpec = { urls: targets, intervalSeconds: item.intervalSeconds, warmupSeconds: item.warmupSeconds, measureSeconds: item.measureSeconds, announceWindow: true, readWorkerEntry: bundled("lib/watcher/read-worker.ts") };
     const specFile = path.join(dir, `peer-spec-${item.backends}-${item.keepAliveSeconds}.json`);
     fs.writeFileSync(specFile, JSON.stringify(spec));
     worker = startBundled("bench/scale-worker.ts", [specFile]);

@@ -168,15 +168,22 @@ export function goals(r: BenchResults): Goal[] {
     });
   } else missing("cpu-vs-prometheus", cpuGoal, ["peer"], why(r.peer) || "the 1000-backend peer run failed");
 
-  const runOf = (b: number, i: number, capped = false) =>
-    scale?.runs.find((x): x is ScaleRun => !("error" in x) && x.backends === b && x.intervalSeconds === i && !!x.nodeFlags?.length === capped);
+  // A run as shipped: readThreads "auto" (runs from before read threads had none to ask).
+  const runOf = (b: number, i: number, capped = false, threads: "auto" | number = "auto") =>
+    scale?.runs.find(
+      (x): x is ScaleRun => !("error" in x) && x.backends === b && x.intervalSeconds === i && !!x.nodeFlags?.length === capped && (x.readThreadsAsked ?? "auto") === threads,
+    );
   const bigGoal = "5000 backends at 5 s: p99 poll lag < 250 ms, every backend judged";
   const big = runOf(5000, 5);
+  const bigOf = (x: ScaleRun) =>
+    `p99 lag ${n(x.pollLagMs.p99)} ms; ${n(x.backendsJudged ?? NaN)} of ${n(x.backends)} judged; ${n(x.reads)} of ${n(x.expectedReads)} reads due, ${n(x.failedReads)} failed${x.readsSeenLate === undefined ? "" : `, ${n(x.readsSeenLate)} seen late (not judged)`}; states ${Object.entries(x.states).map(([k, v]) => `${k} ${n(v)}`).join(", ")}; ${n(x.cpuCores, 2)} cores, RSS ${n(x.rssMb.max)} MB`;
+  const threadsOf = (x: ScaleRun) => `${n(x.readThreads ?? 0)} read thread${x.readThreads === 1 ? "" : "s"}`;
   if (big) {
+    const alone = big.readThreads ? runOf(5000, 5, false, 0) : undefined;
     out.push({
       id: "5000",
       goal: bigGoal,
-      stepwatch: `p99 lag ${n(big.pollLagMs.p99)} ms; ${n(big.backendsJudged ?? NaN)} of ${n(big.backends)} judged; ${n(big.reads)} of ${n(big.expectedReads)} reads due, ${n(big.failedReads)} failed${big.readsSeenLate === undefined ? "" : `, ${n(big.readsSeenLate)} seen late (not judged)`}; states ${Object.entries(big.states).map(([k, v]) => `${k} ${n(v)}`).join(", ")}; ${n(big.cpuCores, 2)} cores, RSS ${n(big.rssMb.max)} MB`,
+      stepwatch: `${big.readThreadsAsked !== undefined ? `as shipped (readThreads "auto": ${threadsOf(big)}): ` : ""}${bigOf(big)}${alone ? `; with readThreads 0 (the watcher's thread alone): ${bigOf(alone)}` : ""}`,
       peer: NA,
       ratio: NA,
       met: big.pollLagMs.p99 < 250 && big.backendsJudged === big.backends,
@@ -353,8 +360,8 @@ On junk input it stays linear: ${mb(c.parse.junk.smallBytes)} in ${n(c.parse.jun
 function scaleSection(s: ScaleResult): string {
   const rows = s.runs.map((r) =>
     "error" in r
-      ? `| ${r.backends} | ${r.intervalSeconds} s | failed: ${r.error.split("\n")[0]} | | | | | | | |`
-      : `| ${r.backends}${r.nodeFlags ? ` (${r.nodeFlags.join(" ")})` : ""} | ${r.intervalSeconds} s | ${n(r.reads)} / ${n(r.expectedReads)} | ${r.backendsJudged === undefined ? "n/a" : n(r.backendsJudged)} | ${n(r.failedReads)}${r.failedOutcomes && r.failedReads ? ` (${Object.entries(r.failedOutcomes).map(([k, v]) => `${v.count} ${k}`).join(", ")})` : ""} | ${n(r.cpuCores, 3)} | ${n(cpuMsPerRead(r), 3)} | ${n(r.rssMb.max)} / ${n(r.heapUsedMb)} | ${n(r.pollLagMs.p50)} / ${n(r.pollLagMs.p99)} | ${n(r.readLatencyMs.p50)} / ${n(r.readLatencyMs.p99)} | ${n(r.eventLoopDelayMs.p99, 1)} |`,
+      ? `| ${r.backends} | ${r.intervalSeconds} s | | failed: ${r.error.split("\n")[0]} | | | | | | | |`
+      : `| ${r.backends}${r.nodeFlags ? ` (${r.nodeFlags.join(" ")})` : ""} | ${r.intervalSeconds} s | ${r.readThreadsAsked === undefined ? "n/a" : `${n(r.readThreads ?? 0)}${r.readThreadsAsked === "auto" ? " (auto)" : ""}`} | ${n(r.reads)} / ${n(r.expectedReads)} | ${r.backendsJudged === undefined ? "n/a" : n(r.backendsJudged)} | ${n(r.failedReads)}${r.failedOutcomes && r.failedReads ? ` (${Object.entries(r.failedOutcomes).map(([k, v]) => `${v.count} ${k}`).join(", ")})` : ""} | ${n(r.cpuCores, 3)} | ${n(cpuMsPerRead(r), 3)} | ${n(r.rssMb.max)} / ${n(r.heapUsedMb)} | ${n(r.pollLagMs.p50)} / ${n(r.pollLagMs.p99)} | ${n(r.readLatencyMs.p50)} / ${n(r.readLatencyMs.p99)} | ${n(r.eventLoopDelayMs.p99, 1)} |`,
   );
   return `## 3. Scale of one watcher
 
@@ -367,10 +374,12 @@ per idleProbeSeconds (60 s). The simulated servers keep idle connections ${s.kee
 SCALE_KEEP_ALIVE_SECONDS; section 2b measures 5 s too). All processes share the 2 cores (and the machine's other
 work): a saturated simulator shows up as read latency, and reads that take longer than the interval make runEvery
 skip slots (fewer reads done than due) rather than pile up. "Judged": backends with a verdict other than unknown in
-the window.
+the window. Read threads: as the config's \`readThreads\` ("auto", what ships, lib/watcher/read-threads.ts) decided
+for the row, or the number the row asked for; CPU and RSS are the whole process's, read threads included, the heap
+the watcher's own thread's.
 
-| backends | interval | reads (done / due) | backends judged | failed reads | CPU (cores) | CPU ms per read | RSS max / heap used MB | poll lag p50 / p99 ms | read latency p50 / p99 ms | event-loop delay p99 ms |
-|---|---|---|---|---|---|---|---|---|---|---|
+| backends | interval | read threads | reads (done / due) | backends judged | failed reads | CPU (cores) | CPU ms per read | RSS max / heap used MB | poll lag p50 / p99 ms | read latency p50 / p99 ms | event-loop delay p99 ms |
+|---|---|---|---|---|---|---|---|---|---|---|---|
 ${rows.join("\n")}
 `;
 }

@@ -14,12 +14,14 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
+import { Worker } from "node:worker_threads";
 import { openDb } from "../db/client";
 import { seenLate } from "../lib/check/late";
 import { observe } from "../lib/check/observe";
 import { parseConfig } from "../lib/config";
 import { startWatcher } from "../lib/watcher";
 import { tuneHeapForWatcher } from "../lib/watcher/heap";
+import { readThreadsFor } from "../lib/watcher/read-threads";
 import { realClock, type LoopClock } from "../lib/watcher/loop";
 import { percentile, round } from "./stats";
 
@@ -33,6 +35,10 @@ export interface ScaleSpec {
    * processes' CPU over the same window (bench/peer.ts, side by side with Prometheus).
    */
   announceWindow?: boolean;
+  /** The config's readThreads ("auto", what ships, by default: lib/watcher/read-threads.ts). */
+  readThreads?: "auto" | number;
+  /** lib/watcher/read-worker.ts bundled (bench/child.ts `bundled`): the read threads' script. */
+  readWorkerEntry: string;
 }
 
 export interface ScaleRun {
@@ -57,6 +63,9 @@ export interface ScaleRun {
   states: Record<string, number>;
   /** Backends with at least one read in the window that ended in a verdict other than "unknown". */
   backendsJudged: number;
+  /** The config's readThreads, and the read threads the watcher ran (lib/watcher/read-pool.ts). */
+  readThreadsAsked?: "auto" | number;
+  readThreads?: number;
   /** Set by bench/scale.ts when the worker ran with node flags (a heap cap). */
   nodeFlags?: string[];
   /** The V8 settings lib/watcher/heap.ts made at start (none with STEPWATCH_V8_TUNING=off). */
@@ -84,7 +93,7 @@ async function main(): Promise<void> {
   const db = openDb(path.join(dir, "scale.db"));
   const baselineRss = process.memoryUsage().rss;
   const config = parseConfig(
-    { pollIntervalSeconds: spec.intervalSeconds, backends: spec.urls.map((url, i) => ({ id: `b${String(i).padStart(4, "0")}`, url })) },
+    { pollIntervalSeconds: spec.intervalSeconds, readThreads: spec.readThreads ?? "auto", backends: spec.urls.map((url, i) => ({ id: `b${String(i).padStart(4, "0")}`, url })) },
     "bench",
     { env: {} },
   );
@@ -137,7 +146,18 @@ async function main(): Promise<void> {
   diagnostics.subscribe("undici:request:error", () => {
     if (measuring) requestErrors++;
   });
-  const watcher = startWatcher({ config, db: db.db, clock, observe: timed, log: () => {} });
+  const watcher = startWatcher({
+    config,
+    db: db.db,
+    clock,
+    observe: timed,
+    log: (m) => process.stderr.write(`${m}\n`),
+    // The clock is wrapped (poll lag), so the watcher would run no read thread of its own accord:
+    // the count is the config's, as lib/runtime's watcher takes it (lib/watcher/read-threads.ts).
+    readThreads: readThreadsFor(config),
+    spawnReadThread: (name) => new Worker(spec.readWorkerEntry, { name }),
+  });
+  const threads = watcher.readPool?.threads ?? 0;
 
   await new Promise((r) => setTimeout(r, spec.warmupSeconds * 1000));
   const loop = monitorEventLoopDelay({ resolution: 10 });
@@ -184,8 +204,10 @@ async function main(): Promise<void> {
     backendsJudged: judged.size,
     failedReads: failed,
     readsSeenLate: seenLateReads,
-    connectionsOpened: connections,
-    requestErrors,
+    // undici's channels are per thread: a read thread's connections are not seen from here.
+    ...(threads === 0 && { connectionsOpened: connections, requestErrors }),
+    readThreadsAsked: config.readThreads,
+    readThreads: threads,
     failedOutcomes,
     dbBytes,
     v8Flags,

@@ -6,7 +6,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { firstJsonLine, startBundled, startSimulatorFleet } from "./child";
+import { bundled, firstJsonLine, startBundled, startSimulatorFleet } from "./child";
 import type { ScaleRun, ScaleSpec } from "./scale-worker";
 
 export interface ScalePlanItem {
@@ -14,6 +14,8 @@ export interface ScalePlanItem {
   intervalSeconds: number;
   /** node flags of the watcher process (a heap cap: the README's memory setting), none by default. */
   nodeFlags?: string[];
+  /** The config's readThreads; "auto" (what ships) by default. */
+  readThreads?: "auto" | number;
   warmupSeconds: number;
   measureSeconds: number;
 }
@@ -30,7 +32,7 @@ export function scalePlan(quick: boolean): ScalePlanItem[] {
     return [
       { backends: 100, intervalSeconds: 5, warmupSeconds: 5, measureSeconds: 8 },
       { backends: 1000, intervalSeconds: 5, warmupSeconds: 8, measureSeconds: 10 },
-      { backends: 5000, intervalSeconds: 5, warmupSeconds: 12, measureSeconds: 10 },
+      { backends: 5000, intervalSeconds: 5, warmupSeconds: 30, measureSeconds: 10 },
       { backends: 100, intervalSeconds: 1, warmupSeconds: 3, measureSeconds: 5 },
     ];
   }
@@ -38,7 +40,10 @@ export function scalePlan(quick: boolean): ScalePlanItem[] {
     { backends: 100, intervalSeconds: 5, warmupSeconds: 11, measureSeconds: 30 },
     { backends: 1000, intervalSeconds: 5, warmupSeconds: 11, measureSeconds: 30 },
     { backends: 1000, intervalSeconds: 5, warmupSeconds: 11, measureSeconds: 30, nodeFlags: [HEAP_CAP_1000] },
-    { backends: 5000, intervalSeconds: 5, warmupSeconds: 16, measureSeconds: 30 },
+    // Past the start: every backend's first reads and first idle probe come in the first interval
+    // or two, and 5000 of them take ~30 s to work through on two cores (RESULTS.md, 5000 note).
+    { backends: 5000, intervalSeconds: 5, warmupSeconds: 40, measureSeconds: 30 },
+    { backends: 5000, intervalSeconds: 5, warmupSeconds: 40, measureSeconds: 30, readThreads: 0 },
     { backends: 100, intervalSeconds: 1, warmupSeconds: 4, measureSeconds: 15 },
     { backends: 1000, intervalSeconds: 1, warmupSeconds: 4, measureSeconds: 15 },
   ];
@@ -81,9 +86,16 @@ export async function runScaleBench(opts: { quick?: boolean; log?: (m: string) =
   try {
     const runs: ScaleResult["runs"] = [];
     for (const item of plan) {
-      log(`scale: ${item.backends} backends every ${item.intervalSeconds} s${item.nodeFlags ? ` (${item.nodeFlags.join(" ")})` : ""}`);
-      const spec: ScaleSpec = { urls: urls.slice(0, item.backends), intervalSeconds: item.intervalSeconds, warmupSeconds: item.warmupSeconds, measureSeconds: item.measureSeconds };
-      const file = path.join(dir, `spec-${item.backends}-${item.intervalSeconds}.json`);
+      log(`scale: ${item.backends} backends every ${item.intervalSeconds} s${item.nodeFlags ? ` (${item.nodeFlags.join(" ")})` : ""}${item.readThreads !== undefined ? ` (readThreads ${item.readThreads})` : ""}`);
+      const spec: ScaleSpec = {
+        urls: urls.slice(0, item.backends),
+        intervalSeconds: item.intervalSeconds,
+        warmupSeconds: item.warmupSeconds,
+        measureSeconds: item.measureSeconds,
+        readThreads: item.readThreads,
+        readWorkerEntry: bundled("lib/watcher/read-worker.ts"),
+      };
+      const file = path.join(dir, `spec-${item.backends}-${item.intervalSeconds}-${item.readThreads ?? "auto"}.json`);
       fs.writeFileSync(file, JSON.stringify(spec));
       const worker = startBundled("bench/scale-worker.ts", [file], item.nodeFlags ?? []);
       try {
