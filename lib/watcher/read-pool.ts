@@ -77,6 +77,28 @@ export function startReadPool(count: number, log: (m: string) => void, spawnThre
   let startFailures = 0;
   let broken = false;
 
+  /** One more thread that ended before it answered anything; past MAX_START_FAILURES the pool reads here. */
+  const startFailed = (why: string) => {
+    if (++startFailures >= MAX_START_FAILURES && !broken) {
+      broken = true;
+      log(`stepwatch: read threads cannot start here (${why}, ${startFailures} times in a row): reading on the watcher's own thread from now on`);
+      // Every thread runs the same script: any still up is stopped, its backends read here too.
+      for (const t of threads) void t?.worker.terminate();
+      return true;
+    }
+    return broken;
+  };
+
+  /** A new thread for slot `i`, or null (counted as a failed start) if one cannot even be created. */
+  const trySpawn = (i: number): Thread | null => {
+    try {
+      return spawn(i);
+    } catch (e) {
+      if (!startFailed((e as Error)?.message ?? String(e))) log(`stepwatch: read thread ${i} could not start (${(e as Error)?.message ?? String(e)})`);
+      return null;
+    }
+  };
+
   const spawn = (i: number): Thread => {
     const worker = spawnThread(`stepwatch-read-${i}`);
     // Its requests keep it busy, not the process alive: the watcher's own loops do that.
@@ -102,26 +124,26 @@ export function startReadPool(count: number, log: (m: string) => void, spawnThre
       for (const p of t.pending.values()) p.reject(new Error(`read thread ${i} stopped (${why}): this request's answer is lost, and nothing is judged from it`));
       t.pending.clear();
       if (closing) return;
-      if (!answered && ++startFailures >= MAX_START_FAILURES && !broken) {
-        broken = true;
-        log(`stepwatch: read threads cannot start here (${why}, ${startFailures} times in a row): reading on the watcher's own thread from now on`);
-      } else if (!broken) log(`stepwatch: read thread ${i} stopped (${why}); a new one starts with the next read`);
+      if (answered ? !broken : !startFailed(why)) log(`stepwatch: read thread ${i} stopped (${why}); a new one starts with the next read`);
     };
     worker.on("error", (e) => fail(e?.message ?? String(e)));
     worker.on("exit", (code) => fail(`exit code ${code}`));
     return t;
   };
-  for (let i = 0; i < count; i++) threads.push(spawn(i));
+  for (let i = 0; i < count; i++) threads.push(trySpawn(i));
 
-  function ask<V extends Reading | ProbeResult>(key: string, make: (id: number) => PoolAsk, signal: AbortSignal | undefined): Promise<V> {
+  /** Asks `key`'s thread; `here` is the same question on this thread, once threads cannot start. */
+  function ask<V extends Reading | ProbeResult>(key: string, make: (id: number) => PoolAsk, signal: AbortSignal | undefined, here: () => Promise<V>): Promise<V> {
     // The watcher closes the pool once its loops ended: nothing should ask after that.
     if (closing) return Promise.reject(new Error("the read threads are closed (the watcher stopped)"));
+    if (broken) return here();
     let i = owner.get(key);
     if (i === undefined) {
       i = assigned++ % count;
       owner.set(key, i);
     }
-    const t = (threads[i] ??= spawn(i));
+    const t = threads[i] ?? (threads[i] = trySpawn(i));
+    if (t === null) return broken ? here() : Promise.reject(new Error(`read thread ${i} could not start: this read is lost, and nothing is judged from it`));
     const id = nextId++;
     return new Promise<V>((resolve, reject) => {
       const onAbort = () => t.worker.postMessage({ kind: "abort", id } satisfies PoolAsk);
@@ -146,8 +168,8 @@ export function startReadPool(count: number, log: (m: string) => void, spawnThre
     workers: () => threads.map((t) => t?.worker ?? null),
     readerOf(key) {
       return {
-        read: (target, opts) => (broken ? readBackend(target, opts) : ask<Reading>(key, (id) => ({ kind: "read", id, key, target, options: pick(opts, READ_KEYS) }), opts.signal)),
-        probe: (target, opts) => (broken ? probeBackend(target, opts) : ask<ProbeResult>(key, (id) => ({ kind: "probe", id, key, target, options: pick(opts, PROBE_KEYS) }), opts.signal)),
+        read: (target, opts) => ask<Reading>(key, (id) => ({ kind: "read", id, key, target, options: pick(opts, READ_KEYS) }), opts.signal, () => readBackend(target, opts)),
+        probe: (target, opts) => ask<ProbeResult>(key, (id) => ({ kind: "probe", id, key, target, options: pick(opts, PROBE_KEYS) }), opts.signal, () => probeBackend(target, opts)),
       };
     },
     forget(key) {
