@@ -2,8 +2,8 @@
  * How many read threads (lib/watcher/read-pool.ts) the watcher runs for a config. With "auto",
  * none until the fleet asks for more reads a second than one thread does on time beside judging,
  * storing and serving the dashboard, then one per AUTO_READS_PER_THREAD, leaving a core to the
- * watcher's own thread (bench/RESULTS.md, "5000 backends": at 1000 reads a second on two cores,
- * one thread alone fell ~2.5 s behind at p99; with one read thread, ~0.3 s).
+ * watcher's own thread (bench/RESULTS.md, the 5000-backend rows: at 1000 reads a second on two
+ * cores, one thread alone fell 2.8 s behind at p99; with one read thread, 0.24 s).
  */
 import os from "node:os";
 import type { Config } from "../config";
