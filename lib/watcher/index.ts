@@ -162,7 +162,8 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   const notify = (draft: NotificationDraft) => {
     if (book.maintenance(draft.backendId, draft.at) === null) outbox.write(draft);
   };
-  const threads = opts.readThreads ?? (clock === realClock ? readThreadsFor(config) : 0);
+  const threadsFor = (c: Config) => opts.readThreads ?? (clock === realClock ? readThreadsFor(c) : 0);
+  const threads = threadsFor(config);
   const pool: ReadPool | null = threads > 0 ? startReadPool(threads, log, opts.spawnReadThread) : null;
   if (pool) log(`stepwatch: ${threads} read thread${threads === 1 ? "" : "s"} (readThreads ${JSON.stringify(config.readThreads)}, ${config.backends.length} backends every ${config.pollIntervalSeconds} s)`);
   const readOf = (c: Config): ReadOptions => ({
@@ -350,7 +351,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
       if (signal.aborted) return change;
       config = next;
       // Read threads are started once: a reload that asks for another number says so and keeps them.
-      const wanted = opts.readThreads ?? (clock === realClock ? readThreadsFor(next) : 0);
+      const wanted = threadsFor(next);
       if (wanted !== threads) log(`stepwatch: this config asks for ${wanted} read thread${wanted === 1 ? "" : "s"}; ${threads} run until stepwatch restarts`);
       deps.thresholds = thresholdsOf(next);
       deps.read = readOf(next);

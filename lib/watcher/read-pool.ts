@@ -11,8 +11,10 @@ import { probeBackend, readBackend, type BackendTarget, type ProbeOptions, type 
 import type { ProbeResult, Reading } from "../check/types";
 
 /** The read options that cross to a thread (the rest are the thread's own: connection, line cache, signal). */
-export type ThreadReadOptions = Pick<ReadOptions, "timeoutMs" | "probeTimeoutMs" | "maxBytes" | "engineHint">;
-export type ThreadProbeOptions = ThreadReadOptions & Pick<ProbeOptions, "model" | "engine" | "learned">;
+const READ_KEYS = ["timeoutMs", "probeTimeoutMs", "maxBytes", "engineHint"] as const satisfies ReadonlyArray<keyof ReadOptions>;
+const PROBE_KEYS = [...READ_KEYS, "model", "engine", "learned"] as const satisfies ReadonlyArray<keyof ProbeOptions>;
+export type ThreadReadOptions = Pick<ReadOptions, (typeof READ_KEYS)[number]>;
+export type ThreadProbeOptions = Pick<ProbeOptions, (typeof PROBE_KEYS)[number]>;
 
 /** What the pool asks a read thread (lib/watcher/read-worker.ts). */
 export type PoolAsk =
@@ -37,9 +39,6 @@ export interface ReadPool {
   forget(key: string): void;
   close(): Promise<void>;
 }
-
-const READ_KEYS = ["timeoutMs", "probeTimeoutMs", "maxBytes", "engineHint"] as const;
-const PROBE_KEYS = [...READ_KEYS, "model", "engine", "learned"] as const;
 
 function pick<T extends object, K extends keyof T>(o: T, keys: readonly K[]): Pick<T, K> {
   const out = {} as Pick<T, K>;
