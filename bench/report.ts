@@ -26,6 +26,9 @@ export interface SectionRun {
   commit: string;
   loadAverageAtStart?: number[];
   loadAverageAtEnd?: number[];
+  /** bench/machine.ts: the reference workload's ms just before the section (lower: a faster core) and the hypervisor's steal during it. */
+  cpuReferenceMs?: number;
+  stealPercent?: number | null;
   /** What a reader should know about that run's code (written by hand in results.json). */
   note?: string;
 }
@@ -421,7 +424,7 @@ ${(
 function dashboardSection(d: DashboardResult): string {
   const f = d.fleet;
   const l = (name: string, x: DashboardResult["fleet"]["oneClient"]) =>
-    `| ${name} | ${x.clients} | ${n(x.requests)} in ${x.seconds} s | ${n(x.requestsPerSecond)} | ${n(x.p50Ms, 1)} | ${n(x.p99Ms, 1)} | ${n(x.maxMs, 1)} | ${x.errors} | ${kb(x.responseBytes)} |`;
+    `| ${name} | ${x.clients} | ${n(x.requests)} in ${x.seconds} s | ${n(x.requestsPerSecond)} | ${n(x.p50Ms, 1)} | ${n(x.p99Ms, 1)} | ${n(x.maxMs, 1)} | ${x.errors} | ${kb(x.responseBytes)} | ${x.generator ? `${n(x.generator.cpuCores, 2)} cores, GC ${n(x.generator.gcMsPerSecond, 0)} ms/s, longest ${n(x.generator.gcMaxMs, 1)} ms` : "in the bench's process"} |`;
   const page =
     "error" in d.page
       ? `Fleet page in Chromium: failed: ${d.page.error}`
@@ -430,10 +433,12 @@ function dashboardSection(d: DashboardResult): string {
 load event ${n(d.page.cold.loadMs)} ms cold / ${n(d.page.warm.loadMsP50)} ms warm; ${kb(d.page.cold.transferBytes)} transferred cold.`;
   return `## 4. Dashboard (\`next start\`, production build: ${d.build})
 
-The server's own watcher polls ${d.backends} simulated backends every 5 s while it answers.
+The server's own watcher polls ${d.backends} simulated backends every 5 s while it answers. Each load runs
+in a fresh process of its own (bench/http-load-loop.ts): its pauses are in every latency it measures, so its
+own CPU and garbage collection are shown beside them.
 
-| request | clients | requests | req/s | p50 ms | p99 ms | max ms | errors | answer |
-|---|---|---|---|---|---|---|---|---|
+| request | clients | requests | req/s | p50 ms | p99 ms | max ms | errors | answer | load generator |
+|---|---|---|---|---|---|---|---|---|---|
 ${l("GET /api/fleet", f.oneClient)}
 ${l("GET /api/fleet", f.fiftyClients)}
 ${f.fiftyConditional ? `${l("GET /api/fleet as browsers (If-None-Match, gzip)", f.fiftyConditional)}\n` : ""}${f.fiftyFloor ? `${l("GET /api/session (next start's floor: 34 B, no watcher data)", f.fiftyFloor)}\n` : ""}${l(`GET /api/backends/b000/history, 7 days (${d.history.sevenDays.points} points)`, d.history.sevenDays)}
@@ -510,16 +515,22 @@ ${rows.join("\n")}
 `;
 }
 
+/** bench/machine.ts's two figures for a run ("not recorded" for runs before them). */
+function machineSpeed(s: SectionRun): string {
+  if (s.cpuReferenceMs === undefined) return "not recorded";
+  return `${n(s.cpuReferenceMs, 1)} ms, steal ${s.stealPercent === null || s.stealPercent === undefined ? "n/a" : `${n(s.stealPercent, 1)}%`}`;
+}
+
 function provenance(r: BenchResults): string {
   const sections = r.sections ?? {};
   const rows = SECTION_KEYS.filter((k) => r[k] !== undefined).map((k) => {
     const s = sections[k];
     return s
-      ? `| ${k} | \`${s.command}\` | ${s.startedAt} | ${s.commit}${s.note ? `: ${s.note}` : ""} | ${s.loadAverageAtStart?.join(" / ") ?? "n/a"} -> ${s.loadAverageAtEnd?.join(" / ") ?? "n/a"} |`
-      : `| ${k} | \`${r.command}\` | ${r.startedAt} | not recorded | |`;
+      ? `| ${k} | \`${s.command}\` | ${s.startedAt} | ${s.commit}${s.note ? `: ${s.note}` : ""} | ${s.loadAverageAtStart?.join(" / ") ?? "n/a"} -> ${s.loadAverageAtEnd?.join(" / ") ?? "n/a"} | ${machineSpeed(s)} |`
+      : `| ${k} | \`${r.command}\` | ${r.startedAt} | not recorded | | not recorded |`;
   });
-  return `| section | command | run started | commit measured | load average 1/5/15 min, start -> end |
-|---|---|---|---|---|
+  return `| section | command | run started | commit measured | load average 1/5/15 min, start -> end | machine: reference workload, steal |
+|---|---|---|---|---|---|
 ${rows.join("\n")}`;
 }
 
@@ -538,6 +549,9 @@ shorter runs, under 2 minutes plus a \`next build\` when .next is missing or sta
 re-measures some sections and keeps the others. Latest run: \`${r.command}\`, ${r.startedAt}${r.wallSeconds !== undefined ? `, ${r.wallSeconds} s` : ""}${r.quick ? ", **quick mode** (fewer and shorter runs)" : ""}.
 Machine: ${r.machine.cpus} cores (${r.machine.cpuModel}), ${r.machine.memoryGb} GB, Node ${r.machine.node}, ${r.machine.platform}.
 Anything else running shares the 2 cores, and the timings move with it: the load average says how much there was.
+The machines differ too (VMs), and so does one machine from hour to hour: the reference workload
+(bench/machine.ts, the median of 5 runs of a fixed single-threaded job, timed just before the section) is
+lower on a faster core, and steal is the CPU time the hypervisor gave to other guests during the section.
 Where each section's numbers come from:
 
 ${provenance(r)}

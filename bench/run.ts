@@ -15,6 +15,7 @@ import path from "node:path";
 import { runCostBench } from "./cost";
 import { runDashboardBench } from "./dashboard";
 import { runIncidentBench } from "./incident";
+import { cpuReferenceMs, cpuTicks, stealPercent } from "./machine";
 import { runLoadBench } from "./load";
 import { runPeerBench } from "./peer";
 import { runMetricsScrapeBench } from "./metrics-scrape";
@@ -58,9 +59,14 @@ function log(m: string): void {
   console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}`);
 }
 
-async function section<T>(name: string, f: () => Promise<T> | T): Promise<T | { error: string }> {
-  log(`${name}...`);
+/** How fast the machine was just before each section measured, and the steal during it (bench/machine.ts). */
+const machineOf: Partial<Record<SectionKey, { cpuReferenceMs: number; stealPercent: number | null }>> = {};
+
+async function section<T>(key: SectionKey, name: string, f: () => Promise<T> | T): Promise<T | { error: string }> {
+  const cpuReference = cpuReferenceMs();
+  log(`${name}... (reference workload ${cpuReference} ms)`);
   const t0 = performance.now();
+  const ticks = cpuTicks();
   try {
     const r = await f();
     log(`${name} done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
@@ -68,6 +74,8 @@ async function section<T>(name: string, f: () => Promise<T> | T): Promise<T | { 
   } catch (e) {
     log(`${name} FAILED: ${(e as Error)?.stack ?? String(e)}`);
     return { error: (e as Error)?.message ?? String(e) };
+  } finally {
+    machineOf[key] = { cpuReferenceMs: cpuReference, stealPercent: stealPercent(ticks, cpuTicks()) };
   }
 }
 
@@ -103,20 +111,20 @@ async function main(): Promise<void> {
   try {
     const dayDb = path.join(work, "day.db");
     if (only.has("incident") || only.has("storage") || only.has("dashboard")) {
-      results.incident = await section("incident replay", () => runIncidentBench({ quick, keepDayDbAs: dayDb }));
+      results.incident = await section("incident", "incident replay", () => runIncidentBench({ quick, keepDayDbAs: dayDb }));
     }
-    if (only.has("cost")) results.cost = await section("cost of one check", () => runCostBench({ quick }));
-    if (only.has("peer")) results.peer = await section("stepwatch and Prometheus side by side", () => runPeerBench({ quick, log }));
+    if (only.has("cost")) results.cost = await section("cost", "cost of one check", () => runCostBench({ quick }));
+    if (only.has("peer")) results.peer = await section("peer", "stepwatch and Prometheus side by side", () => runPeerBench({ quick, log }));
     if ((only.has("storage") || only.has("dashboard")) && fs.existsSync(dayDb)) {
-      results.storage = await section("storage and history", () => runStorageBench({ dayDbPath: dayDb, workDir: work, quick }));
+      results.storage = await section("storage", "storage and history", () => runStorageBench({ dayDbPath: dayDb, workDir: work, quick }));
     }
-    if (only.has("scale")) results.scale = await section("watcher scale", () => runScaleBench({ quick, log }));
+    if (only.has("scale")) results.scale = await section("scale", "watcher scale", () => runScaleBench({ quick, log }));
     if (only.has("dashboard") && results.storage && !("error" in results.storage)) {
       const historyDbPath = results.storage.historyDbPath;
-      results.dashboard = await section("dashboard", () => runDashboardBench({ historyDbPath, workDir: work, quick, log }));
+      results.dashboard = await section("dashboard", "dashboard", () => runDashboardBench({ historyDbPath, workDir: work, quick, log }));
     }
-    if (only.has("load")) results.load = await section("load (200 clients)", () => runLoadBench({ quick, workDir: work, log }));
-    if (only.has("metrics")) results.metrics = await section("one /metrics scrape at 1000 backends", () => runMetricsScrapeBench({ quick }));
+    if (only.has("load")) results.load = await section("load", "load (200 clients)", () => runLoadBench({ quick, workDir: work, log }));
+    if (only.has("metrics")) results.metrics = await section("metrics", "one /metrics scrape at 1000 backends", () => runMetricsScrapeBench({ quick }));
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
@@ -132,7 +140,7 @@ async function main(): Promise<void> {
     loadAverageAtEnd: results.machine.loadAverageAtEnd,
   };
   results.sections = {};
-  for (const k of SECTION_KEYS) if (results[k] !== undefined) results.sections[k] = thisRun;
+  for (const k of SECTION_KEYS) if (results[k] !== undefined) results.sections[k] = { ...thisRun, ...machineOf[k] };
   if (partial) keepStoredSections(results, path.join(dir, "results.json"));
   keepNotes(results, path.join(dir, "results.json"));
 
