@@ -14,6 +14,7 @@ import { execFileSync } from "node:child_process";
 import { Pool } from "undici";
 import { startChild, startSimulatorFleet, type Child } from "./child";
 import { percentile, round } from "./stats";
+import { runHttpLoad, type LoadAsk, type LoadStats } from "./http-load";
 import { HISTORY_RUNS } from "./storage";
 
 const HOUR = 3600_000;
@@ -65,72 +66,6 @@ async function waitFor<T>(what: string, deadlineMs: number, f: () => Promise<T |
     await new Promise((r) => setTimeout(r, 250));
   }
   throw new Error(`${what} not ready within ${deadlineMs} ms${last ? ` (${last})` : ""}`);
-}
-
-interface LoadStats {
-  clients: number;
-  requests: number;
-  seconds: number;
-  requestsPerSecond: number;
-  p50Ms: number;
-  p99Ms: number;
-  maxMs: number;
-  errors: number;
-  responseBytes: number;
-  /** As a browser: answers 304 to the If-None-Match of the client's last ETag. */
-  notModified?: number;
-}
-
-/**
- * `clients` loops, each sending the next request when its answer is read, for `seconds`. With
- * `asBrowser`, each sends what a browser's HTTP cache does: Accept-Encoding gzip and, once it has
- * an answer, If-None-Match with that answer's ETag (a 304 counts as an answer, with no body).
- */
-async function loadTest(pool: Pool, urlPath: string, clients: number, seconds: number, maxRequests: number, asBrowser = false): Promise<LoadStats> {
-  const ms: number[] = [];
-  let errors = 0;
-  let bytes = 0;
-  let notModified = 0;
-  const end = performance.now() + seconds * 1000;
-  const t0 = performance.now();
-  const one = async () => {
-    let etag: string | null = null;
-    while (performance.now() < end && ms.length + errors < maxRequests) {
-      const s = performance.now();
-      try {
-        const headers: Record<string, string> = asBrowser ? { "accept-encoding": "gzip" } : {};
-        if (asBrowser && etag) headers["if-none-match"] = etag;
-        const res = await pool.request({ path: urlPath, method: "GET", headers });
-        const body = await res.body.arrayBuffer();
-        if (res.statusCode === 304 && asBrowser && etag) {
-          ms.push(performance.now() - s);
-          notModified++;
-        } else if (res.statusCode !== 200) errors++;
-        else {
-          ms.push(performance.now() - s);
-          bytes = body.byteLength;
-          const e = res.headers.etag;
-          etag = typeof e === "string" ? e : null;
-        }
-      } catch {
-        errors++;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: clients }, one));
-  const wall = (performance.now() - t0) / 1000;
-  return {
-    clients,
-    requests: ms.length,
-    seconds: round(wall, 1),
-    requestsPerSecond: round(ms.length / wall, 1),
-    p50Ms: round(percentile(ms, 50), 2),
-    p99Ms: round(percentile(ms, 99), 2),
-    maxMs: round(ms.reduce((m, x) => (x > m ? x : m), 0), 2),
-    errors,
-    responseBytes: bytes,
-    ...(asBrowser ? { notModified } : {}),
-  };
 }
 
 /** What the ETag does: the status and body length of a request that sends back the ETag it got. */
@@ -298,12 +233,15 @@ export async function runDashboardBench(opts: { historyDbPath: string; workDir: 
     app = await startApp({ urls, workDir: opts.workDir, name: "dashboard", pollIntervalSeconds: 5, dbFrom: opts.historyDbPath });
     const { pool, base } = app;
     const seconds = opts.quick ? 4 : 15;
-    await loadTest(pool, "/api/fleet", 4, 1, 200); // warm up the route
-    const oneClient = await loadTest(pool, "/api/fleet", 1, seconds, 20_000);
-    const fiftyClients = await loadTest(pool, "/api/fleet", 50, seconds, 50_000);
-    const fiftyConditional = await loadTest(pool, "/api/fleet", 50, seconds, 50_000, true);
+    // Each load test runs in a fresh process of its own (bench/http-load.ts says why).
+    const load = (path: string, clients: number, secs: number, maxRequests: number, more: Partial<LoadAsk> = {}) =>
+      runHttpLoad({ base, path, clients, seconds: secs, maxRequests, ...more });
+    await load("/api/fleet", 4, 1, 200); // warm up the route
+    const oneClient = await load("/api/fleet", 1, seconds, 20_000);
+    const fiftyClients = await load("/api/fleet", 50, seconds, 50_000);
+    const fiftyConditional = await load("/api/fleet", 50, seconds, 50_000, { asBrowser: true });
     // next start's own floor, same window and load: a route that does next to nothing (34 B).
-    const fiftyFloor = await loadTest(pool, "/api/session", 50, seconds, 50_000);
+    const fiftyFloor = await load("/api/session", 50, seconds, 50_000);
     const etag = await etagCheck(pool, "/api/fleet");
     const gzip = await gzipBytes(pool, "/api/fleet");
 
@@ -312,7 +250,7 @@ export async function runDashboardBench(opts: { historyDbPath: string; workDir: 
       const p = `/api/backends/b000/history?from=${to - range}&to=${to}`;
       const res = await pool.request({ path: p, method: "GET" });
       const json = (await res.body.json()) as { count?: number; points?: unknown[] };
-      const stats = await loadTest(pool, p, 1, 30, runs);
+      const stats = await load(p, 1, 30, runs);
       return { ...stats, points: json.count ?? json.points?.length ?? 0 };
     };
     const sevenDays = await hist(7 * DAY, opts.quick ? 10 : HISTORY_RUNS);
