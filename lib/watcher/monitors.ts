@@ -92,8 +92,11 @@ export class BackendMonitor {
   /** The on-call loop's view of the current problem (lib/notify/policy.ts). */
   problem: ProblemState = NO_PROBLEM;
   private unattendedAskedAt = Number.NEGATIVE_INFINITY;
-  /** This backend's /metrics lines of last time: the next read parses only what changed (lib/metrics/prometheus.ts). */
-  private lineCache = new LineCache();
+  /**
+   * This backend's /metrics lines of last time: the next read parses only what changed
+   * (lib/metrics/prometheus.ts). Made on the first read here; with read threads it lives on the thread.
+   */
+  private lineCache: LineCache | null = null;
   /** This backend's own connection (lib/net/http.ts backendClient), for the URL it was opened to. */
   private client: { url: string; client: Client | null } | null = null;
 
@@ -111,7 +114,7 @@ export class BackendMonitor {
   reconfigure(config: BackendConfig): void {
     if (config.url !== this.config.url) {
       this.history = [];
-      this.lineCache = new LineCache();
+      this.lineCache = null;
     }
     this.config = config;
   }
@@ -155,7 +158,7 @@ export class BackendMonitor {
       thresholds,
       now,
       // With read threads, this backend's connection and line cache live on its thread.
-      read: pool ? { ...this.deps.read, signal } : { ...this.deps.read, signal, lineCache: this.lineCache, dispatcher: this.deps.read.dispatcher ?? this.connection(signal) },
+      read: pool ? { ...this.deps.read, signal } : { ...this.deps.read, signal, lineCache: (this.lineCache ??= new LineCache()), dispatcher: this.deps.read.dispatcher ?? this.connection(signal) },
       pendingRestart: pending,
       reader: pool ? this.readOnPool(pool, signal) : undefined,
     });
