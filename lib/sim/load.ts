@@ -9,6 +9,7 @@
  * first, as a batch job does. Failed requests (refused during a restart, 500 when it began) are
  * retried after a pause. Timers exist only at phase changes and retries, never per token.
  */
+import { setMaxListeners } from "node:events";
 import http from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 
@@ -104,6 +105,11 @@ export function startIncidentLoad(opts: IncidentLoadOptions): IncidentLoad {
   const timers = new Set<NodeJS.Timeout>();
   const workers = new Set<Promise<void>>();
   const targets = opts.targets.map((t) => t.replace(/\/+$/, ""));
+  // Every request and every retry wait listens on this one signal until it ends: at most one each
+  // per worker, and a target has at most its schedule's highest concurrency of workers. Node warns
+  // past 10 listeners, which 12 long requests at the incident's peak are not (no leak: each is
+  // removed when its request or wait ends).
+  setMaxListeners(Math.max(10, targets.length * Math.max(0, ...schedule.map((p) => p.concurrency))), controller.signal);
   const desired = targets.map(() => 0);
   const slots = targets.map(() => new Set<number>());
   const stats = { sent: 0, succeeded: 0, failed: 0, inFlight: 0 };
