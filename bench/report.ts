@@ -544,7 +544,7 @@ export function renderReport(r: BenchResults): string {
   const parts = [
     `# stepwatch benchmarks
 
-Reproduce: \`npm run bench\` (the full set, about 12 minutes here) or \`npm run bench -- --quick\` (fewer and
+Reproduce: \`npm run bench\` (the full set, about 10 minutes here) or \`npm run bench -- --quick\` (fewer and
 shorter runs, under 2 minutes plus a \`next build\` when .next is missing or stale); \`npm run bench -- --only scale,load\`
 re-measures some sections and keeps the others. Latest run: \`${r.command}\`, ${r.startedAt}${r.wallSeconds !== undefined ? `, ${r.wallSeconds} s` : ""}${r.quick ? ", **quick mode** (fewer and shorter runs)" : ""}.
 Machine: ${r.machine.cpus} cores (${r.machine.cpuModel}), ${r.machine.memoryGb} GB, Node ${r.machine.node}, ${r.machine.platform}.
