@@ -233,9 +233,9 @@ export async function runDashboardBench(opts: { historyDbPath: string; workDir: 
     app = await startApp({ urls, workDir: opts.workDir, name: "dashboard", pollIntervalSeconds: 5, dbFrom: opts.historyDbPath });
     const { pool, base } = app;
     const seconds = opts.quick ? 4 : 15;
-    // Each load test runs in a fresh process of its own (bench/http-load.ts says why).
-    const load = (path: string, clients: number, secs: number, maxRequests: number, more: Partial<LoadAsk> = {}) =>
-      runHttpLoad({ base, path, clients, seconds: secs, maxRequests, ...more });
+    // Each load test runs in a fresh process of its own (bench/http-load-loop.ts says why).
+    const load = (urlPath: string, clients: number, secs: number, maxRequests: number, more: Partial<LoadAsk> = {}) =>
+      runHttpLoad({ base, path: urlPath, clients, seconds: secs, maxRequests, ...more });
     await load("/api/fleet", 4, 1, 200); // warm up the route
     const oneClient = await load("/api/fleet", 1, seconds, 20_000);
     const fiftyClients = await load("/api/fleet", 50, seconds, 50_000);
