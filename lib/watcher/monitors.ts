@@ -18,9 +18,7 @@ import type { NotificationDraft } from "../notify/outbox";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
 import { dropOlderLatency, latencyOf } from "./latency";
 import { judgeProxy } from "../check/proxy";
-import { LineCache } from "../metrics/prometheus";
-import { backendClient } from "../net/http";
-import type { Client } from "undici";
+import { linkFor, type BackendLink } from "./backend-link";
 import type { ReadPool } from "./read-pool";
 import type { WatchStore } from "./store";
 import type { WatcherTelemetry } from "./telemetry";
@@ -92,13 +90,8 @@ export class BackendMonitor {
   /** The on-call loop's view of the current problem (lib/notify/policy.ts). */
   problem: ProblemState = NO_PROBLEM;
   private unattendedAskedAt = Number.NEGATIVE_INFINITY;
-  /**
-   * This backend's /metrics lines of last time: the next read parses only what changed
-   * (lib/metrics/prometheus.ts). Made on the first read here; with read threads it lives on the thread.
-   */
-  private lineCache: LineCache | null = null;
-  /** This backend's own connection (lib/net/http.ts backendClient), for the URL it was opened to. */
-  private client: { url: string; client: Client | null } | null = null;
+  /** Its line cache and connection when it is read on this thread (with read threads they live on its thread). */
+  private link: BackendLink | null = null;
 
   /** `config` is replaced in place by a config reload (same id): history and state stay. */
   constructor(
@@ -112,10 +105,8 @@ export class BackendMonitor {
    * history, transitions and the sparkline stay either way).
    */
   reconfigure(config: BackendConfig): void {
-    if (config.url !== this.config.url) {
-      this.history = [];
-      this.lineCache = null;
-    }
+    // The link follows the URL by itself (inThread).
+    if (config.url !== this.config.url) this.history = [];
     this.config = config;
   }
 
@@ -158,7 +149,7 @@ export class BackendMonitor {
       thresholds,
       now,
       // With read threads, this backend's connection and line cache live on its thread.
-      read: pool ? { ...this.deps.read, signal } : { ...this.deps.read, signal, lineCache: (this.lineCache ??= new LineCache()), dispatcher: this.deps.read.dispatcher ?? this.connection(signal) },
+      read: pool ? { ...this.deps.read, signal } : this.inThread(signal),
       pendingRestart: pending,
       reader: pool ? this.readOnPool(pool, signal) : undefined,
     });
@@ -193,17 +184,17 @@ export class BackendMonitor {
   }
 
   /**
-   * The connection to this backend, opened on the first read and again when a reload changed the
-   * URL; closed when the monitor's loop ends (the backend removed by a reload, or the watcher stopped).
+   * The read options of a read made here: this backend's line cache and connection, made on the
+   * first read and again when a reload changed the URL; closed when the monitor's loop ends (the
+   * backend removed by a reload, or the watcher stopped).
    */
-  private connection(signal: AbortSignal): Client | undefined {
-    if (this.client?.url !== this.config.url) {
-      void this.client?.client?.destroy();
-      const client = backendClient(this.config.url);
-      this.client = { url: this.config.url, client };
-      if (client) signal.addEventListener("abort", () => void client.destroy(), { once: true });
+  private inThread(signal: AbortSignal): ReadOptions {
+    const link = linkFor(this.link, this.config.url);
+    if (link !== this.link) {
+      this.link = link;
+      signal.addEventListener("abort", () => link.close(), { once: true });
     }
-    return this.client.client ?? undefined;
+    return { ...this.deps.read, signal, lineCache: link.cache, dispatcher: this.deps.read.dispatcher ?? link.client() ?? undefined };
   }
 
   /** Notifications, acknowledgement clearing and the unattended restart for this verdict (lib/notify/policy.ts decides). */

@@ -5,31 +5,13 @@
  * watcher's thread.
  */
 import { parentPort } from "node:worker_threads";
-import type { Client } from "undici";
-import { probeBackend, readBackend, type BackendTarget } from "../check/read";
-import { LineCache } from "../metrics/prometheus";
-import { backendClient } from "../net/http";
+import { probeBackend, readBackend } from "../check/read";
+import { linkFor, type BackendLink } from "./backend-link";
 import type { PoolAnswer, PoolAsk } from "./read-pool";
 
-/** Per backend, for the URL it was opened for (a reload that changes the URL starts afresh). */
-interface Kept {
-  url: string;
-  cache: LineCache;
-  client: Client | null;
-}
-
-const kept = new Map<string, Kept>();
+/** Per backend (its key), for the URL it was read at last (a reload that changes the URL starts afresh). */
+const kept = new Map<string, BackendLink>();
 const inFlight = new Map<number, AbortController>();
-
-function keptFor(key: string, target: BackendTarget): Kept {
-  let k = kept.get(key);
-  if (!k || k.url !== target.url) {
-    void k?.client?.destroy();
-    k = { url: target.url, cache: new LineCache(), client: backendClient(target.url) };
-    kept.set(key, k);
-  }
-  return k;
-}
 
 const port = parentPort;
 if (!port) throw new Error("lib/watcher/read-worker.ts runs as a thread of lib/watcher/read-pool.ts");
@@ -40,15 +22,16 @@ port.on("message", (ask: PoolAsk) => {
     return;
   }
   if (ask.kind === "forget") {
-    void kept.get(ask.key)?.client?.destroy();
+    kept.get(ask.key)?.close();
     kept.delete(ask.key);
     return;
   }
-  const k = keptFor(ask.key, ask.target);
+  const link = linkFor(kept.get(ask.key), ask.target.url);
+  kept.set(ask.key, link);
   const controller = new AbortController();
   inFlight.set(ask.id, controller);
-  const own = { signal: controller.signal, dispatcher: k.client ?? undefined };
-  const asked = ask.kind === "read" ? readBackend(ask.target, { ...ask.options, ...own, lineCache: k.cache }) : probeBackend(ask.target, { ...ask.options, ...own });
+  const own = { signal: controller.signal, dispatcher: link.client() ?? undefined };
+  const asked = ask.kind === "read" ? readBackend(ask.target, { ...ask.options, ...own, lineCache: link.cache }) : probeBackend(ask.target, { ...ask.options, ...own });
   void asked
     .then(
       (value): PoolAnswer => ({ id: ask.id, value }),
