@@ -105,11 +105,13 @@ export function startIncidentLoad(opts: IncidentLoadOptions): IncidentLoad {
   const timers = new Set<NodeJS.Timeout>();
   const workers = new Set<Promise<void>>();
   const targets = opts.targets.map((t) => t.replace(/\/+$/, ""));
-  // Every request and every retry wait listens on this one signal until it ends: at most one each
-  // per worker, and a target has at most its schedule's highest concurrency of workers. Node warns
-  // past 10 listeners, which 12 long requests at the incident's peak are not (no leak: each is
-  // removed when its request or wait ends).
-  setMaxListeners(Math.max(10, targets.length * Math.max(0, ...schedule.map((p) => p.concurrency))), controller.signal);
+  // Every request and every retry wait listens on this one signal until it ends, and a target has
+  // at most its schedule's highest concurrency of workers. A request lets go of its listener when
+  // Node sees its stream end, which can be after its worker moved on to a retry wait or its next
+  // request (seen once as 25 listeners at 2 targets x 12), so a worker may briefly hold two. Node
+  // warns past 10, which 12 long requests at the incident's peak are (no leak: each is removed).
+  const mostWorkers = targets.length * Math.max(0, ...schedule.map((p) => p.concurrency));
+  setMaxListeners(Math.max(10, 2 * mostWorkers), controller.signal);
   const desired = targets.map(() => 0);
   const slots = targets.map(() => new Set<number>());
   const stats = { sent: 0, succeeded: 0, failed: 0, inFlight: 0 };
