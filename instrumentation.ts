@@ -7,8 +7,8 @@ export async function register(): Promise<void> {
   if (process.env.NEXT_RUNTIME === "nodejs") {
     // `next build` may load this file while collecting pages: watching belongs to `next start`.
     if (process.env.NEXT_PHASE === "phase-production-build") return;
-    // The socket address for the sign-in throttle and the Origin/Host checks (lib/auth/net-policy).
-    const { installPeerHeader } = await import("./lib/auth/net-policy");
+    // The socket address for the sign-in throttle and the Origin/Host checks (lib/net/net-policy).
+    const { installPeerHeader } = await import("./lib/net/net-policy");
     await installPeerHeader();
     // GET /api/fleet answered before Next's pipeline when the answer is surely Next's
     // (lib/api/fast-lane.ts; STEPWATCH_FLEET_FAST_LANE=off leaves it to Next).

@@ -1,6 +1,6 @@
 /**
  * End-to-end: the real dashboard (`next start`, needs a prior `next build`) over real simulated
- * vLLM servers (lib/sim), driven in Debian's Chromium. Never `playwright install`: there is no
+ * vLLM servers (sim), driven in Debian's Chromium. Never `playwright install`: there is no
  * browser download here; CHROMIUM_PATH points elsewhere if needed.
  */
 import { defineConfig, devices } from "@playwright/test";
@@ -9,7 +9,7 @@ import { APP_PORT, APP_URL, CONFIG_FILE, DB_FILE, OPERATOR, OPERATOR_ENV, SIMS, 
 const ports = Object.values(SIMS);
 /** One simulator process serving every e2e backend (each on its own port, as separate servers). */
 const simServer = {
-  command: `node ./node_modules/tsx/dist/cli.mjs lib/sim/cli.ts ${ports.map((p) => `--port ${p}`).join(" ")} --weights-load-seconds ${SIM_WEIGHTS_LOAD_SECONDS} --model e2e/llama`,
+  command: `node ./node_modules/tsx/dist/cli.mjs sim/cli.ts ${ports.map((p) => `--port ${p}`).join(" ")} --weights-load-seconds ${SIM_WEIGHTS_LOAD_SECONDS} --model e2e/llama`,
   url: `http://127.0.0.1:${ports[ports.length - 1]}/health`,
   reuseExistingServer: false,
   timeout: 30_000,

@@ -2,7 +2,7 @@ import type { Metadata, Viewport } from "next";
 import type { ReactNode } from "react";
 import { TimeZoneProvider } from "@/components/TimeZone";
 import { TopBar } from "@/components/TopBar";
-import { currentOperatorName } from "@/lib/auth/server";
+import { currentOperatorName } from "@/lib/api/operator";
 import "./globals.css";
 
 export const metadata: Metadata = {

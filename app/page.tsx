@@ -1,5 +1,5 @@
 import { FleetView } from "@/components/FleetView";
-import { currentOperatorName } from "@/lib/auth/server";
+import { currentOperatorName } from "@/lib/api/operator";
 import { getFleet } from "@/lib/api/fleet";
 import type { FleetResponse } from "@/lib/api/types";
 

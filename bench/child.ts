@@ -115,7 +115,7 @@ export function startTsx(script: string, args: string[], nodeFlags: string[] = [
  * One simulator child process serving `count` simulated vLLM servers, each on its own 127.0.0.1 port.
  * Bundled by default (startBundled), like the watcher worker: under tsx the loader costs the fleet
  * CPU and memory on the cores the watcher is measured on. `bundled: false` runs it under tsx;
- * `script` another copy of lib/sim/cli.ts (bench/sim-cost.ts compares one commit's with another's).
+ * `script` another copy of sim/cli.ts (bench/sim-cost.ts compares one commit's with another's).
  */
 export async function startSimulatorFleet(
   count: number,
@@ -125,7 +125,7 @@ export async function startSimulatorFleet(
 ): Promise<{ child: Child; urls: string[] }> {
   const args = ["--count", String(count), ...extraArgs];
   const nodeFlags = opts.nodeFlags ?? [];
-  const script = opts.script ?? "lib/sim/cli.ts";
+  const script = opts.script ?? "sim/cli.ts";
   const child = opts.bundled === false ? startTsx(script, args, nodeFlags) : startBundled(script, args, nodeFlags);
   try {
     const ready = await firstJsonLine<{ simulators: Array<{ url: string }> }>(child, readyTimeoutMs, "simulator fleet");

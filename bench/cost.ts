@@ -1,14 +1,14 @@
 /**
  * Benchmark 2: what one check costs the model server and the watcher, over real HTTP against the
- * simulator (lib/sim/server.ts on 127.0.0.1), side by side with the old watchdog's chat request.
+ * simulator (sim/server.ts on 127.0.0.1), side by side with the old watchdog's chat request.
  * The simulator logs every request it receives with the load at that moment, so "requests",
  * "bytes" and "slots" are counted by the server, not estimated. Plus the parse-time ratio of our
  * Prometheus parser against parse-prometheus-text-format (bench/parse.ts).
  */
 import { observe } from "../lib/check/observe";
-import { DEFAULT_THRESHOLDS, type Reading } from "../lib/check/types";
+import { DEFAULT_THRESHOLDS, type Reading } from "../lib/core/types";
 import { httpRequest } from "../lib/net/http";
-import { startSimulator, type ReceivedRequest, type Simulator } from "../lib/sim/server";
+import { startSimulator, type ReceivedRequest, type Simulator } from "../sim/server";
 import { runParseBench, type ParseBenchResult } from "./parse";
 
 /** Engine seconds per wall second: the old watchdog's 45 s deadline becomes 4.5 s of wall time. */

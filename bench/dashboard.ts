@@ -7,7 +7,7 @@
  * - the fleet page in Debian's Chromium (Playwright): until every card is shown, cold and warm.
  * All traffic goes to 127.0.0.1, bounded in count and time.
  */
-import { freePort } from "../lib/sim/free-port";
+import { freePort } from "../sim/free-port";
 import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";

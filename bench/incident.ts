@@ -1,7 +1,7 @@
 /**
  * Benchmark 1: the incident, replayed at compressed time.
  *
- * Two worlds get the same simulated vLLM engine (lib/sim/model.ts, few slots) and the same
+ * Two worlds get the same simulated vLLM engine (sim/model.ts, few slots) and the same
  * seeded batch job (2 to 4 long requests at a time, with idle gaps) for a simulated day:
  * - OLD: the incident's watchdogs. #1 sends a real chat request every 5 min, gives up after 45 s,
  *   restarts after 5 failures in a row; #2 restarts on many HTTP 500s. A restart fails every
@@ -9,7 +9,7 @@
  * - STEPWATCH: the real watcher (lib/watcher startWatcher -> observe -> readBackend/probe ->
  *   classify, storing in a temp SQLite file) on a virtual clock. Its HTTP goes through an undici
  *   MockAgent that answers /metrics with the simulator's real rendered exposition
- *   (lib/sim/metrics.ts), so the real client, parser and classifier judge it. stepwatch restarts
+ *   (sim/metrics.ts), so the real client, parser and classifier judge it. stepwatch restarts
  *   nothing on its own: its "restarts" are the restart recommendations it stored (transitions into
  *   stuck or down), i.e. what an operator who followed every one would have done.
  * Then one real hang (the engine stops stepping with 2 requests in flight) in each world: how long
@@ -25,11 +25,11 @@ import path from "node:path";
 import { MockAgent } from "undici";
 import { openDb } from "../db/client";
 import { transitions } from "../db/schema";
-import { restartRecommended, type BackendState } from "../lib/check/states";
+import { restartRecommended, type BackendState } from "../lib/core/states";
 import { parseConfig } from "../lib/config";
-import { DEFAULT_ENGINE_CONFIG, type RequestSpec } from "../lib/sim/engine";
-import { renderMetrics } from "../lib/sim/metrics";
-import { VllmSimModel, type SubmittedRequest } from "../lib/sim/model";
+import { DEFAULT_ENGINE_CONFIG, type RequestSpec } from "../sim/engine";
+import { renderMetrics } from "../sim/metrics";
+import { VllmSimModel, type SubmittedRequest } from "../sim/model";
 import { HOUSEKEEPING_LOOPS, startWatcher } from "../lib/watcher";
 import { between, rng } from "./stats";
 import { VirtualClock } from "./virtual-clock";

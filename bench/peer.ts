@@ -23,7 +23,7 @@ import path from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { parsePrometheus } from "../lib/metrics/prometheus";
 import { httpRequest } from "../lib/net/http";
-import { freePort } from "../lib/sim/free-port";
+import { freePort } from "../sim/free-port";
 import { bundled, cpuSecondsOfTree, firstJsonLine, startBundled, startChild, startSimulatorFleet, type Child } from "./child";
 import { rssMbOf } from "./dashboard";
 import type { ScaleRun, ScaleSpec } from "./scale-worker";

@@ -323,8 +323,8 @@ What was real and what was simulated:
   LoopClock), \`observe\` -> \`readBackend\`/\`probeBackend\` -> \`lib/net/http.ts\` (undici) ->
   \`parseVllmMetrics\` -> \`classify\`, and its SQLite store (a temp file); restart
   recommendations are counted from the transitions it stored.
-- **Real simulator code**: the engine model and the \`/metrics\` text (\`lib/sim/model.ts\`,
-  \`lib/sim/metrics.ts\`), rendered at each read.
+- **Real simulator code**: the engine model and the \`/metrics\` text (\`sim/model.ts\`,
+  \`sim/metrics.ts\`), rendered at each read.
 - **Simulated**: the clock (virtual; clients act every simulated second), the socket (an undici
   MockAgent answers stepwatch's requests in-process instead of TCP: at 1,000x time compression
   the simulator's 50 ms HTTP tick would be 50 s of engine time), and the clients: the batch job

@@ -108,7 +108,7 @@ export async function runScaleBench(opts: { quick?: boolean; log?: (m: string) =
       }
     }
     return {
-      simulatorProcess: `${fleets.length} child process${fleets.length > 1 ? "es" : ""} serving ${most} simulated backends on 127.0.0.1 (lib/sim/cli.ts bundled by esbuild, --count ${Math.min(most, SIMULATORS_PER_PROCESS)} --http-keep-alive-seconds ${SCALE_KEEP_ALIVE_SECONDS} each)`,
+      simulatorProcess: `${fleets.length} child process${fleets.length > 1 ? "es" : ""} serving ${most} simulated backends on 127.0.0.1 (sim/cli.ts bundled by esbuild, --count ${Math.min(most, SIMULATORS_PER_PROCESS)} --http-keep-alive-seconds ${SCALE_KEEP_ALIVE_SECONDS} each)`,
       keepAliveSeconds: SCALE_KEEP_ALIVE_SECONDS,
       runs,
     };

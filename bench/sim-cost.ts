@@ -7,7 +7,7 @@
  * benchmarks' own infrastructure (the fleet shares the machine's cores with the watcher measured).
  *
  *   npx tsx bench/sim-cost.ts [--backends 1000] [--interval 5] [--seconds 30] [--warmup 6] [--tsx]
- *     [--keep-alive 15] [--load 0.25] [--cpu-prof DIR] [--cli OTHER/lib/sim/cli.ts]
+ *     [--keep-alive 15] [--load 0.25] [--cpu-prof DIR] [--cli OTHER/sim/cli.ts]
  * --cli: the simulator of another checkout (a worktree of an older commit), for a before/after.
  * --load F: a share F of the backends gets background requests (the bench fleet is idle otherwise).
  */
@@ -84,7 +84,7 @@ async function main(): Promise<void> {
     const rss = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${child.proc.pid}/status`, "utf8"));
     const cores = cpu / wall;
     const out = {
-      simulator: `${argText("cli") ?? "lib/sim/cli.ts"} ${tsx ? "tsx" : "bundled"}`,
+      simulator: `${argText("cli") ?? "sim/cli.ts"} ${tsx ? "tsx" : "bundled"}`,
       backends,
       intervalSeconds: interval,
       loadedBackends: loaded,

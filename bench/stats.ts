@@ -44,7 +44,7 @@ export function round(x: number, digits = 2): number {
 }
 
 /** The simulator's deterministic PRNG (mulberry32): the replayed day is the same on every run. */
-export { seededRandom as rng } from "../lib/sim/load";
+export { seededRandom as rng } from "../sim/load";
 
 /** An integer in [lo, hi] from `next`. */
 export function between(next: () => number, lo: number, hi: number): number {

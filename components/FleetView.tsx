@@ -5,7 +5,7 @@ import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { useEffect, useMemo, useState } from "react";
 import useSWR from "swr";
 import type { FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, SparkPoint } from "@/lib/api/types";
-import { BACKEND_STATES } from "@/lib/check/states";
+import { BACKEND_STATES } from "@/lib/core/states";
 import { sparklineText, toSparkline } from "@/lib/ui/chart";
 import { getJson } from "@/lib/ui/fetcher";
 import {
@@ -20,7 +20,7 @@ import {
   sortFleet,
   type FleetQuery,
 } from "@/lib/ui/fleet";
-import { formatAgo, formatCount, formatPercent, formatRate } from "@/lib/ui/format";
+import { formatAgo, formatCount, formatPercent, formatRate } from "@/lib/core/format";
 import { frontedLabel } from "@/lib/ui/proxy";
 import { stateLabel } from "@/lib/ui/state";
 import { ConfigErrorBanner } from "./ConfigErrorBanner";

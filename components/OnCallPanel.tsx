@@ -8,7 +8,7 @@ import Link from "next/link";
 import { useState } from "react";
 import useSWR from "swr";
 import type { FleetBackend, NotificationsResponse } from "@/lib/api/types";
-import { EVENT_TITLES } from "@/lib/notify/events";
+import { EVENT_TITLES } from "@/lib/core/events";
 import { ApiError, getJson, sendJson } from "@/lib/ui/fetcher";
 import { canAcknowledge } from "@/lib/ui/oncall";
 import { OnCallStatus } from "./OnCallStatus";

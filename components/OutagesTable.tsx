@@ -2,9 +2,9 @@
 /** Outages for review (one backend's, or the fleet's) and uptime per backend over 24 h / 7 d / 30 d. */
 import type { Outage, UptimeDTO } from "@/lib/outages";
 import { UPTIME_WINDOWS } from "@/lib/outages";
-import { formatDuration } from "@/lib/ui/format";
+import { formatDuration } from "@/lib/core/format";
 import { STATE_TONE } from "@/lib/ui/state";
-import type { BackendState } from "@/lib/check/states";
+import type { BackendState } from "@/lib/core/states";
 import { BackendCell, LogTable } from "./Review";
 import { Time } from "./TimeZone";
 

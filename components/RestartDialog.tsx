@@ -11,7 +11,7 @@ import { useEffect, useRef, useState } from "react";
 import useSWR from "swr";
 import type { FleetBackend, RestartEventDTO, RestartPlanDTO } from "@/lib/api/types";
 import { ApiError, getJson, sendJson } from "@/lib/ui/fetcher";
-import { formatDuration } from "@/lib/ui/format";
+import { formatDuration } from "@/lib/core/format";
 import { Time } from "./TimeZone";
 import { inFlightWarning, needsTypedConfirmation } from "@/lib/ui/state";
 import { StateBadge } from "./StateBadge";

@@ -1,5 +1,5 @@
 import type { RestartEventDTO } from "@/lib/api/types";
-import { formatCount, formatDuration, truncate } from "@/lib/ui/format";
+import { formatCount, formatDuration, truncate } from "@/lib/core/format";
 import { BackendCell, LogTable } from "./Review";
 import { Time } from "./TimeZone";
 import { StateBadge } from "./StateBadge";

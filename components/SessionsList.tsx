@@ -2,7 +2,7 @@
 import Link from "next/link";
 import useSWR from "swr";
 import { getJson, sendJson } from "@/lib/ui/fetcher";
-import { formatDateTime } from "@/lib/ui/format";
+import { formatDateTime } from "@/lib/core/format";
 
 interface SessionsAnswer {
   operator: string;

@@ -1,4 +1,4 @@
-import type { BackendState, ProxyState } from "@/lib/check/states";
+import type { BackendState, ProxyState } from "@/lib/core/states";
 import { PROXY_TONE, STATE_TONE, stateLabel } from "@/lib/ui/state";
 
 /** Colour AND words: the label is always there, the colour only helps. */

@@ -10,7 +10,7 @@ import { useEffect, useRef, useState } from "react";
 import type uPlotType from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { markerNear, type Marker } from "@/lib/ui/chart";
-import { formatAxisNumber, formatTick } from "@/lib/ui/format";
+import { formatAxisNumber, formatTick } from "@/lib/core/format";
 import { STATE_TONE } from "@/lib/ui/state";
 import { useTimeZone } from "./TimeZone";
 

@@ -9,7 +9,7 @@
  * stored choice ("local") is applied in an effect, after hydration.
  */
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from "react";
-import { formatDateTime, zoneName, type TimeZone } from "@/lib/ui/format";
+import { formatDateTime, zoneName, type TimeZone } from "@/lib/core/format";
 
 export type ZoneMode = "utc" | "local";
 export const ZONE_STORAGE_KEY = "stepwatch.timeZone";

@@ -5,10 +5,10 @@
  */
 import type Database from "better-sqlite3";
 import { and, asc, count, desc, eq, getTableColumns, gt, gte, isNotNull, isNull, lt, lte, SQL, sql } from "drizzle-orm";
-import { figuresOf, type Figures, type Reading, type Verdict } from "../lib/check/types";
-import type { BackendState } from "../lib/check/states";
+import { figuresOf, type Figures, type Reading, type Verdict } from "../lib/core/types";
+import type { BackendState } from "../lib/core/states";
 import { LATENCY_FIELDS } from "../lib/metrics/vllm-latency";
-import { columnsFrom, HISTORY_FIGURES } from "../lib/api/history";
+import { columnsFrom, HISTORY_FIGURES } from "../lib/core/history";
 import type { HistoryColumns } from "../lib/api/types";
 import type { Db } from "./client";
 import { perConnection } from "./per-connection";

@@ -1,7 +1,7 @@
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
-import { BACKEND_STATES, PROXY_STATES } from "../lib/check/states";
-import { CHANNEL_TYPES, DELIVERY_STATUSES, NOTIFICATION_EVENTS } from "../lib/notify/events";
+import { BACKEND_STATES, PROXY_STATES } from "../lib/core/states";
+import { CHANNEL_TYPES, DELIVERY_STATUSES, NOTIFICATION_EVENTS } from "../lib/core/events";
 
 /** Every state a transition row can hold: a backend's states and a proxy's. */
 const TRANSITION_STATES = [...new Set([...BACKEND_STATES, ...PROXY_STATES])] as [string, ...string[]];

@@ -6,10 +6,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { DEFAULT_THRESHOLDS, PROBE_CHOICES, type ProbeChoice, type Thresholds } from "./check/types";
-import { ENGINE_CHOICES, type EngineChoice } from "./engines/types";
-import { CHANNEL_TYPES, NOTIFICATION_EVENTS, type NotificationEvent } from "./notify/events";
-import { buildNetPolicy } from "./auth/net-policy";
+import { DEFAULT_THRESHOLDS, PROBE_CHOICES, type ProbeChoice, type Thresholds } from "./core/types";
+import { ENGINE_CHOICES, type EngineChoice } from "./core/engine";
+import { CHANNEL_TYPES, NOTIFICATION_EVENTS, type NotificationEvent } from "./core/events";
+import { buildNetPolicy } from "./net/net-policy";
 
 /** The most read threads a config may ask for (readThreads). */
 export const MAX_READ_THREADS = 16;

@@ -7,10 +7,10 @@
 import { openDb, resolveDbPath, type DbHandle } from "../db/client";
 import { ConfigError, parseConfig, parseConfigText, readConfigText, resolveConfigPath, type Config } from "./config";
 import { recordAudit, restartOutcomeCounts } from "../db/queries";
-import { getStepwatchMetrics, type StepwatchMetrics } from "./export/metrics";
+import { getStepwatchMetrics, type StepwatchMetrics } from "./api/export/metrics";
 import { requestUnattendedRestart } from "./oncall/unattended";
 import { describeReload, emptyStatus, startReloader, type ConfigStatus, type ReloadResult, type ReloadTrigger } from "./reload";
-import { buildNetPolicy, setNetPolicy } from "./auth/net-policy";
+import { buildNetPolicy, setNetPolicy } from "./net/net-policy";
 import { warmPasswords } from "./auth/password";
 import { startWatcher, type Watcher } from "./watcher";
 import { tuneHeapForWatcher } from "./watcher/heap";
@@ -63,7 +63,7 @@ async function startRuntime(): Promise<Runtime> {
     console.log(`stepwatch: config ${configPath}: ${config.backends.length} backend(s), ${config.proxies.length} proxy(ies)`);
   } else {
     // Loaded only when needed: the demo fleet is simulators and load generators.
-    const { startDemoFleet } = await import("./sim/demo");
+    const { startDemoFleet } = await import("../sim/demo");
     const demo = await startDemoFleet();
     stopDemo = () => demo.stop();
     try {

@@ -1,8 +1,8 @@
 import type { Metadata } from "next";
 import Link from "next/link";
-import { auditPage } from "@/lib/auth/audit-api";
-import { DomainError } from "@/lib/errors";
-import { formatDateTime } from "@/lib/ui/format";
+import { auditPage } from "@/lib/api/audit";
+import { DomainError } from "@/lib/core/errors";
+import { formatDateTime } from "@/lib/core/format";
 
 export const metadata: Metadata = { title: "Audit log" };
 export const dynamic = "force-dynamic";

@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import { ConfigErrorBanner } from "@/components/ConfigErrorBanner";
 import { ReloadButton } from "@/components/ReloadButton";
 import { Time } from "@/components/TimeZone";
-import { currentOperatorName } from "@/lib/auth/server";
+import { currentOperatorName } from "@/lib/api/operator";
 import { getConfigView } from "@/lib/api/config-view";
 import type { ConfigView } from "@/lib/api/types";
 

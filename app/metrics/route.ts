@@ -1,9 +1,9 @@
-import { metricsResponse } from "@/lib/export/serve";
+import { metricsResponse } from "@/lib/api/export/serve";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
 
-/** Prometheus exposition of the fleet's verdicts and stepwatch's own health (lib/export/). */
+/** Prometheus exposition of the fleet's verdicts and stepwatch's own health (lib/api/export/). */
 export function GET(req: Request): Promise<Response> {
   return metricsResponse(req);
 }

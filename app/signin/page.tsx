@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import { SignInForm } from "@/components/SignInForm";
 import { safeNextPath } from "@/lib/auth/next-path";
-import { currentOperatorName } from "@/lib/auth/server";
+import { currentOperatorName } from "@/lib/api/operator";
 import { getRuntime } from "@/lib/runtime";
 
 export const metadata: Metadata = { title: "Sign in" };

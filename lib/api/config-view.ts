@@ -5,7 +5,7 @@
  * `***`; URLs through publicUrl. A value read from the environment is never shown.
  */
 import { DEFAULTS, type Config } from "../config";
-import { DomainError } from "../errors";
+import { DomainError } from "../core/errors";
 import { publicUrl } from "../net/public-url";
 import type { ConfigStatus, ReloadTrigger } from "../reload";
 import { getRuntime } from "../runtime";

@@ -2,9 +2,9 @@
  * The CSV forms of the review endpoints (`?format=csv`): a backend's history, the outages and the
  * restart log, one row per point / outage / restart, times as ISO 8601 UTC.
  */
-import { isoTime, toCsv, type CsvColumn } from "../csv";
+import { isoTime, toCsv, type CsvColumn } from "./csv";
 import type { Outage } from "../outages";
-import { toRows } from "./history";
+import { toRows } from "../core/history";
 import type { HistoryPoint, HistoryResponse, RestartEventDTO } from "./types";
 
 const HISTORY_COLUMNS: Array<CsvColumn<HistoryPoint>> = [

@@ -1,6 +1,6 @@
 /**
  * The fleet's fast lane: `GET` and `HEAD` of exactly `/api/fleet` answered in the HTTP server's
- * own "request" event (lib/auth/net-policy installPeerHeader offers every request to the lane),
+ * own "request" event (lib/net/net-policy installPeerHeader offers every request to the lane),
  * before Next's per-request pipeline (its router, the Proxy, the route handler), which alone
  * costs more than the whole answer (docs/decisions.md, "The fleet's fast lane").
  *
@@ -34,7 +34,7 @@ import Negotiator from "negotiator";
 // Next's own cookie parser (what request.cookies is in proxy.ts), so both lanes read one session.
 import { RequestCookies } from "next/dist/compiled/@edge-runtime/cookies";
 import { admit, answerHeaders, type AdmissionRequest } from "../auth/admission";
-import { setRequestLane, type HeaderSource, type RequestLane } from "../auth/net-policy";
+import { setRequestLane, type HeaderSource, type RequestLane } from "../net/net-policy";
 import { getFleetJson, getHistory, type EncodedJson } from "./fleet";
 import { ID_PATTERN } from "../config";
 import { historyRange } from "./history-query";

@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import type { FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, RestartPlanDTO } from "./types";
 import { listRestartEvents } from "../../db/queries";
 import { describeAction } from "../restart/execute";
-import { DomainError } from "../errors";
+import { DomainError } from "../core/errors";
 import { getRuntime, type Runtime } from "../runtime";
 import { fleetRecent, fleetSnapshot, historyOf, restartsOf } from "./snapshot";
 

@@ -3,7 +3,7 @@
  * default), read the same way by the route and by the fast lane (lib/api/fast-lane.ts).
  */
 import { z } from "zod";
-import { DomainError } from "../errors";
+import { DomainError } from "../core/errors";
 
 const HOUR = 3600_000;
 const ms = z.coerce.number().int().nonnegative();

@@ -5,7 +5,7 @@
  */
 import type { Db } from "../../db/client";
 import { firstTransitionAt, listRestartEvents, transitionsWithPrior } from "../../db/queries";
-import { DomainError } from "../errors";
+import { DomainError } from "../core/errors";
 import { deriveOutages, uptimePercent, UPTIME_WINDOWS, withRestartCauses, type Outage, type OutagesResponse, type UptimeDTO } from "../outages";
 import { getRuntime } from "../runtime";
 import { transitionDTO } from "./snapshot";

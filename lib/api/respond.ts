@@ -1,9 +1,9 @@
 /**
- * The one error mapping of route handlers: a DomainError becomes its HTTP status (lib/errors.ts),
+ * The one error mapping of route handlers: a DomainError becomes its HTTP status (lib/core/errors.ts),
  * anything else a 500 whose body says nothing about internals (the log has the stack).
  */
-import { csvResponse } from "../csv";
-import { DomainError, httpStatus } from "../errors";
+import { csvResponse } from "./csv";
+import { DomainError, httpStatus } from "../core/errors";
 import type { EncodedJson } from "./fleet";
 
 export function errorResponse(e: unknown): Response {

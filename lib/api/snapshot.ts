@@ -6,15 +6,15 @@
  */
 import type { Db } from "../../db/client";
 import { historyPoints, listRestartEvents, transitionsInRange } from "../../db/queries";
-import { roundColumns } from "./history";
+import { roundColumns } from "../core/history";
 import type { RestartEventRow, TransitionRow } from "../../db/schema";
 import type { ConfigErrorDTO, FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, SparkPoint, TransitionDTO } from "./types";
-import { STATE_INFO, restartRecommended } from "../check/states";
-import { figuresOf } from "../check/types";
+import { STATE_INFO, restartRecommended } from "../core/states";
+import { figuresOf } from "../core/types";
 import { lastEngine } from "../check/read";
 import { publicUrl } from "../net/public-url";
 import type { OnCallBook } from "../oncall/book";
-import { onCallView } from "../oncall/view";
+import { onCallView } from "./oncall-view";
 import { cooldownUntil as cooldownEnd } from "../restart/cooldown";
 import type { BackendMonitor, ProxyMonitor } from "../watcher/monitors";
 import type { Watcher } from "../watcher";
@@ -145,7 +145,7 @@ export function restartDTO(r: RestartEventRow): RestartEventDTO {
   };
 }
 
-/** A backend's history in its wire form (columns, lib/api/history.ts); `exact`: unrounded (the CSV). */
+/** A backend's history in its wire form (columns, lib/core/history.ts); `exact`: unrounded (the CSV). */
 export function historyOf(db: Db, backendId: string, from: number, to: number, opts: { exact?: boolean } = {}): HistoryResponse {
   const h = historyPoints(db, backendId, from, to);
   return {

@@ -2,12 +2,12 @@
  * Shapes of the JSON API (docs/api.md). Shared by route handlers, the browser
  * components and the tests; imports nothing server-side, so client files may import it.
  */
-import type { BackendState, ProxyState } from "../check/states";
-import type { Figures } from "../check/types";
-import type { EngineKind } from "../engines/types";
+import type { BackendState, ProxyState } from "../core/states";
+import type { Figures } from "../core/types";
+import type { EngineKind } from "../core/engine";
 import type { LatencySample } from "../metrics/vllm-latency";
 import type { Config } from "../config";
-import type { ChannelType, DeliveryStatus } from "../notify/events";
+import type { ChannelType, DeliveryStatus } from "../core/events";
 import type { ChannelStatus, NotificationDraft } from "../notify/outbox";
 
 export interface FleetBackend extends Figures {
@@ -200,18 +200,18 @@ export interface RestartPlanDTO {
   lastRestartAt: number | null;
 }
 
-/** A figure of a history point (lib/api/history.ts HISTORY_FIGURES). */
+/** A figure of a history point (lib/core/history.ts HISTORY_FIGURES). */
 export type HistoryFigure = keyof Figures | keyof LatencySample;
 
 /**
- * A figure's values as spans (lib/api/history.ts): [first point index, values of that point and the
+ * A figure's values as spans (lib/core/history.ts): [first point index, values of that point and the
  * ones after it], in order, not overlapping; a point in no span has no value. `[[0, [1, 2, 3]]]` is
  * three points with values; `[[0, [1]], [2, [3]]]` the same with the middle one missing.
  */
 export type HistorySpans = Array<[number, number[]]>;
 
 /**
- * The points as columns (lib/api/history.ts): `at[i]` is point i's time (ms); each figure its
+ * The points as columns (lib/core/history.ts): `at[i]` is point i's time (ms); each figure its
  * spans of values, or null when no point of the range has it; `state` as runs, [first point
  * index, state] (point i has the state of the last run starting at or before i).
  */

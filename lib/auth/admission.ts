@@ -19,7 +19,7 @@
  * No Next imports: the caller hands in the request's headers and a cookie jar parsed as Next
  * parses one.
  */
-import { buildNetPolicy, currentNetPolicy, isAllowedHost, requestOrigin, type HeaderSource, type NetPolicy } from "./net-policy";
+import { buildNetPolicy, currentNetPolicy, isAllowedHost, requestOrigin, type HeaderSource, type NetPolicy } from "../net/net-policy";
 import { contentSecurityPolicy, escapeHtml, SECURITY_HEADERS } from "./headers";
 import { principalOf, type Principal } from "./principal";
 import { sessionTokenFrom } from "./session";

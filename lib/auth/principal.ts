@@ -3,11 +3,11 @@
  * trusted reverse proxy's user header (`auth.proxyHeader`, only from server.trustProxy), or the
  * session cookie. Its role decides: a viewer reads (where access.read is "signed-in"), only an
  * operator restarts. The name is what the audit log and the restart log record as the actor.
- * No Next imports: proxy.ts (the read gate) and route handlers (lib/auth/server.ts) share it.
+ * No Next imports: proxy.ts (the read gate) and route handlers (lib/api/operator.ts) share it.
  */
 import type { Db } from "../../db/client";
 import type { Config, Role } from "../config";
-import { isTrustedProxy, peerAddress, type HeaderSource, type NetPolicy } from "./net-policy";
+import { isTrustedProxy, peerAddress, type HeaderSource, type NetPolicy } from "../net/net-policy";
 import { safeEqualStrings } from "./password";
 import { resolveSession } from "./session";
 

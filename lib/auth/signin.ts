@@ -3,7 +3,7 @@
  * password in constant time with exactly one scrypt, answer failures late. Route handlers only
  * parse input and map the DomainError this throws.
  */
-import { DomainError } from "../errors";
+import { DomainError } from "../core/errors";
 import type { OperatorConfig } from "../config";
 import { burnPasswordCheck, safeEqualStrings, verifyPassword } from "./password";
 import { failureDelayMs, nameDelayMs, type ConcurrencyGate, type SignInThrottle } from "./throttle";
@@ -11,7 +11,7 @@ import { failureDelayMs, nameDelayMs, type ConcurrencyGate, type SignInThrottle 
 export interface SignInInput {
   name: string;
   password: string;
-  /** The client's address (lib/auth/net-policy clientAddressOf); part of the throttle keys. */
+  /** The client's address (lib/net/net-policy clientAddressOf); part of the throttle keys. */
   clientAddress: string;
   now: number;
 }

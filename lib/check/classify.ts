@@ -8,11 +8,11 @@
  * rules, and each reading's `evidence`).
  */
 import { rulesOf } from "../engines/registry";
-import { ENGINE_LABELS, PROGRESS_COUNTERS, type EngineMetrics, type EngineSlice, type EvidenceFigure } from "../engines/types";
-import { countOf, namesOf } from "./caps";
+import { ENGINE_LABELS, PROGRESS_COUNTERS, type EngineMetrics, type EngineSlice, type EvidenceFigure } from "../core/engine";
+import { countOf, namesOf } from "../core/caps";
 import { lateReason, seenLate } from "./late";
-import { STATE_INFO, restartRecommended, type BackendState } from "./states";
-import { DEFAULT_THRESHOLDS, type PendingRestart, type ProbeChoice, type Rates, type Reading, type Thresholds, type Verdict } from "./types";
+import { STATE_INFO, restartRecommended, type BackendState } from "../core/states";
+import { DEFAULT_THRESHOLDS, type PendingRestart, type ProbeChoice, type Rates, type Reading, type Thresholds, type Verdict } from "../core/types";
 
 export interface ClassifyInput {
   /** Earlier readings of this backend, oldest first, not including `reading`. */
@@ -403,7 +403,7 @@ function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
 
 function judgeNoMetrics(cur: Reading): Judgement {
   const alive = cur.models?.outcome === "ok";
-  // The list is capped where it was read (lib/check/caps.ts): count what it stands for.
+  // The list is capped where it was read (lib/core/caps.ts): count what it stands for.
   const n = countOf(cur.models?.ids ?? []);
   const models = `${n} model${n === 1 ? "" : "s"}${n > 0 ? ` (${namesOf(cur.models!.ids).slice(0, 5).join(", ")}${n > 5 ? ", …" : ""})` : ""}`;
   if (cur.engine === "ollama") {

@@ -6,7 +6,7 @@
  * carries it) is stored and shown, and never judged: a watcher's overload must never make a
  * healthy server stalled, stuck or down, nor earn it a restart.
  */
-import type { ProxyReading, Reading } from "./types";
+import type { ProxyReading, Reading } from "../core/types";
 
 /** How late this process saw the read's worst timeout (its GETs', or its probe's), 0 if none was seen late. */
 export function lateMsOf(r: Reading | ProxyReading): number {

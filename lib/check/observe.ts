@@ -2,10 +2,10 @@
  * One observation of a backend: read its engine's answers, probe only when the classifier says
  * so, judge. This is the only way stepwatch judges a backend; the CLI and the watcher both call it.
  */
-import { firstWholeName } from "./caps";
+import { firstWholeName } from "../core/caps";
 import { classify, shouldProbe } from "./classify";
 import { lastEngine, learnedProbe, probeBackend, readBackend, type BackendTarget, type ProbeOptions, type ReadOptions } from "./read";
-import type { PendingRestart, ProbeResult, Reading, Thresholds, Verdict } from "./types";
+import type { PendingRestart, ProbeResult, Reading, Thresholds, Verdict } from "../core/types";
 
 export interface ObserveContext {
   thresholds: Thresholds;

@@ -11,11 +11,11 @@ import { observe } from "./observe";
 import { seenLate } from "./late";
 import { judgeProxy } from "./proxy";
 import { rulesOf } from "../engines/registry";
-import { ENGINE_LABELS, type EngineKind } from "../engines/types";
+import { ENGINE_LABELS, type EngineKind } from "../core/engine";
 import { readProxy, type BackendTarget, type ReadOptions } from "./read";
-import type { BackendState, ProxyState } from "./states";
+import type { BackendState, ProxyState } from "../core/states";
 import { sameProcess } from "./classify";
-import { DEFAULT_THRESHOLDS, figuresOf, type Figures, type Reading, type Verdict } from "./types";
+import { DEFAULT_THRESHOLDS, figuresOf, type Figures, type Reading, type Verdict } from "../core/types";
 
 export interface CheckOptions {
   waitSeconds: number;

@@ -5,10 +5,10 @@
  * The one proxy rule, used by the watcher and the CLI alike: one failed read is "unknown", two
  * failed reads in a row are "down" (docs/decisions.md, "Proxy down rule").
  */
-import { countOf } from "./caps";
+import { countOf } from "../core/caps";
 import { lateReason, seenLate } from "./late";
-import type { ProxyState } from "./states";
-import type { ProxyReading } from "./types";
+import type { ProxyState } from "../core/states";
+import type { ProxyReading } from "../core/types";
 
 export interface ProxyJudgement {
   state: ProxyState;

@@ -17,12 +17,12 @@ import { hasPrefix, type Index } from "../engines/series";
 import { isLlamacppLoading, LLAMACPP_NO_METRICS, parseLlamacppProps } from "../engines/llamacpp";
 import { parseOllamaPs, parseOllamaVersion } from "../engines/ollama";
 import { parseTgiInfo } from "../engines/tgi";
-import { ENGINE_LABELS, type EngineChoice, type EngineKind } from "../engines/types";
+import { ENGINE_LABELS, type EngineChoice, type EngineKind } from "../core/engine";
 import { extractVllmLatency } from "../metrics/vllm-latency";
 import { detach, type LineCache } from "../metrics/prometheus";
 import { httpRequest, type HttpResult } from "../net/http";
-import { capList, capText } from "./caps";
-import type { ProbeChoice, ProbeKind, ProbeResult, ProxyReading, Reading } from "./types";
+import { capList, capText } from "../core/caps";
+import type { ProbeChoice, ProbeKind, ProbeResult, ProxyReading, Reading } from "../core/types";
 
 export interface BackendTarget {
   url: string;
@@ -127,7 +127,7 @@ async function get(target: BackendTarget, path: string, common: Common, accept: 
 
 /**
  * Read one backend, whatever its engine. What is kept of the answers is bounded here, once, for
- * every adapter and every path (lib/check/caps.ts): a hostile or broken backend cannot make a
+ * every adapter and every path (lib/core/caps.ts): a hostile or broken backend cannot make a
  * stored reading, a restart's evidence or an API answer large.
  */
 export async function readBackend(target: BackendTarget, opts: ReadOptions = {}): Promise<Reading> {

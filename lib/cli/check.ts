@@ -5,9 +5,9 @@
  */
 import { parseArgs } from "node:util";
 import { checkBackend, checkProxy, exitCode, EXIT, UnresolvedHostError, WaitTooShortError, type CheckResult } from "../check/oneshot";
-import { STATE_INFO, type BackendState } from "../check/states";
-import { PROBE_CHOICES, type ProbeChoice } from "../check/types";
-import { ENGINE_CHOICES, ENGINE_LABELS, type EngineChoice } from "../engines/types";
+import { STATE_INFO, type BackendState } from "../core/states";
+import { PROBE_CHOICES, type ProbeChoice } from "../core/types";
+import { ENGINE_CHOICES, ENGINE_LABELS, type EngineChoice } from "../core/engine";
 
 const USAGE = `usage: npm run --silent check -- <url> [--proxy] [--wait SECONDS] [--json]
           [--api-key KEY | --api-key env:NAME] [--model NAME] [--timeout SECONDS] [--probe-timeout SECONDS]

@@ -4,7 +4,7 @@
  * figures are progress and which are evidence of a hang travel in each reading (`evidence`).
  */
 import type { Index } from "./series";
-import type { EngineKind, EngineParse } from "./types";
+import type { EngineKind, EngineParse } from "../core/engine";
 
 /** How an idle server of this engine is asked for one token. */
 export type ProbeStyle = "openai" | "tgi-generate" | "never";

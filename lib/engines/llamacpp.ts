@@ -13,7 +13,7 @@
  */
 import { headerValue, type EngineAdapter } from "./adapter";
 import { optional, required } from "./series";
-import type { EngineMetrics } from "./types";
+import type { EngineMetrics } from "../core/engine";
 
 export const LLAMACPP_PREFIX = "llamacpp:";
 export const LLAMACPP_START_HEADER = "process-start-time-unix";

@@ -9,7 +9,7 @@ import { ollamaAdapter } from "./ollama";
 import { hasPrefix, type Index } from "./series";
 import { sglangAdapter } from "./sglang";
 import { tgiAdapter } from "./tgi";
-import type { EngineKind } from "./types";
+import type { EngineKind } from "../core/engine";
 import { vllmAdapter } from "./vllm";
 
 export const ADAPTERS: Record<EngineKind, EngineAdapter> = {

@@ -21,7 +21,7 @@
 import { detach } from "../metrics/prometheus";
 import type { EngineAdapter } from "./adapter";
 import { isValid, type Check, type Index } from "./series";
-import type { EngineMetrics, EvidenceFigure } from "./types";
+import type { EngineMetrics, EvidenceFigure } from "../core/engine";
 
 export const SGLANG_PREFIX = "sglang:";
 

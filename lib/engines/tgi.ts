@@ -10,7 +10,7 @@
  */
 import type { EngineAdapter } from "./adapter";
 import { optional, required } from "./series";
-import type { EngineMetrics } from "./types";
+import type { EngineMetrics } from "../core/engine";
 
 export const TGI_PREFIX = "tgi_";
 

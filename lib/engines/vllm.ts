@@ -25,13 +25,13 @@
  * (clients giving up on a wedged engine), so `finishedRequests` leaves them out; and a KV-cache change
  * while `num_preemptions_total` rises (the classifier reads `preemptions`).
  */
-import { MAX_ENGINE_SLICES, MAX_NAME } from "../check/caps";
+import { MAX_ENGINE_SLICES, MAX_NAME } from "../core/caps";
 import type { EngineAdapter } from "./adapter";
 import { readExposition } from "./exposition";
 import { buildIndex, combine, hasPrefix, labelValues, optional, type Index, type Pick } from "./series";
 import { detach, type ParseResult } from "../metrics/prometheus";
 import { LATENCY_FAMILIES } from "../metrics/vllm-latency";
-import type { EngineMetrics, EngineSlice } from "./types";
+import type { EngineMetrics, EngineSlice } from "../core/engine";
 
 /** What vLLM's own /metrics says (the engine-neutral shape; kept under its first name). */
 export type VllmMetrics = EngineMetrics;
@@ -152,7 +152,7 @@ function extractFromIndex(index: Index): VllmExtraction {
   // Data parallel: one series per `engine` label. Each engine's figures, judged on their own.
   const ids = labelValues(index, "vllm:num_requests_running", "engine");
   if (ids.length > MAX_ENGINE_SLICES || ids.some((id) => id.length > MAX_NAME)) {
-    // A hostile or broken exposition (lib/check/caps.ts): each engine's figures are a pass over the
+    // A hostile or broken exposition (lib/core/caps.ts): each engine's figures are a pass over the
     // whole body, and each would be stored. Judged on the sums, and said so.
     warnings.push(`per-engine figures not used (${ids.length} engine labels: at most ${MAX_ENGINE_SLICES}, each at most ${MAX_NAME} characters, are judged one by one); the server is judged on the sums`);
   } else if (ids.length >= 2) {

@@ -9,7 +9,7 @@
  * inside a bucket as Prometheus' histogram_quantile. Kept apart from lib/metrics/vllm.ts on
  * purpose: nothing here decides a state, and a bad histogram only leaves a figure empty.
  */
-import { MAX_HISTOGRAM_BUCKETS, MAX_LIST_ITEMS } from "../check/caps";
+import { MAX_HISTOGRAM_BUCKETS, MAX_LIST_ITEMS } from "../core/caps";
 import type { ParseResult, Sample } from "./prometheus";
 
 /** One histogram summed over its label sets (engines): cumulative counts per upper bound. */
@@ -117,7 +117,7 @@ function histogramOf(byName: Map<string, Sample[]>, family: string): Histogram |
     for (const [le, v] of buckets) sums.set(le, (sums.get(le) ?? 0) + v);
     buckets = [...sums].sort((a, b) => a[0] - b[0]);
   }
-  // Bounded (lib/check/caps.ts): a hostile body's 30,000 bounds would be kept with 200 readings.
+  // Bounded (lib/core/caps.ts): a hostile body's 30,000 bounds would be kept with 200 readings.
   if (buckets.length > MAX_HISTOGRAM_BUCKETS) return null;
   if (buckets[buckets.length - 1][0] !== Infinity) return null;
   // Cumulative counts never fall with a larger bound; if they do the body is not a histogram.

@@ -3,8 +3,8 @@
  * webhook JSON, the Slack-compatible body, ntfy's headers and the email's subject and text. No I/O.
  */
 import type { NotificationRow } from "../../db/schema";
-import { formatClock, formatDuration, zoneName, type TimeZone } from "../ui/format";
-import type { NotificationEvent } from "./events";
+import { formatClock, formatDuration, zoneName, type TimeZone } from "../core/format";
+import type { NotificationEvent } from "../core/events";
 
 /** The webhook body (README "Notifications" documents it). `id` is the same on every retry. */
 export interface NotificationPayload {

@@ -19,10 +19,10 @@ import {
   type DueDelivery,
 } from "../../db/queries-oncall";
 import type { NotificationRow } from "../../db/schema";
-import type { BackendState } from "../check/states";
+import type { BackendState } from "../core/states";
 import type { ChannelConfig, NotificationsConfig } from "../config";
 import { sendToChannel, type AttemptResult, type Sender } from "./channels";
-import type { ChannelType, NotificationEvent } from "./events";
+import type { ChannelType, NotificationEvent } from "../core/events";
 import { linkOf, payloadOf } from "./message";
 
 export const OUTBOX_DEFAULTS = {
@@ -60,7 +60,7 @@ export interface OutboxOptions {
   tuning?: Partial<OutboxTuning>;
   /**
    * Told of every failed delivery attempt, by channel id, after it is recorded (the watcher passes
-   * it on to its telemetry: stepwatch_notification_failures_total{channel} in lib/export/metrics.ts).
+   * it on to its telemetry: stepwatch_notification_failures_total{channel} in lib/api/export/metrics.ts).
    */
   onAttemptFailed?: (channelId: string) => void;
 }

@@ -16,8 +16,8 @@
  * unacknowledged is re-sent every renotifyMinutes (never while acknowledged, in maintenance or
  * while a restart is pending).
  */
-import { isHealthy, type BackendState } from "../check/states";
-import type { Verdict } from "../check/types";
+import { isHealthy, type BackendState } from "../core/states";
+import type { Verdict } from "../core/types";
 import type { UnattendedConfig } from "../config";
 import type { NotificationDraft } from "./outbox";
 

@@ -8,7 +8,7 @@
  * watcher's current verdict must still be a proven problem (notProvenProblem): never a sleeping
  * backend, a down one inside startupGraceSeconds, or one with a configuration problem.
  */
-import { DomainError } from "../errors";
+import { DomainError } from "../core/errors";
 import { notProvenProblem } from "../notify/policy";
 import { requestRestart, restartDeps } from "../restart/request";
 import type { Runtime } from "../runtime";

@@ -8,11 +8,11 @@ import type { Db } from "../../db/client";
 import { recordAudit, type AuditActorKind } from "../../db/queries";
 import { endMaintenance as endMaintenanceRows, insertAcknowledgement, insertMaintenance } from "../../db/queries-oncall";
 import type { AcknowledgementDTO, MaintenanceDTO } from "../api/types";
-import { isHealthy } from "../check/states";
-import type { Verdict } from "../check/types";
+import { isHealthy } from "../core/states";
+import type { Verdict } from "../core/types";
 import type { BackendConfig } from "../config";
-import { DomainError } from "../errors";
-import { formatDateTime } from "../ui/format";
+import { DomainError } from "../core/errors";
+import { formatDateTime } from "../core/format";
 import type { OnCallBook } from "./book";
 
 export interface OnCallVerbDeps {
@@ -22,7 +22,7 @@ export interface OnCallVerbDeps {
   current(backendId: string): { verdict: Verdict | null } | null;
 }
 
-/** Who asked, for the audit log (lib/auth/server.ts actorKindOf, clientAddress); an operator by default. */
+/** Who asked, for the audit log (lib/api/operator.ts actorKindOf, clientAddress); an operator by default. */
 export interface Actor {
   actorKind?: AuditActorKind;
   address?: string | null;
@@ -37,7 +37,7 @@ function known(deps: OnCallVerbDeps, id: string): BackendConfig {
   return b;
 }
 
-/** What a verb writes to the audit log beside its row (lib/auth/server.ts actorOf gives `actor`). */
+/** What a verb writes to the audit log beside its row (lib/api/operator.ts actorOf gives `actor`). */
 interface AuditLine {
   action: string;
   target: string;

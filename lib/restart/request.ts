@@ -14,13 +14,13 @@
  *    resolves the event as "failed" at once; success leaves it pending for the watcher to resolve
  *    (recovered / timed-out). Nothing is retried without an operator.
  */
-import type { Reading, Verdict, PendingRestart } from "../check/types";
-import { isHealthy } from "../check/states";
+import type { Reading, Verdict, PendingRestart } from "../core/types";
+import { isHealthy } from "../core/states";
 import type { BackendConfig, RestartAction } from "../config";
 import type { DbHandle } from "../../db/client";
 import type { RestartEventRow } from "../../db/schema";
 import { insertRestartUnlessBlocked, recordActionResult, restartBlockOf, type AuditActorKind, type RestartBlock } from "../../db/queries";
-import { DomainError } from "../errors";
+import { DomainError } from "../core/errors";
 import type { NotificationDraft } from "../notify/outbox";
 import type { Runtime } from "../runtime";
 import { cooldownStart, cooldownUntil } from "./cooldown";

@@ -5,10 +5,10 @@
  * missing (a down backend or a stopped watcher must not look like a straight line), and turns
  * transitions and restarts into time-axis markers.
  */
-import { HISTORY_FIGURES, spanValues } from "../api/history";
+import { HISTORY_FIGURES, spanValues } from "../core/history";
 import type { HistoryColumns, HistoryFigure, RestartEventDTO, SparkPoint, TransitionDTO } from "../api/types";
-import type { BackendState } from "../check/states";
-import { BACKEND_STATES } from "../check/states";
+import type { BackendState } from "../core/states";
+import { BACKEND_STATES } from "../core/states";
 import { LATENCY_FIELDS, type LatencySample } from "../metrics/vllm-latency";
 
 export const RANGES = [
@@ -75,7 +75,7 @@ export function typicalStepMs(ats: number[]): number | null {
  * The history's columns to series. Where two neighbours are more than `gapFactor` times the usual
  * spacing apart, a null point is inserted between them so the line breaks there. A null column
  * (no point had the figure) is a series of nulls. Spans that do not fit the points throw
- * (lib/api/history.ts spanValues).
+ * (lib/core/history.ts spanValues).
  */
 export function toHistorySeries(c: HistoryColumns, gapFactor = 3): HistorySeries {
   const n = c.at.length;

@@ -3,9 +3,9 @@
  * first, grouping by model, and the tab title that counts what needs attention. The order of
  * attention comes from the one list of states (STATE_INFO's health), so a new state sorts itself.
  */
-import { ENGINE_LABELS } from "../engines/types";
+import { ENGINE_LABELS } from "../core/engine";
 import type { FleetBackend } from "../api/types";
-import { STATE_INFO, type BackendState, type Health } from "../check/states";
+import { STATE_INFO, type BackendState, type Health } from "../core/states";
 
 export type FleetSort = "attention" | "name";
 /** "" all; "attention" everything not healthy; or one state. */

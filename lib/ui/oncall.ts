@@ -3,7 +3,7 @@
  * tests/unit/ui-oncall.test.ts): "maintenance until 14:30 (alice: driver update)".
  */
 import type { ChannelStatusDTO, FleetBackend } from "../api/types";
-import { formatClock, zoneName, type TimeZone } from "./format";
+import { formatClock, zoneName, type TimeZone } from "../core/format";
 
 /** "14:30 UTC": the dashboard's chosen zone, named (components/TimeZone.tsx). */
 function clock(at: number, timeZone: TimeZone): string {

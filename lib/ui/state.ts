@@ -2,7 +2,7 @@
  * How a state looks: a tone (the badge colour, defined in app/globals.css) always paired with the
  * state's words, so nothing is told by colour alone. Derived from the one list of states.
  */
-import { STATE_INFO, type BackendState, type ProxyState } from "../check/states";
+import { STATE_INFO, type BackendState, type ProxyState } from "../core/states";
 
 export type Tone = "ok" | "warn" | "bad" | "info" | "muted";
 

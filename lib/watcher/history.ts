@@ -5,7 +5,7 @@
  * probe and the startup grace; the count cap bounds memory for fast polls.
  */
 import { flatRunStart } from "../check/classify";
-import type { Reading, Thresholds } from "../check/types";
+import type { Reading, Thresholds } from "../core/types";
 
 export const MAX_HISTORY_READINGS = 200;
 

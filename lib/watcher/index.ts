@@ -11,7 +11,7 @@ import type { Db } from "../../db/client";
 import { applyRetention, type RetentionResult } from "../../db/queries";
 import { observe as realObserve } from "../check/observe";
 import { readProxy as realReadProxy, type ReadOptions } from "../check/read";
-import type { PendingRestart, Reading, Verdict } from "../check/types";
+import type { PendingRestart, Reading, Verdict } from "../core/types";
 import { thresholdsOf, type BackendConfig, type Config, type ProxyConfig } from "../config";
 import { realClock, runEvery, type LoopClock } from "./loop";
 import { OnCallBook } from "../oncall/book";

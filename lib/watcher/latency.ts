@@ -3,7 +3,7 @@
  * the same process (counters of two processes are never compared), stored with the sample.
  */
 import { sameProcess } from "../check/classify";
-import type { Reading } from "../check/types";
+import type { Reading } from "../core/types";
 import { EMPTY_LATENCY_FIGURES, latencyFigures, latencySample, type LatencySample } from "../metrics/vllm-latency";
 
 export function latencyOf(history: Reading[], reading: Reading): LatencySample {

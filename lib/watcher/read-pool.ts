@@ -8,7 +8,7 @@
 import { Worker } from "node:worker_threads";
 import type { Reader } from "../check/observe";
 import { probeBackend, readBackend, type BackendTarget, type ProbeOptions, type ReadOptions } from "../check/read";
-import type { ProbeResult, Reading } from "../check/types";
+import type { ProbeResult, Reading } from "../core/types";
 
 /** The read options that cross to a thread (the rest are the thread's own: connection, line cache, signal). */
 const READ_KEYS = ["timeoutMs", "probeTimeoutMs", "maxBytes", "engineHint"] as const satisfies ReadonlyArray<keyof ReadOptions>;

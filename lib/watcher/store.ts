@@ -19,7 +19,7 @@ import {
 } from "../../db/queries";
 import { countRestartsBy, lastNotificationOf } from "../../db/queries-oncall";
 import type { NotificationRow, RestartEventRow, TransitionRow } from "../../db/schema";
-import type { Reading } from "../check/types";
+import type { Reading } from "../core/types";
 
 export interface StoreLimits {
   /** Samples kept in memory while the DB refuses writes (about an hour of a 10-backend fleet at 5 s). */

@@ -1,5 +1,5 @@
 /**
- * What the watcher tells about its own health, for the Prometheus export (lib/export/metrics.ts).
+ * What the watcher tells about its own health, for the Prometheus export (lib/api/export/metrics.ts).
  * An interface here so the watcher does not import prom-client; the default does nothing, so tests
  * and the bench that start a watcher count nothing anywhere.
  */

@@ -6,8 +6,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 
-export { freePort } from "../../lib/sim/free-port";
-import { freePort } from "../../lib/sim/free-port";
+export { freePort } from "../../sim/free-port";
+import { freePort } from "../../sim/free-port";
 
 const ROOT = path.resolve(__dirname, "../..");
 // Run Next's CLI with this node directly, so the pid is the server itself (no npm/npx wrapper).

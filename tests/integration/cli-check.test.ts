@@ -8,9 +8,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startSimulator, type Simulator, type SimulatorOptions } from "@/lib/sim/server";
-import { startLeastConnProxy, type LeastConnProxy } from "@/lib/sim/proxy";
-import { freePort } from "@/lib/sim/free-port";
+import { startSimulator, type Simulator, type SimulatorOptions } from "@/sim/server";
+import { startLeastConnProxy, type LeastConnProxy } from "@/sim/proxy";
+import { freePort } from "@/sim/free-port";
 
 const ROOT = path.resolve(__dirname, "../..");
 const TSX = path.join(ROOT, "node_modules/.bin/tsx");

@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConfigView, FleetResponse, HistoryResponse } from "@/lib/api/types";
-import { startSimulator, type Simulator } from "@/lib/sim/server";
+import { startSimulator, type Simulator } from "@/sim/server";
 import { assertBuilt, call, signIn, startApp, waitFor, type RunningApp } from "./faults-support";
 
 const KEY_A = "sk-reload-a-5e1d9";

@@ -8,10 +8,10 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { toRows } from "@/lib/api/history";
+import { toRows } from "@/lib/core/history";
 import type { FleetResponse, HistoryResponse, RestartPlanDTO } from "@/lib/api/types";
 import type { OutagesResponse } from "@/lib/outages";
-import { startSimulator, type Simulator } from "@/lib/sim/server";
+import { startSimulator, type Simulator } from "@/sim/server";
 import { assertBuilt, getJson, spawnApp, waitFor, type RunningApp } from "./app-support";
 
 const HOOK_SECRET = "hook-secret-5d1e";

@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { observe } from "@/lib/check/observe";
 import { readBackend } from "@/lib/check/read";
-import type { Reading } from "@/lib/check/types";
+import type { Reading } from "@/lib/core/types";
 
 const LLAMA = readFileSync(new URL("../fixtures/engines/llamacpp-to_metrics.prom", import.meta.url), "utf8");
 const TGI = readFileSync(new URL("../fixtures/real-metrics/tgi-datadog-truncated.prom", import.meta.url), "utf8");

@@ -1,5 +1,5 @@
 /**
- * Issue 11 over real HTTP: the simulator speaking llama.cpp, SGLang, TGI and Ollama (lib/sim/engines),
+ * Issue 11 over real HTTP: the simulator speaking llama.cpp, SGLang, TGI and Ollama (sim/engines),
  * read and judged by observe() (the watcher's and the CLI's one path). For each engine: busy (a long
  * generation where no request finishes), hang, idle, restart and its trap, with the simulator's own
  * record of what stepwatch sent. The check's clock is injected; the engine runs faster than real
@@ -9,8 +9,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { observe } from "@/lib/check/observe";
 import { checkBackend } from "@/lib/check/oneshot";
 import type { BackendTarget } from "@/lib/check/read";
-import type { Reading, Thresholds, Verdict } from "@/lib/check/types";
-import { startSimulator, type Simulator, type SimulatorOptions } from "@/lib/sim/server";
+import type { Reading, Thresholds, Verdict } from "@/lib/core/types";
+import { startSimulator, type Simulator, type SimulatorOptions } from "@/sim/server";
 import { waitFor } from "./sim-support";
 
 const T: Thresholds = { stuckAfterSeconds: 120, idleProbeSeconds: 60, recoveryTimeoutSeconds: 900, startupGraceSeconds: 600 };

@@ -19,7 +19,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FleetBackend, FleetResponse, HistoryResponse, TransitionDTO } from "@/lib/api/types";
-import { startSimulator, type Simulator } from "@/lib/sim/server";
+import { startSimulator, type Simulator } from "@/sim/server";
 import { assertBuilt, getJson, startApp, waitFor, type RunningApp } from "./faults-support";
 
 type FrontMode = "pass" | "reset-once" | "die" | "slow" | "slow-all";

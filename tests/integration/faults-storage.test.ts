@@ -14,9 +14,9 @@ import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import { toRows } from "@/lib/api/history";
+import { toRows } from "@/lib/core/history";
 import type { FleetResponse, HistoryResponse } from "@/lib/api/types";
-import { startSimulator, type Simulator } from "@/lib/sim/server";
+import { startSimulator, type Simulator } from "@/sim/server";
 import { askRestart, assertBuilt, getJson, nodeScript, signIn, startApp, waitFor, type RunningApp } from "./faults-support";
 
 interface Fault {

@@ -24,7 +24,7 @@ import { gunzipSync } from "node:zlib";
 import { Agent, request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FleetResponse } from "@/lib/api/types";
-import { startSimulator, type Simulator } from "@/lib/sim/server";
+import { startSimulator, type Simulator } from "@/sim/server";
 import { assertBuilt, signIn, startApp, waitFor, type RunningApp } from "./faults-support";
 
 const T = { viewer: "lane-viewer-token-0123456789", op: "lane-op-pw" };

@@ -11,7 +11,7 @@ import { gunzipSync } from "node:zlib";
 import { request } from "undici";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FleetRecentResponse, FleetResponse } from "@/lib/api/types";
-import { startSimulator, type Simulator } from "@/lib/sim/server";
+import { startSimulator, type Simulator } from "@/sim/server";
 import { assertBuilt, getJson, spawnApp, waitFor, type RunningApp } from "./app-support";
 
 let dir: string;

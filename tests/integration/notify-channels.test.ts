@@ -11,7 +11,7 @@ import { openDb, type DbHandle } from "@/db/client";
 import { recentNotifications } from "@/db/queries-oncall";
 import { parseConfig, type NotificationsConfig } from "@/lib/config";
 import { Outbox, retryDelayMs, type NotificationDraft } from "@/lib/notify/outbox";
-import { StepwatchMetrics } from "@/lib/export/metrics";
+import { StepwatchMetrics } from "@/lib/api/export/metrics";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
 import { startWatcher } from "@/lib/watcher";
 import { startHttpReceiver, startSmtpReceiver, type HttpReceiver, type SmtpReceiver } from "../support/receivers";

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FleetBackend, FleetResponse, NotificationDTO, NotificationsResponse, RestartEventDTO } from "@/lib/api/types";
 import type { NotificationPayload } from "@/lib/notify/message";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
-import { startSimulator, type Simulator } from "@/lib/sim/server";
+import { startSimulator, type Simulator } from "@/sim/server";
 import { startHttpReceiver, startSmtpReceiver, type HttpReceiver, type SmtpReceiver } from "../support/receivers";
 import { assertBuilt, call, getJson, nodeScript, signIn, startApp, waitFor, type RunningApp } from "./faults-support";
 

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDb } from "@/db/client";
 import { restartEvents } from "@/db/schema";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
-import { startSimulator, type Simulator } from "@/lib/sim/server";
+import { startSimulator, type Simulator } from "@/sim/server";
 import { assertPromtool, PROMETHEUS, promtool } from "../support/promtool";
 import { assertBuilt, freePort, getJson, spawnApp, waitFor, type RunningApp } from "./app-support";
 import { askRestart, signIn } from "./faults-support";

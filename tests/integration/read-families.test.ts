@@ -10,8 +10,8 @@ import { afterAll, describe, expect, it, vi } from "vitest";
 import * as prom from "@/lib/metrics/prometheus";
 import { readBackend } from "@/lib/check/read";
 import { ADAPTERS } from "@/lib/engines/registry";
-import type { EngineKind } from "@/lib/engines/types";
-import type { Reading } from "@/lib/check/types";
+import type { EngineKind } from "@/lib/core/engine";
+import type { Reading } from "@/lib/core/types";
 
 vi.mock("@/lib/metrics/prometheus", async (importOriginal) => {
   const real = await importOriginal<typeof prom>();

@@ -13,7 +13,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { openDb, type DbHandle } from "@/db/client";
 import { transitionsInRange } from "@/db/queries";
 import { parseConfig, type Config } from "@/lib/config";
-import { startSimulator, type Simulator } from "@/lib/sim/server";
+import { startSimulator, type Simulator } from "@/sim/server";
 import { startWatcher, type Watcher } from "@/lib/watcher";
 import { MAX_START_FAILURES, startReadPool } from "@/lib/watcher/read-pool";
 import { Worker } from "node:worker_threads";

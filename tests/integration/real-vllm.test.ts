@@ -7,8 +7,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { observe } from "@/lib/check/observe";
 import type { BackendTarget } from "@/lib/check/read";
-import type { Reading, Thresholds, Verdict } from "@/lib/check/types";
-import { startSimulator, type Simulator, type SimulatorOptions } from "@/lib/sim/server";
+import type { Reading, Thresholds, Verdict } from "@/lib/core/types";
+import { startSimulator, type Simulator, type SimulatorOptions } from "@/sim/server";
 import { call, waitFor } from "./sim-support";
 
 const T: Thresholds = { stuckAfterSeconds: 120, idleProbeSeconds: 60, recoveryTimeoutSeconds: 900, startupGraceSeconds: 600 };

@@ -13,8 +13,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RestartEventDTO } from "@/lib/api/types";
-import type { AuditEntryDTO } from "@/lib/auth/audit-api";
-import { startSimulator, type Simulator } from "@/lib/sim/server";
+import type { AuditEntryDTO } from "@/lib/api/audit";
+import { startSimulator, type Simulator } from "@/sim/server";
 import { assertBuilt, call, nodeScript, signIn, startApp, type RunningApp } from "./faults-support";
 
 const T = { ci: "ci-token-0123456789abcdef", dash: "dash-token-fedcba9876543210", op: "access-op-pw", vic: "access-viewer-pw", scrape: "scrape-token-0123456789" };

@@ -1,18 +1,18 @@
 /**
  * The caps on what a backend sends hold for EVERY engine's read path, not only vLLM's: each hostile
- * backend (lib/sim/hostile.ts, real HTTP on 127.0.0.1) has 30,000 model names in the place its
+ * backend (sim/hostile.ts, real HTTP on 127.0.0.1) has 30,000 model names in the place its
  * engine names models, and the reading stepwatch keeps (what is stored in SQLite and shown by the
  * API) stays a few KB, its list ends with "… and N more" and still counts them all. Assertions are
  * on sizes and contents, never on timings. The whole app with a hostile vLLM backend is
  * security-hostile.test.ts.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { countOf, MAX_ENGINE_SLICES, MAX_LIST_ITEMS } from "@/lib/check/caps";
+import { countOf, MAX_ENGINE_SLICES, MAX_LIST_ITEMS } from "@/lib/core/caps";
 import { classify } from "@/lib/check/classify";
 import { observe } from "@/lib/check/observe";
 import { readBackend, readProxy } from "@/lib/check/read";
-import { DEFAULT_THRESHOLDS } from "@/lib/check/types";
-import { startHostileBackend, type HostileBackend, type HostileShape } from "@/lib/sim/hostile";
+import { DEFAULT_THRESHOLDS } from "@/lib/core/types";
+import { startHostileBackend, type HostileBackend, type HostileShape } from "@/sim/hostile";
 
 const started: HostileBackend[] = [];
 const start = async (...a: Parameters<typeof startHostileBackend>) => {

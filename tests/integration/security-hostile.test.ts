@@ -1,6 +1,6 @@
 /**
  * A hostile backend cannot swell anything (real app over HTTP, real SQLite file): a /metrics with
- * 30,000 model_name labels (lib/sim/hostile.ts), one with 100,000 (over the 2 MB answer cap) and a
+ * 30,000 model_name labels (sim/hostile.ts), one with 100,000 (over the 2 MB answer cap) and a
  * proxy listing 15,000 models. Assertions are on sizes, never on timings:
  * - an answer over the cap is not parsed at all: a reading with an error, never "stuck";
  * - the database grows by kilobytes per reading, not megabytes (before: 4.8 MB per reading);
@@ -13,8 +13,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FleetResponse, RestartEventDTO } from "@/lib/api/types";
-import { startHostileBackend, type HostileBackend } from "@/lib/sim/hostile";
-import { startSimulator, type Simulator } from "@/lib/sim/server";
+import { startHostileBackend, type HostileBackend } from "@/sim/hostile";
+import { startSimulator, type Simulator } from "@/sim/server";
 import { askRestart, assertBuilt, call, getJson, nodeScript, signIn, startApp, waitFor, type RunningApp } from "./faults-support";
 
 let dir: string;

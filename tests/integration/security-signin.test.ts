@@ -17,7 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashPassword } from "@/lib/auth/password";
-import { startSimulator, type Simulator } from "@/lib/sim/server";
+import { startSimulator, type Simulator } from "@/sim/server";
 import { assertBuilt, call, startApp, type HttpAnswer, type RunningApp } from "./faults-support";
 
 const PW = { op: "op-pw-1a2b3c", other: "other-pw-4d5e6f", burst: "burst-pw-778899", gone: "gone-pw-0a0b0c" };

@@ -3,7 +3,7 @@ import path from "node:path";
 import readline from "node:readline";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseConfig } from "@/lib/config";
-import { DEMO_SCRIPT, SIDE_SCHEDULE, startDemoFleet, type DemoFleet } from "@/lib/sim/demo";
+import { DEMO_SCRIPT, SIDE_SCHEDULE, startDemoFleet, type DemoFleet } from "@/sim/demo";
 import { startSimulatorFleet } from "@/bench/child";
 import { call, waitFor } from "./sim-support";
 
@@ -67,7 +67,7 @@ describe("demo fleet's llama.cpp", () => {
 describe("sim CLI", () => {
   it("prints one JSON line when ready, serves, and exits 0 on SIGTERM", async () => {
     const root = path.resolve(__dirname, "../..");
-    const child = spawn(process.execPath, ["--import", "tsx", "lib/sim/cli.ts", "--count", "2", "--proxy", "0", "--model", "cli/model"], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", "sim/cli.ts", "--count", "2", "--proxy", "0", "--model", "cli/model"], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
     try {
       const line = await new Promise<string>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error("the CLI printed no ready line in 20 s")), 20_000);

@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { parsePrometheus, type ParseResult } from "@/lib/metrics/prometheus";
-import { startSimulator, type Simulator, type SimulatorOptions } from "@/lib/sim/server";
+import { startSimulator, type Simulator, type SimulatorOptions } from "@/sim/server";
 import { call, waitFor } from "./sim-support";
 
 const sims: Simulator[] = [];

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { startIncidentLoad, type IncidentLoad } from "@/lib/sim/load";
-import { startSimulator, type Simulator } from "@/lib/sim/server";
+import { startIncidentLoad, type IncidentLoad } from "@/sim/load";
+import { startSimulator, type Simulator } from "@/sim/server";
 import { waitFor } from "./sim-support";
 
 const closers: Array<() => Promise<void>> = [];

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { parseVllmMetrics } from "@/lib/engines/vllm";
-import { startLeastConnProxy, type LeastConnProxy } from "@/lib/sim/proxy";
-import { startSimulator, type Simulator } from "@/lib/sim/server";
+import { startLeastConnProxy, type LeastConnProxy } from "@/sim/proxy";
+import { startSimulator, type Simulator } from "@/sim/server";
 import { call, waitFor } from "./sim-support";
 
 const closers: Array<() => Promise<void>> = [];

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { parseVllmMetrics } from "@/lib/engines/vllm";
-import { startSimulator, type Simulator, type SimulatorOptions } from "@/lib/sim/server";
-import { tickerActive } from "@/lib/sim/ticker";
+import { startSimulator, type Simulator, type SimulatorOptions } from "@/sim/server";
+import { tickerActive } from "@/sim/ticker";
 import { call, waitFor } from "./sim-support";
 
 const sims: Simulator[] = [];

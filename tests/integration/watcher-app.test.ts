@@ -6,10 +6,10 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { toRows } from "@/lib/api/history";
+import { toRows } from "@/lib/core/history";
 import type { ConfigView, FleetBackend, FleetResponse, HistoryResponse, RestartEventDTO } from "@/lib/api/types";
-import { startLeastConnProxy, type LeastConnProxy } from "@/lib/sim/proxy";
-import { startSimulator, type Simulator } from "@/lib/sim/server";
+import { startLeastConnProxy, type LeastConnProxy } from "@/sim/proxy";
+import { startSimulator, type Simulator } from "@/sim/server";
 import { assertBuilt, getJson, spawnApp, waitFor, type RunningApp } from "./app-support";
 
 const IDLE_KEY = "sk-idle-secret-7f3a";

@@ -11,7 +11,7 @@ import { openDb, type DbHandle } from "@/db/client";
 import { transitionsInRange } from "@/db/queries";
 import { fleetSnapshot } from "@/lib/api/snapshot";
 import { parseConfig } from "@/lib/config";
-import { startSimulator, type Simulator } from "@/lib/sim/server";
+import { startSimulator, type Simulator } from "@/sim/server";
 import { startWatcher, type Watcher } from "@/lib/watcher";
 import { call, waitFor } from "./sim-support";
 

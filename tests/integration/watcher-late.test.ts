@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSimulatorFleet } from "@/bench/child";
 import type { Child } from "@/bench/child";
 import { observe } from "@/lib/check/observe";
-import { DEFAULT_THRESHOLDS, type Reading, type Verdict } from "@/lib/check/types";
+import { DEFAULT_THRESHOLDS, type Reading, type Verdict } from "@/lib/core/types";
 import { httpRequest, LATE_DEADLINE_MS } from "@/lib/net/http";
 import { call } from "./sim-support";
 

@@ -7,8 +7,8 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { classify, flatRunStart, shouldProbe } from "@/lib/check/classify";
 import { judgeProxy } from "@/lib/check/proxy";
-import type { BackendState } from "@/lib/check/states";
-import type { PendingRestart, ProbeChoice, ProbeResult, Reading, Thresholds } from "@/lib/check/types";
+import type { BackendState } from "@/lib/core/states";
+import type { PendingRestart, ProbeChoice, ProbeResult, Reading, Thresholds } from "@/lib/core/types";
 import { parseVllmMetrics, type VllmMetrics } from "@/lib/engines/vllm";
 
 const T: Thresholds = { stuckAfterSeconds: 120, idleProbeSeconds: 60, recoveryTimeoutSeconds: 900 };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { csvResponse, isoTime, toCsv } from "@/lib/csv";
+import { csvResponse, isoTime, toCsv } from "@/lib/api/csv";
 
 describe("CSV export", () => {
   it("quotes what needs quoting and defuses spreadsheet formulas", () => {

@@ -7,13 +7,13 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { classify, shouldProbe } from "@/lib/check/classify";
-import type { BackendState } from "@/lib/check/states";
-import type { ProbeResult, Reading, Thresholds } from "@/lib/check/types";
+import type { BackendState } from "@/lib/core/states";
+import type { ProbeResult, Reading, Thresholds } from "@/lib/core/types";
 import { readExposition } from "@/lib/engines/exposition";
 import { parseLlamacppProps, isLlamacppLoading } from "@/lib/engines/llamacpp";
 import { parseOllamaPs, parseOllamaVersion } from "@/lib/engines/ollama";
 import { ADAPTERS, detectEngine, rulesOf } from "@/lib/engines/registry";
-import type { EngineKind } from "@/lib/engines/types";
+import type { EngineKind } from "@/lib/core/engine";
 
 const T: Thresholds = { stuckAfterSeconds: 120, idleProbeSeconds: 60, recoveryTimeoutSeconds: 900, startupGraceSeconds: 600 };
 const fixture = (p: string) => readFileSync(new URL(`../fixtures/${p}`, import.meta.url), "utf8");

@@ -12,7 +12,7 @@ import { request } from "undici";
 import { anyLane, encodingFor, fastLaneEnabled, fleetLane, historyAsked, historyLane, type LaneSources } from "@/lib/api/fast-lane";
 import type { HistoryResponse } from "@/lib/api/types";
 import { encodeJson } from "@/lib/api/fleet";
-import { installPeerHeader, setRequestLane } from "@/lib/auth/net-policy";
+import { installPeerHeader, setRequestLane } from "@/lib/net/net-policy";
 
 // What router-server.js runs on every answer of `next start` (config.compress defaults to true).
 // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -14,11 +14,11 @@ import path from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { classify, isAsleep, shouldProbe } from "@/lib/check/classify";
-import { BACKEND_STATES, STATE_INFO } from "@/lib/check/states";
-import type { PendingRestart, ProbeResult, Reading, Thresholds } from "@/lib/check/types";
+import { BACKEND_STATES, STATE_INFO } from "@/lib/core/states";
+import type { PendingRestart, ProbeResult, Reading, Thresholds } from "@/lib/core/types";
 import { parseVllmMetrics, type VllmMetrics } from "@/lib/engines/vllm";
 import type { FetchOutcome } from "@/lib/net/http";
-import type { EngineKind } from "@/lib/engines/types";
+import type { EngineKind } from "@/lib/core/engine";
 
 const SEED = 20_260_601;
 const OUTCOMES: FetchOutcome[] = ["ok", "refused", "reset", "timeout", "http-error", "too-large", "error"];

@@ -1,5 +1,5 @@
 /**
- * The history's wire form (lib/api/history.ts): `at`, each figure as spans of values (a null
+ * The history's wire form (lib/core/history.ts): `at`, each figure as spans of values (a null
  * column for a figure no point has), states as runs, three significant digits (integers exact),
  * and back to the same rows; and on a real SQLite file, historyOf's columns are historyPoints' rows.
  */
@@ -9,11 +9,11 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openDb, type DbHandle } from "@/db/client";
 import { historyPoints, insertSamples, sampleRow } from "@/db/queries";
-import { HISTORY_FIGURES, spanValues, threeDigits, toColumns, toRows } from "@/lib/api/history";
+import { HISTORY_FIGURES, spanValues, threeDigits, toColumns, toRows } from "@/lib/core/history";
 import { historyOf } from "@/lib/api/snapshot";
 import { historyCsv } from "@/lib/api/exports";
 import type { HistoryPoint } from "@/lib/api/types";
-import type { Reading, Verdict } from "@/lib/check/types";
+import type { Reading, Verdict } from "@/lib/core/types";
 import type { HistoryColumns } from "@/lib/api/types";
 
 /** historyPoints' columns as one object per point. */

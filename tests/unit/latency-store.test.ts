@@ -5,10 +5,10 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openDb, type DbHandle } from "@/db/client";
 import { applyRetention, historyPoints, insertSamples, recentReadings, sampleRow } from "@/db/queries";
-import type { Reading, Verdict } from "@/lib/check/types";
+import type { Reading, Verdict } from "@/lib/core/types";
 import type { Histogram, VllmLatency } from "@/lib/metrics/vllm-latency";
 import { dropOlderLatency, latencyOf } from "@/lib/watcher/latency";
-import { toRows } from "@/lib/api/history";
+import { toRows } from "@/lib/core/history";
 import type { HistoryColumns } from "@/lib/api/types";
 
 /** historyPoints' columns as one object per point. */

@@ -10,8 +10,8 @@ import vm from "node:vm";
 import { describe, expect, it } from "vitest";
 import { ADAPTERS } from "@/lib/engines/registry";
 import { LineCache, parsePrometheus, type ParseOptions } from "@/lib/metrics/prometheus";
-import { renderMetrics } from "@/lib/sim/metrics";
-import { VllmSimModel } from "@/lib/sim/model";
+import { renderMetrics } from "@/sim/metrics";
+import { VllmSimModel } from "@/sim/model";
 import { fixture, SCRAPES } from "./scrapes";
 
 const FILTERS: Array<[string, ReadonlySet<string> | undefined]> = [

@@ -6,9 +6,9 @@
 import { describe, expect, it } from "vitest";
 import { RESTART_OUTCOMES } from "@/db/schema";
 import type { FleetBackend, FleetResponse } from "@/lib/api/types";
-import { BACKEND_STATES, type BackendState } from "@/lib/check/states";
-import { StepwatchMetrics, getStepwatchMetrics } from "@/lib/export/metrics";
-import { bearerMatches } from "@/lib/export/serve";
+import { BACKEND_STATES, type BackendState } from "@/lib/core/states";
+import { StepwatchMetrics, getStepwatchMetrics } from "@/lib/api/export/metrics";
+import { bearerMatches } from "@/lib/api/export/serve";
 import { parsePrometheus, type Sample } from "@/lib/metrics/prometheus";
 import { assertPromtool, promtool } from "../support/promtool";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { restartRecommended, STATE_INFO, type BackendState } from "@/lib/check/states";
-import type { Verdict } from "@/lib/check/types";
+import { restartRecommended, STATE_INFO, type BackendState } from "@/lib/core/states";
+import type { Verdict } from "@/lib/core/types";
 import { configWindowAt } from "@/lib/oncall/book";
 import { parseConfig } from "@/lib/config";
 import { decide, NO_PROBLEM, notProvenProblem, seedProblemState, type DecideInput, type ProblemState } from "@/lib/notify/policy";

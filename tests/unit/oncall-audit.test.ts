@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openDb, type DbHandle } from "@/db/client";
 import { activeAcknowledgement, openMaintenance, recentNotifications } from "@/db/queries-oncall";
 import { listAudit, listRestartEvents } from "@/db/queries";
-import type { Verdict } from "@/lib/check/types";
+import type { Verdict } from "@/lib/core/types";
 import { parseConfig } from "@/lib/config";
 import { OnCallBook } from "@/lib/oncall/book";
 import { acknowledge, endMaintenance, startMaintenance, type OnCallVerbDeps } from "@/lib/oncall/verbs";

@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openDb, type DbHandle } from "@/db/client";
 import { lastTransition, listRestartEvents } from "@/db/queries";
 import { recentNotifications } from "@/db/queries-oncall";
-import type { Verdict } from "@/lib/check/types";
+import type { Verdict } from "@/lib/core/types";
 import { parseConfig } from "@/lib/config";
 import { Outbox } from "@/lib/notify/outbox";
 import { requestRestart, type RestartDeps } from "@/lib/restart/request";

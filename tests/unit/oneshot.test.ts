@@ -4,9 +4,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { checkBackend, checkProxy, mixedServerWarnings, REFUSED_RECHECK_MS, waitForEngine, WaitTooShortError } from "@/lib/check/oneshot";
-import type { Reading } from "@/lib/check/types";
-import type { EngineMetrics } from "@/lib/engines/types";
-import { freePort } from "@/lib/sim/free-port";
+import type { Reading } from "@/lib/core/types";
+import type { EngineMetrics } from "@/lib/core/engine";
+import { freePort } from "@/sim/free-port";
 
 function read(at: number, m: Partial<EngineMetrics>): Reading {
   return {

@@ -8,8 +8,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { BACKEND_STATES, STATE_INFO, type Health } from "@/lib/check/states";
-import { StepwatchMetrics } from "@/lib/export/metrics";
+import { BACKEND_STATES, STATE_INFO, type Health } from "@/lib/core/states";
+import { StepwatchMetrics } from "@/lib/api/export/metrics";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
 import { assertPromtool, promtool } from "../support/promtool";
 
@@ -110,7 +110,7 @@ describe("contrib/grafana", () => {
     expect(used).toContain("stepwatch_backend_state");
   });
 
-  it("has the fleet state timeline, colouring every state of lib/check/states.ts by its health, exactly once", () => {
+  it("has the fleet state timeline, colouring every state of lib/core/states.ts by its health, exactly once", () => {
     const timeline = dash.panels.find((p) => p.type === "state-timeline");
     expect(timeline?.targets?.[0].expr).toContain("stepwatch_backend_state");
     const colours = timeline!.fieldConfig!.overrides

@@ -24,9 +24,9 @@ import {
 } from "@/db/queries";
 import { desc, eq } from "drizzle-orm";
 import { restartEvents, samples } from "@/db/schema";
-import type { BackendState } from "@/lib/check/states";
-import type { Reading, Verdict } from "@/lib/check/types";
-import { toRows } from "@/lib/api/history";
+import type { BackendState } from "@/lib/core/states";
+import type { Reading, Verdict } from "@/lib/core/types";
+import { toRows } from "@/lib/core/history";
 import type { HistoryColumns } from "@/lib/api/types";
 
 /** historyPoints' columns as one object per point. */

@@ -4,8 +4,8 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openDb, type DbHandle } from "@/db/client";
 import type { BackendConfig } from "@/lib/config";
-import type { Verdict } from "@/lib/check/types";
-import { DomainError } from "@/lib/errors";
+import type { Verdict } from "@/lib/core/types";
+import { DomainError } from "@/lib/core/errors";
 import { requestRestart, type CurrentView, type RestartDeps } from "@/lib/restart/request";
 import type { ActionResult } from "@/lib/restart/execute";
 

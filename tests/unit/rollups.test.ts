@@ -10,9 +10,9 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openDb, type DbHandle } from "@/db/client";
 import { applyRetention, historyLevel, historyPoints, insertSamples, MAX_HISTORY_POINTS, ROLLUP_WIDTHS_MS, sampleRow, type NewSample } from "@/db/queries";
-import type { BackendState } from "@/lib/check/states";
-import type { Reading, Verdict } from "@/lib/check/types";
-import { toRows } from "@/lib/api/history";
+import type { BackendState } from "@/lib/core/states";
+import type { Reading, Verdict } from "@/lib/core/types";
+import { toRows } from "@/lib/core/history";
 import type { HistoryColumns } from "@/lib/api/types";
 
 /** historyPoints' columns as one object per point. */

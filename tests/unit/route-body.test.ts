@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { readJson } from "@/app/api/_lib/body";
-import { DomainError } from "@/lib/errors";
+import { DomainError } from "@/lib/core/errors";
 
 const Body = z.strictObject({ confirm: z.string().max(64).optional(), overrideCooldown: z.boolean().optional() });
 const post = (body: string, headers: Record<string, string> = {}) =>

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { hashPassword } from "@/lib/auth/password";
 import { ConcurrencyGate, SignInThrottle, failureDelayMs, nameDelayMs } from "@/lib/auth/throttle";
 import { signIn, type SignInDeps } from "@/lib/auth/signin";
-import type { DomainError } from "@/lib/errors";
+import type { DomainError } from "@/lib/core/errors";
 
 const FAST = { N: 1 << 10, r: 8, p: 1 };
 const W = 60_000;

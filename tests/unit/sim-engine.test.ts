@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_ENGINE_CONFIG, Engine, type EngineConfig } from "@/lib/sim/engine";
+import { DEFAULT_ENGINE_CONFIG, Engine, type EngineConfig } from "@/sim/engine";
 
 const cfg = (over: Partial<EngineConfig> = {}): EngineConfig => ({ ...DEFAULT_ENGINE_CONFIG, ...over });
 

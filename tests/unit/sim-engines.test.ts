@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
-import { cppDouble } from "@/lib/sim/engines/llamacpp";
-import { ENGINE_CONFIG_DEFAULTS, parseEngineKind } from "@/lib/sim/engines";
+import { cppDouble } from "@/sim/engines/llamacpp";
+import { ENGINE_CONFIG_DEFAULTS, parseEngineKind } from "@/sim/engines";
 
 describe("llama.cpp's value format (ostream << double, precision 6)", () => {
   it.each([

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { parseCliArgs } from "@/lib/sim/cli";
-import { INCIDENT_SCHEDULE, phaseAt, seededRandom } from "@/lib/sim/load";
+import { parseCliArgs } from "@/sim/cli";
+import { INCIDENT_SCHEDULE, phaseAt, seededRandom } from "@/sim/load";
 
 describe("incident load schedule", () => {
   it("keeps 2 to 4 requests busy most of the time, fills to 12 at times, and pauses", () => {

@@ -3,9 +3,9 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
 import { parseVllmMetrics } from "@/lib/engines/vllm";
-import { formatValue } from "@/lib/sim/format";
-import { renderMetrics } from "@/lib/sim/metrics";
-import { VllmSimModel, type SimModelOptions } from "@/lib/sim/model";
+import { formatValue } from "@/sim/format";
+import { renderMetrics } from "@/sim/metrics";
+import { VllmSimModel, type SimModelOptions } from "@/sim/model";
 
 const FIXTURE = fs.readFileSync(path.join(__dirname, "../fixtures/real-metrics/vllm-0.29.0-inferstack.prom"), "utf8");
 

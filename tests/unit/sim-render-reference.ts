@@ -1,14 +1,14 @@
 /**
  * The oracle of tests/unit/sim-render.test.ts: the simulator's vLLM renderer and float formatting
- * as they were before the render was made cheaper (lib/sim/metrics.ts and lib/sim/format.ts at
+ * as they were before the render was made cheaper (sim/metrics.ts and sim/format.ts at
  * commit 02deccd), kept verbatim but for the names. The test asserts the new renderer writes the
  * very same bytes for many fixed and random states. Not used by the product; do not "fix" it: any
  * change to the simulator's exposition must be a deliberate change of this file too.
  */
-import type { Engine } from "@/lib/sim/engine";
-import { FINISH_REASONS } from "@/lib/sim/engine";
-import type { Histogram } from "@/lib/sim/histogram";
-import type { VllmSimModel } from "@/lib/sim/model";
+import type { Engine } from "@/sim/engine";
+import { FINISH_REASONS } from "@/sim/engine";
+import type { Histogram } from "@/sim/histogram";
+import type { VllmSimModel } from "@/sim/model";
 
 type Labels = Record<string, string>;
 /** Python's repr() of a float: shortest round-trip digits, "1.0" for integers, exponent outside 1e-4..1e16. */

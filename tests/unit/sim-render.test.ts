@@ -1,16 +1,16 @@
 /**
  * The simulator's vLLM /metrics must not change when its renderer is made cheaper: the bytes of
- * lib/sim/metrics.ts renderMetrics are compared with the renderer as it was before
+ * sim/metrics.ts renderMetrics are compared with the renderer as it was before
  * (sim-render-reference.ts) for fixed states (engine counts, multiApiServer on and off, asleep,
  * work running, every live mode, a restarted process, HTTP counters, label values to escape) and
  * for seeded random runs of actions. formatValue is compared with the old one on many numbers.
  */
 import { describe, expect, it } from "vitest";
-import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "@/lib/sim/engine";
-import { formatLabels, formatValue, type Labels } from "@/lib/sim/format";
-import { renderMetrics, renderMetricsBody } from "@/lib/sim/metrics";
-import { seededRandom as prng } from "@/lib/sim/load";
-import { LIVE_MODES, VllmSimModel, type SimModelOptions } from "@/lib/sim/model";
+import { DEFAULT_ENGINE_CONFIG, type EngineConfig } from "@/sim/engine";
+import { formatLabels, formatValue, type Labels } from "@/sim/format";
+import { renderMetrics, renderMetricsBody } from "@/sim/metrics";
+import { seededRandom as prng } from "@/sim/load";
+import { LIVE_MODES, VllmSimModel, type SimModelOptions } from "@/sim/model";
 import { referenceFormatLabels, referenceFormatValue, referenceRenderMetrics } from "./sim-render-reference";
 
 function modelAt(over: Partial<SimModelOptions> = {}, start = 1_789_901_808_660) {

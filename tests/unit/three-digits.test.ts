@@ -4,7 +4,7 @@
  * near ties, near powers of ten, and the edges of its fast path.
  */
 import { describe, expect, it } from "vitest";
-import { threeDigits } from "@/lib/api/history";
+import { threeDigits } from "@/lib/core/history";
 
 const reference = (x: number) => (x === 0 || !Number.isFinite(x) || Number.isInteger(x) ? x : Number(x.toPrecision(3)));
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { FleetBackend, TransitionDTO } from "@/lib/api/types";
 import { chartText, markerNear, parseWindow, seriesText, sparklineText, type Marker } from "@/lib/ui/chart";
 import { attentionTitle, filterFleet, fleetQueryString, groupByModel, parseFleetQuery, sortFleet, EMPTY_QUERY } from "@/lib/ui/fleet";
-import { formatAxisNumber } from "@/lib/ui/format";
+import { formatAxisNumber } from "@/lib/core/format";
 import { collapseBlips, filterTransitions } from "@/lib/ui/timeline";
 
 const be = (id: string, state: FleetBackend["state"], extra: Partial<FleetBackend> & { engine?: string } = {}): FleetBackend =>

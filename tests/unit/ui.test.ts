@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { HistoryPoint, RestartEventDTO } from "@/lib/api/types";
-import { toColumns } from "@/lib/api/history";
+import { toColumns } from "@/lib/core/history";
 import { parseRange, rangeMs, seriesMax, toHistorySeries, toMarkers, toSparkline, typicalStepMs } from "@/lib/ui/chart";
-import { formatAgo, formatCount, formatDateTime, formatDuration, formatPercent, formatRate, formatTick, truncate, zoneName } from "@/lib/ui/format";
+import { formatAgo, formatCount, formatDateTime, formatDuration, formatPercent, formatRate, formatTick, truncate, zoneName } from "@/lib/core/format";
 import { STATE_TONE, inFlightWarning, needsTypedConfirmation } from "@/lib/ui/state";
-import { BACKEND_STATES, STATE_INFO, isHealthy, restartRecommended, type BackendState } from "@/lib/check/states";
+import { BACKEND_STATES, STATE_INFO, isHealthy, restartRecommended, type BackendState } from "@/lib/core/states";
 
 const pt = (at: number, running: number | null, kv: number | null = 0.5): HistoryPoint => ({
   at,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Reading } from "@/lib/check/types";
+import type { Reading } from "@/lib/core/types";
 import { classify } from "@/lib/check/classify";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "@/lib/watcher/history";
 

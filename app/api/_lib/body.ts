@@ -4,7 +4,7 @@
  * (lib/api/respond) turns into 413 / 400 with a message naming the field.
  */
 import type { z } from "zod";
-import { DomainError } from "@/lib/errors";
+import { DomainError } from "@/lib/core/errors";
 
 export const MAX_BODY_BYTES = 4 * 1024;
 

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
-import { auditPage } from "@/lib/auth/audit-api";
-import { DomainError } from "@/lib/errors";
+import { auditPage } from "@/lib/api/audit";
+import { DomainError } from "@/lib/core/errors";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { respond } from "@/lib/api/respond";
-import { DomainError } from "@/lib/errors";
-import { listNotifications } from "@/lib/oncall/api";
+import { DomainError } from "@/lib/core/errors";
+import { listNotifications } from "@/lib/api/oncall";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";

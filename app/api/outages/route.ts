@@ -2,7 +2,7 @@ import { z } from "zod";
 import { outagesCsv } from "@/lib/api/exports";
 import { getOutages } from "@/lib/api/outages";
 import { respondAs } from "@/lib/api/respond";
-import { DomainError } from "@/lib/errors";
+import { DomainError } from "@/lib/core/errors";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";

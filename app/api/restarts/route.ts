@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { restartsCsv } from "@/lib/api/exports";
 import { respondAs } from "@/lib/api/respond";
-import { DomainError } from "@/lib/errors";
+import { DomainError } from "@/lib/core/errors";
 import { RESTARTS_MAX_LIMIT, listRestarts } from "@/lib/api/fleet";
 
 export const dynamic = "force-dynamic";

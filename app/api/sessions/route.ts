@@ -1,5 +1,5 @@
 import { respond } from "@/lib/api/respond";
-import { listOwnSessions } from "@/lib/auth/sessions-api";
+import { listOwnSessions } from "@/lib/api/sessions";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";

@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import { notFound } from "next/navigation";
 import { BackendView } from "@/components/BackendView";
-import { currentOperatorName } from "@/lib/auth/server";
+import { currentOperatorName } from "@/lib/api/operator";
 import { getRuntime } from "@/lib/runtime";
 import { parseRange, parseWindow } from "@/lib/ui/chart";
 

@@ -1,6 +1,6 @@
 import { respond } from "@/lib/api/respond";
 import { reloadConfigAs } from "@/lib/api/config-view";
-import { assertSameOrigin, requireOperator } from "@/lib/auth/server";
+import { assertSameOrigin, requireOperator } from "@/lib/api/operator";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";

@@ -1,5 +1,5 @@
 import { respond } from "@/lib/api/respond";
-import { endOwnSession } from "@/lib/auth/sessions-api";
+import { endOwnSession } from "@/lib/api/sessions";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";

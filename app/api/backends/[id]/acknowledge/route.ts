@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
-import { actorOf, assertSameOrigin, requireOperator } from "@/lib/auth/server";
-import { acknowledgeBackend } from "@/lib/oncall/api";
+import { actorOf, assertSameOrigin, requireOperator } from "@/lib/api/operator";
+import { acknowledgeBackend } from "@/lib/api/oncall";
 import { readJson } from "../../../_lib/body";
 
 export const dynamic = "force-dynamic";

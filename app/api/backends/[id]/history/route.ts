@@ -7,7 +7,7 @@ export const dynamic = "force-dynamic";
 export const runtime = "nodejs";
 
 /**
- * GET /api/backends/{id}/history?from=&to=&format=json|csv (ms since epoch; default the last hour). JSON: columns (lib/api/history.ts).
+ * GET /api/backends/{id}/history?from=&to=&format=json|csv (ms since epoch; default the last hour). JSON: columns (lib/core/history.ts).
  * The JSON is usually answered by the fast lane (lib/api/fast-lane.ts) before this handler; its answer must stay this one's.
  */
 export async function GET(req: Request, ctx: { params: Promise<{ id: string }> }): Promise<Response> {

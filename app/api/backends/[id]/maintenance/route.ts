@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
-import { actorOf, assertSameOrigin, requireOperator } from "@/lib/auth/server";
-import { endBackendMaintenance, startBackendMaintenance } from "@/lib/oncall/api";
+import { actorOf, assertSameOrigin, requireOperator } from "@/lib/api/operator";
+import { endBackendMaintenance, startBackendMaintenance } from "@/lib/api/oncall";
 import { MAX_MAINTENANCE_MINUTES } from "@/lib/oncall/verbs";
 import { readJson } from "../../../_lib/body";
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
-import { actorOf, assertSameOrigin, requireOperator } from "@/lib/auth/server";
+import { actorOf, assertSameOrigin, requireOperator } from "@/lib/api/operator";
 import { restartDTO } from "@/lib/api/snapshot";
 import { requestRestart, restartDeps } from "@/lib/restart/request";
 import { getRuntime } from "@/lib/runtime";

@@ -4,8 +4,8 @@
  */
 import "server-only";
 import { deleteSession, recordAudit, sessionsOf } from "../../db/queries";
-import { DomainError } from "../errors";
-import { assertSameOrigin, authState, clientAddress, requireOperator } from "./server";
+import { DomainError } from "../core/errors";
+import { assertSameOrigin, authState, clientAddress, requireOperator } from "./operator";
 
 export interface SessionDTO {
   id: string;

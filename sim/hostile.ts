@@ -3,7 +3,7 @@
  * reads: a valid, idle exposition (or answer) whose every list is as long as `models` (30,000 by
  * default: the red team's case), very long names if asked, made-up data-parallel `engine` labels if
  * asked, and a probe endpoint that answers (and records which model it was asked for). Everything
- * stepwatch keeps from it must stay small (lib/check/caps.ts). Real HTTP on 127.0.0.1, like the
+ * stepwatch keeps from it must stay small (lib/core/caps.ts). Real HTTP on 127.0.0.1, like the
  * simulator.
  * - vllm: every model_name on vllm:num_requests_running; `dpEngines` engine labels on the load gauges.
  * - sglang: every model_name on sglang:num_running_reqs.

@@ -68,7 +68,7 @@ export interface SimulatorOptions {
    * OLLAMA_KEEP_ALIVE (engineOptions.keepAliveSeconds), which unloads a model.
    */
   httpKeepAliveSeconds?: number;
-  /** Which engine's endpoints and exposition to speak (default vLLM); see lib/sim/engines/. */
+  /** Which engine's endpoints and exposition to speak (default vLLM); see sim/engines/. */
   engine?: EngineKind;
   /** Knobs of the non-vLLM engines (llama.cpp's sleep, SGLang's newer counters...). */
   engineOptions?: FrontOptions;
@@ -136,7 +136,7 @@ export interface Simulator {
   mode(): LiveMode;
   /**
    * Live modes apply at once; "restart"/"crash" as the methods below with default options; the
-   * engine fronts' modes (sleep, loading, blocked) as that engine does them (lib/sim/engines/types.ts).
+   * engine fronts' modes (sleep, loading, blocked) as that engine does them (sim/engines/types.ts).
    */
   setMode(mode: SimMode, opts?: { waiting?: number; forSeconds?: number; weightsLoadSeconds?: number }): Promise<void>;
   /** Resolves once the socket is closed (refusing); listens again by itself after the weights load. */

@@ -224,7 +224,7 @@ function buildLayout(model: VllmSimModel): Layout {
 const layouts = new Map<string, Layout>();
 function layoutOf(model: VllmSimModel): Layout {
   const { modelName, multiApiServer, engine: cfg } = model.opts;
-  // The histograms' bounds follow from maxModelLen (lib/sim/engine.ts EngineStats).
+  // The histograms' bounds follow from maxModelLen (sim/engine.ts EngineStats).
   const key = JSON.stringify([modelName, multiApiServer, model.engines.length, cfg.blockSize, cfg.kvCacheBlocks, cfg.maxModelLen]);
   let layout = layouts.get(key);
   if (!layout) {

@@ -3,9 +3,9 @@
  * who acknowledged it, the maintenance in force, when an unattended restart will run. From
  * memory only (the fleet is read many times a second).
  */
-import type { FleetBackend } from "../api/types";
+import type { FleetBackend } from "./types";
 import type { BackendMonitor } from "../watcher/monitors";
-import type { OnCallBook } from "./book";
+import type { OnCallBook } from "../oncall/book";
 
 type OnCallFields = Pick<FleetBackend, "problem" | "acknowledged" | "maintenance" | "unattendedRestartAt" | "unattendedConfigured" | "restartRecommended">;
 

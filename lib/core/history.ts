@@ -8,10 +8,10 @@
  * state changes rarely), and values carry three significant digits (what the dashboard shows;
  * integers stay exact). The CSV export reads the same columns unrounded (`exact`).
  */
-import type { BackendState } from "../check/states";
-import type { Figures } from "../check/types";
+import type { BackendState } from "./states";
+import type { Figures } from "./types";
 import { LATENCY_FIELDS, type LatencySample } from "../metrics/vllm-latency";
-import type { HistoryColumns, HistoryFigure, HistoryPoint, HistorySpans } from "./types";
+import type { HistoryColumns, HistoryFigure, HistoryPoint, HistorySpans } from "../api/types";
 
 export const HISTORY_FIGURES = [
   "running",

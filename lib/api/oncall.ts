@@ -3,10 +3,10 @@
  * of these. The recent notifications come from SQLite; the channels' health from memory.
  */
 import { recentNotifications, type NotificationWithDeliveries } from "../../db/queries-oncall";
-import type { AcknowledgementDTO, MaintenanceDTO, NotificationDTO, NotificationsResponse } from "../api/types";
-import { DomainError } from "../errors";
+import type { AcknowledgementDTO, MaintenanceDTO, NotificationDTO, NotificationsResponse } from "./types";
+import { DomainError } from "../core/errors";
 import { getRuntime, type Runtime } from "../runtime";
-import { acknowledge, endMaintenance, startMaintenance, type Actor, type OnCallVerbDeps } from "./verbs";
+import { acknowledge, endMaintenance, startMaintenance, type Actor, type OnCallVerbDeps } from "../oncall/verbs";
 
 function verbDeps(rt: Runtime): OnCallVerbDeps {
   return { db: rt.db.db, backends: rt.config.backends, book: rt.watcher.book, current: (b) => rt.watcher.current(b) };

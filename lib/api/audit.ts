@@ -2,7 +2,7 @@
 import "server-only";
 import { listAudit } from "../../db/queries";
 import type { AuditRow } from "../../db/schema";
-import { authState, requireOperator } from "./server";
+import { authState, requireOperator } from "./operator";
 
 export const AUDIT_PAGE = 100;
 

@@ -20,7 +20,7 @@ import { DEFAULT_ENGINE_CONFIG, Engine, type EngineConfig, type EngineRequest, t
 export const LIVE_MODES = ["normal", "hang", "waiting-hang", "hang-engine", "wedged", "churn", "deferred", "slow-metrics", "no-metrics"] as const;
 export type LiveMode = (typeof LIVE_MODES)[number];
 /**
- * The live modes, the modes an engine front adds (sleep, loading, blocked: lib/sim/engines/types.ts),
+ * The live modes, the modes an engine front adds (sleep, loading, blocked: sim/engines/types.ts),
  * and the two that close the socket (the server's restart and crash).
  */
 export type SimMode = LiveMode | FrontMode | "restart" | "crash";

@@ -2,10 +2,10 @@
  * The /metrics verb: the scrape token check (when the config sets metrics.bearerToken) and the
  * exposition. Independent of sign-in on purpose: a Prometheus server has no operator session.
  */
-import { errorResponse } from "../api/respond";
-import { safeEqualStrings } from "../auth/password";
-import { bearerIn } from "../auth/principal";
-import { getRuntime } from "../runtime";
+import { errorResponse } from "../respond";
+import { safeEqualStrings } from "../../auth/password";
+import { bearerIn } from "../../auth/principal";
+import { getRuntime } from "../../runtime";
 
 /** Whether an Authorization header carries `Bearer <token>`, compared in constant time (as API tokens are). */
 export function bearerMatches(header: string | null, token: string): boolean {

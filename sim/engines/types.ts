@@ -1,8 +1,8 @@
 /**
  * What the simulator needs from one engine's "front": the HTTP surface and exposition of llama.cpp,
- * SGLang, TGI or Ollama, over the shared engine core (lib/sim/model.ts: slots, queue, steps).
+ * SGLang, TGI or Ollama, over the shared engine core (sim/model.ts: slots, queue, steps).
  *
- * The server (lib/sim/server.ts) keeps the socket, the lifecycle (restart, crash, recover) and the
+ * The server (sim/server.ts) keeps the socket, the lifecycle (restart, crash, recover) and the
  * admin API for every engine; a front only answers the engine's own routes and keeps the counters
  * that engine keeps on top of the core. vLLM has no front: it is the server's built-in behaviour.
  * What each front reproduces, and from which source line, is in docs/engines.md ("Simulator").

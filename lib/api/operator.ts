@@ -7,13 +7,13 @@
 import "server-only";
 import { cookies, headers } from "next/headers";
 import type { NextResponse } from "next/server";
-import { DomainError } from "../errors";
+import { DomainError } from "../core/errors";
 import { getRuntime, type Runtime } from "../runtime";
-import { buildNetPolicy, clientAddressOf, currentNetPolicy, isForeignOriginFor, requestOrigin, setNetPolicy, type HeaderSource, type NetPolicy } from "./net-policy";
-import { principalOf, type Principal } from "./principal";
-import { SECURE_SESSION_COOKIE, SESSION_COOKIE, resolveSession, sessionTokenFrom, type Session } from "./session";
-import { authHolder } from "./state";
-import type { ConcurrencyGate, SignInThrottle } from "./throttle";
+import { buildNetPolicy, clientAddressOf, currentNetPolicy, isForeignOriginFor, requestOrigin, setNetPolicy, type HeaderSource, type NetPolicy } from "../net/net-policy";
+import { principalOf, type Principal } from "../auth/principal";
+import { SECURE_SESSION_COOKIE, SESSION_COOKIE, resolveSession, sessionTokenFrom, type Session } from "../auth/session";
+import { authHolder } from "../auth/state";
+import type { ConcurrencyGate, SignInThrottle } from "../auth/throttle";
 
 export async function authState(): Promise<{ rt: Runtime; key: Buffer; throttle: SignInThrottle; gate: ConcurrencyGate }> {
   const rt = await getRuntime();

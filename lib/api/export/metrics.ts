@@ -13,10 +13,10 @@
  * Next loads them as separate module instances. prom-client's own default registry is not used.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
-import { RESTART_OUTCOMES, type RestartOutcome } from "../../db/schema";
-import type { FleetBackend, FleetResponse } from "../api/types";
-import { BACKEND_STATES } from "../check/states";
-import type { WatcherTelemetry } from "../watcher/telemetry";
+import { RESTART_OUTCOMES, type RestartOutcome } from "../../../db/schema";
+import type { FleetBackend, FleetResponse } from "../types";
+import { BACKEND_STATES } from "../../core/states";
+import type { WatcherTelemetry } from "../../watcher/telemetry";
 
 /** Until the engines issue gives each backend an engine, every backend is a vLLM server. */
 export const DEFAULT_ENGINE = "vllm";

@@ -3,10 +3,10 @@
  * on stdout once everything listens (tests, Playwright and the benchmark wait for it), then runs
  * until SIGTERM/SIGINT, when it closes everything and exits 0.
  *
- *   npx tsx lib/sim/cli.ts --port 8001 --port 8002 --proxy 8100 --load
- *   npx tsx lib/sim/cli.ts --ports 9000-9999 --time-scale 10          (benchmark fleet)
- *   npx tsx lib/sim/cli.ts --demo                                     (the demo fleet + its config)
- *   npx tsx lib/sim/cli.ts --engine llamacpp --sleep-idle-seconds 60  (another engine, lib/sim/engines/)
+ *   npx tsx sim/cli.ts --port 8001 --port 8002 --proxy 8100 --load
+ *   npx tsx sim/cli.ts --ports 9000-9999 --time-scale 10          (benchmark fleet)
+ *   npx tsx sim/cli.ts --demo                                     (the demo fleet + its config)
+ *   npx tsx sim/cli.ts --engine llamacpp --sleep-idle-seconds 60  (another engine, sim/engines/)
  */
 import { startDemoFleet } from "./demo";
 import { startIncidentLoad, type IncidentLoad } from "./load";
@@ -98,7 +98,7 @@ export function parseCliArgs(argv: string[]): CliArgs {
       case "--engine":
         out.sim.engine = parseEngineKind(next(), "--engine");
         break;
-      // Engine knobs (lib/sim/engines/types.ts FrontOptions): each engine reads its own.
+      // Engine knobs (sim/engines/types.ts FrontOptions): each engine reads its own.
       case "--sleep-idle-seconds":
         out.sim.engineOptions = { ...out.sim.engineOptions, sleepIdleSeconds: num(flag, next()) };
         break;

@@ -1,4 +1,4 @@
-import type { EngineKind, EngineMetrics } from "../engines/types";
+import type { EngineKind, EngineMetrics } from "./engine";
 import type { VllmLatency } from "../metrics/vllm-latency";
 import type { FetchOutcome } from "../net/http";
 import type { BackendState, Health } from "./states";
