@@ -1,6 +1,6 @@
 /**
  * Next 16 Proxy (the successor of middleware), run before every page and API route. What may be
- * answered, and the headers every answer carries, is decided once in lib/auth/admission.ts
+ * answered, and the headers every answer carries, is decided once in lib/api/admission.ts
  * (`admit`), which the fleet's fast lane (lib/api/fast-lane.ts) calls too:
  * 1. the Host check against DNS rebinding: a name that is not an IP literal, localhost,
  *    publicUrl's host or in server.allowedHosts gets a 421 page that says what to configure;
@@ -13,7 +13,7 @@
  *    error pages included.
  */
 import { NextResponse, type NextRequest } from "next/server";
-import { admit, answerHeaders, refusalResponse, type Admission } from "./lib/auth/admission";
+import { admit, answerHeaders, refusalResponse, type Admission } from "./lib/api/admission";
 
 function withAnswerHeaders(res: Response, a: Admission): Response {
   for (const [k, v] of answerHeaders(a)) res.headers.set(k, v);

@@ -13,7 +13,7 @@ import { getJson } from "@/lib/ui/fetcher";
 import { formatAgo, formatCount, formatDuration, formatPercent, formatRate } from "@/lib/core/format";
 import { stateLabel } from "@/lib/ui/state";
 import { Time, useTimeZone } from "./TimeZone";
-import type { OutagesResponse } from "@/lib/outages";
+import type { OutagesResponse } from "@/lib/api/types";
 import { OutagesTable, UptimeTable } from "./OutagesTable";
 import { OnCallPanel } from "./OnCallPanel";
 import { RestartDialog } from "./RestartDialog";

@@ -6,7 +6,7 @@
  */
 import { usePathname, useRouter } from "next/navigation";
 import useSWR from "swr";
-import type { OutagesResponse } from "@/lib/outages";
+import type { OutagesResponse } from "@/lib/api/types";
 import { HISTORY_RANGES, type HistoryRangeKey } from "@/lib/ui/chart";
 import { getJson } from "@/lib/ui/fetcher";
 import { OutagesTable, UptimeTable } from "./OutagesTable";

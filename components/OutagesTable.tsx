@@ -1,7 +1,8 @@
 "use client";
 /** Outages for review (one backend's, or the fleet's) and uptime per backend over 24 h / 7 d / 30 d. */
-import type { Outage, UptimeDTO } from "@/lib/outages";
-import { UPTIME_WINDOWS } from "@/lib/outages";
+import type { UptimeDTO } from "@/lib/api/types";
+import type { Outage } from "@/lib/core/outages";
+import { UPTIME_WINDOWS } from "@/lib/core/outages";
 import { formatDuration } from "@/lib/core/format";
 import { STATE_TONE } from "@/lib/ui/state";
 import type { BackendState } from "@/lib/core/states";

@@ -1,7 +1,7 @@
 "use client";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
-import { safeNextPath } from "@/lib/auth/next-path";
+import { safeNextPath } from "@/lib/core/next-path";
 import { ApiError, sendJson } from "@/lib/ui/fetcher";
 
 export function SignInForm({ next, operator, demoOperator }: { next: string; operator: string | null; demoOperator: { name: string; password: string } | null }) {

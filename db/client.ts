@@ -8,17 +8,9 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { drizzle, type BetterSQLite3Database } from "drizzle-orm/better-sqlite3";
 import { migrate } from "drizzle-orm/better-sqlite3/migrator";
-import { ensureRollups } from "./queries";
+import { ensureRollups } from "./queries/history";
 import * as schema from "./schema";
-
-export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Database };
-
-export interface DbHandle {
-  db: Db;
-  sqlite: Database.Database;
-  path: string;
-  close(): void;
-}
+import type { Db, DbHandle } from "./types";
 
 export const DEFAULT_DB_PATH = "data/stepwatch.db";
 

@@ -10,6 +10,7 @@ import { DEFAULT_THRESHOLDS, PROBE_CHOICES, type ProbeChoice, type Thresholds } 
 import { ENGINE_CHOICES, type EngineChoice } from "./core/engine";
 import { CHANNEL_TYPES, NOTIFICATION_EVENTS, type NotificationEvent } from "./core/events";
 import { buildNetPolicy } from "./net/net-policy";
+import { DomainError } from "./core/errors";
 
 /** The most read threads a config may ask for (readThreads). */
 export const MAX_READ_THREADS = 16;
@@ -619,4 +620,11 @@ export function thresholdsOf(c: Pick<Config, "stuckAfterSeconds" | "idleProbeSec
     recoveryTimeoutSeconds: c.recoveryTimeoutSeconds,
     startupGraceSeconds: c.startupGraceSeconds,
   };
+}
+
+/** The backend with this id in the config in force; a not-found DomainError (404) otherwise. The one not-found check of every verb and route that takes a backend id. */
+export function backendOrThrow(backends: readonly BackendConfig[], id: string): BackendConfig {
+  const b = backends.find((x) => x.id === id);
+  if (!b) throw new DomainError("not-found", `no backend "${id}" in the config`);
+  return b;
 }

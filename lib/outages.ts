@@ -10,20 +10,8 @@
  * of an outage); states inside it (down -> starting -> restarting) do not split it. Its `state` is
  * the worst state seen, its `cause` the reason recorded when it began.
  */
-import type { TransitionDTO } from "./api/types";
-
-export interface Outage {
-  backendId: string;
-  /** The worst state of the episode: down, stuck, restarting, starting or unknown. */
-  state: string;
-  cause: string;
-  /** ms since epoch. */
-  start: number;
-  /** null while the outage is still going on. */
-  end: number | null;
-  /** Until `end`, or until now for an open outage. */
-  durationSeconds: number;
-}
+import type { Transition } from "./core/history";
+import type { Outage } from "./core/outages";
 
 /** Worst first: the state an episode is named by. */
 const SEVERITY = ["down", "stuck", "restarting", "starting", "unknown"] as const;
@@ -40,7 +28,7 @@ function worse(a: string, b: string): string {
   return SEVERITY.indexOf(a as (typeof SEVERITY)[number]) <= SEVERITY.indexOf(b as (typeof SEVERITY)[number]) ? a : b;
 }
 
-function causeOf(t: TransitionDTO): string {
+function causeOf(t: Transition): string {
   const why = t.reasons[0] ?? "";
   if (t.to === "starting") return `restarted outside stepwatch (a new process while it was ${t.from})${why ? `: ${why}` : ""}`;
   if (t.to === "restarting") return `restart asked for from stepwatch${why ? `: ${why}` : ""}`;
@@ -48,7 +36,7 @@ function causeOf(t: TransitionDTO): string {
 }
 
 /** Does this transition begin an outage, given the state before it? */
-function begins(t: TransitionDTO): boolean {
+function begins(t: Transition): boolean {
   if (t.to === "starting") return t.from !== null && SERVING.has(t.from); // a new process while serving
   return IN_OUTAGE.has(t.to);
 }
@@ -58,7 +46,7 @@ function begins(t: TransitionDTO): boolean {
  * window so an outage already going on at `from` is seen), clipped to nothing: an outage that
  * overlaps [from, to] is returned whole.
  */
-export function deriveOutages(backendId: string, transitions: TransitionDTO[], from: number, to: number, opts: OutageOptions): Outage[] {
+export function deriveOutages(backendId: string, transitions: Transition[], from: number, to: number, opts: OutageOptions): Outage[] {
   const sorted = [...transitions].sort((a, b) => a.at - b.at);
   const out: Outage[] = [];
   let cur: { start: number; state: string; cause: string; onlyUnknown: boolean } | null = null;
@@ -109,13 +97,6 @@ export function uptimePercent(outages: Outage[], firstSeen: number | null, from:
   return Math.max(0, Math.min(100, (100 * (end - start - down)) / (end - start)));
 }
 
-export const UPTIME_WINDOWS = [
-  { key: "24h", ms: 24 * 3600_000 },
-  { key: "7d", ms: 7 * 24 * 3600_000 },
-  { key: "30d", ms: 30 * 24 * 3600_000 },
-] as const;
-export type UptimeWindow = (typeof UPTIME_WINDOWS)[number]["key"];
-
 /**
  * Name who restarted: an outage that holds a restart asked for from stepwatch (requested between
  * its start and end, or up to `slackMs` before the start: the request comes a read before the
@@ -138,19 +119,4 @@ export function withRestartCauses(
     named.set(o, { ...o, cause: o.cause.startsWith("restart") ? who : `${o.cause}; ${who}` });
   }
   return outages.map((o) => named.get(o) ?? o);
-}
-
-/** Uptime of one backend over the last 24 h, 7 d and 30 d (percent, null where nothing was watched). */
-export interface UptimeDTO {
-  backendId: string;
-  uptime: Record<UptimeWindow, number | null>;
-}
-
-/** GET /api/outages?backend=&from=&to= */
-export interface OutagesResponse {
-  from: number;
-  to: number;
-  /** Newest first. */
-  outages: Outage[];
-  uptime: UptimeDTO[];
 }

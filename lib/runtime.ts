@@ -4,11 +4,15 @@
  * single instance lives on globalThis (a module-level variable would start a second watcher).
  * Routes may be hit before instrumentation finished starting: they await the same promise.
  */
-import { openDb, resolveDbPath, type DbHandle } from "../db/client";
+import { openDb, resolveDbPath } from "../db/client";
+import { type DbHandle } from "../db/types";
 import { ConfigError, parseConfig, parseConfigText, readConfigText, resolveConfigPath, type Config } from "./config";
-import { recordAudit, restartOutcomeCounts } from "../db/queries";
+import { recordAudit } from "../db/queries/auth";
+import { restartOutcomeCounts } from "../db/queries/restarts";
 import { getStepwatchMetrics, type StepwatchMetrics } from "./api/export/metrics";
-import { requestUnattendedRestart } from "./oncall/unattended";
+import { requestUnattendedRestart, type UnattendedDeps } from "./oncall/unattended";
+import type { RestartDeps } from "./restart/request";
+import { restartCommandEnv } from "./restart/execute";
 import { describeReload, emptyStatus, startReloader, type ConfigStatus, type ReloadResult, type ReloadTrigger } from "./reload";
 import { buildNetPolicy, setNetPolicy } from "./net/net-policy";
 import { warmPasswords } from "./auth/password";
@@ -108,14 +112,14 @@ async function startRuntime(): Promise<Runtime> {
     console.error(`stepwatch: cannot read restart counts for /metrics (counting from 0): ${(e as Error).message}`);
     metrics.seedRestarts(config.backends.map((b) => b.id), []);
   }
-  // The watcher finds an unattended restart due; the restart verb needs the whole runtime.
+  // The watcher finds an unattended restart due; its collaborators are built from the runtime then.
   let rtRef: Runtime | null = null;
   const watcher = startWatcher({
     config,
     db: db.db,
     telemetry: metrics.telemetry,
     onUnattendedDue: (id) => {
-      if (rtRef) requestUnattendedRestart(rtRef, id, Date.now());
+      if (rtRef) requestUnattendedRestart(unattendedDeps(rtRef), id, Date.now());
     },
   });
   const demo = stopDemo !== null;
@@ -214,4 +218,26 @@ export async function startFromInstrumentation(): Promise<void> {
     else console.error(`stepwatch: cannot start: ${(e as Error)?.message ?? String(e)}`);
     process.exit(1);
   }
+}
+
+/**
+ * The restart verb's collaborators in a running stepwatch: the config in force, the database, the
+ * watcher. Built per request, so a reload's new config is the one used.
+ */
+export function restartDeps(rt: Pick<Runtime, "config" | "db" | "watcher">, env: NodeJS.ProcessEnv = process.env): RestartDeps {
+  return {
+    db: rt.db,
+    backends: rt.config.backends,
+    restartCooldownSeconds: rt.config.restartCooldownSeconds,
+    commandEnv: restartCommandEnv(env, rt.config.secretEnvNames),
+    current: (b) => rt.watcher.current(b),
+    onPending: (b, p) => rt.watcher.notifyRestartRequested(b, p),
+    onResolved: (b, outcome) => rt.watcher.notifyRestartResolved(b, outcome),
+    notify: (d) => rt.watcher.notify(d),
+  };
+}
+
+/** The unattended restart's collaborators, when the watcher finds one due. */
+export function unattendedDeps(rt: Pick<Runtime, "config" | "db" | "watcher">): UnattendedDeps {
+  return { backends: rt.config.backends, watcher: rt.watcher, restart: restartDeps(rt) };
 }

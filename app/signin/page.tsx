@@ -1,6 +1,6 @@
 import type { Metadata } from "next";
 import { SignInForm } from "@/components/SignInForm";
-import { safeNextPath } from "@/lib/auth/next-path";
+import { safeNextPath } from "@/lib/core/next-path";
 import { currentOperatorName } from "@/lib/api/operator";
 import { getRuntime } from "@/lib/runtime";
 

@@ -1,6 +1,6 @@
 /** The audit log as operators read it (GET /api/audit, the /audit page): newest first, paged by id. */
 import "server-only";
-import { listAudit } from "../../db/queries";
+import { listAudit } from "../../db/queries/auth";
 import type { AuditRow } from "../../db/schema";
 import { authState, requireOperator } from "./operator";
 

@@ -3,9 +3,10 @@
  * restart log, one row per point / outage / restart, times as ISO 8601 UTC.
  */
 import { isoTime, toCsv, type CsvColumn } from "./csv";
-import type { Outage } from "../outages";
+import type { Outage } from "../core/outages";
 import { toRows } from "../core/history";
-import type { HistoryPoint, HistoryResponse, RestartEventDTO } from "./types";
+import type { HistoryResponse, RestartEventDTO } from "./types";
+import type { HistoryPoint } from "../core/history";
 
 const HISTORY_COLUMNS: Array<CsvColumn<HistoryPoint>> = [
   { header: "time_utc", value: (p) => isoTime(p.at) },

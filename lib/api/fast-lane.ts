@@ -8,7 +8,7 @@
  * - the server is Next's own (`next start`: the one listening on process.env.PORT, which Next
  *   sets), never another server of this process (the demo fleet's simulators);
  * - the request is `GET`/`HEAD` of the path `/api/fleet` with no query string;
- * - the admission (lib/auth/admission.ts `admit`, the same function proxy.ts calls) lets it in:
+ * - the admission (lib/api/admission.ts `admit`, the same function proxy.ts calls) lets it in:
  *   the runtime has started, the Host is allowed, the read gate passes;
  * - the encoding Next's compression would choose is gzip or none (deflate is left to Next);
  * - the fleet's bytes are at hand (lib/api/fleet getFleetJson: the one process-wide cache the
@@ -33,7 +33,7 @@ import { gzip } from "node:zlib";
 import Negotiator from "negotiator";
 // Next's own cookie parser (what request.cookies is in proxy.ts), so both lanes read one session.
 import { RequestCookies } from "next/dist/compiled/@edge-runtime/cookies";
-import { admit, answerHeaders, type AdmissionRequest } from "../auth/admission";
+import { admit, answerHeaders, type AdmissionRequest } from "./admission";
 import { setRequestLane, type HeaderSource, type RequestLane } from "../net/net-policy";
 import { getFleetJson, getHistory, type EncodedJson } from "./fleet";
 import { ID_PATTERN } from "../config";

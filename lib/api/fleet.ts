@@ -2,9 +2,10 @@
  * The read verbs of the JSON API: the fleet from the watcher's memory (no backend is touched),
  * a backend's history and the restart log from SQLite. Route handlers only parse and call these.
  */
+import { backendOrThrow } from "../config";
 import { createHash } from "node:crypto";
 import type { FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, RestartPlanDTO } from "./types";
-import { listRestartEvents } from "../../db/queries";
+import { listRestartEvents } from "../../db/queries/restarts";
 import { describeAction } from "../restart/execute";
 import { DomainError } from "../core/errors";
 import { getRuntime, type Runtime } from "../runtime";
@@ -92,10 +93,6 @@ export const getFleetJson = cachedEncoding(getFleet, configGeneration, watcherRe
 /** GET /api/fleet/recent, encoded. */
 export const getFleetRecentJson = cachedEncoding(getFleetRecent, configGeneration);
 
-function knownBackend(rt: Runtime, id: string): void {
-  if (!rt.config.backends.some((b) => b.id === id)) throw new DomainError("not-found", `no backend "${id}" in the config`);
-}
-
 function fromStorage<T>(what: string, f: () => T): T {
   try {
     return f();
@@ -106,7 +103,7 @@ function fromStorage<T>(what: string, f: () => T): T {
 
 export async function getHistory(id: string, from: number, to: number, opts: { exact?: boolean } = {}): Promise<HistoryResponse> {
   const rt = await getRuntime();
-  knownBackend(rt, id);
+  backendOrThrow(rt.config.backends, id);
   return fromStorage("the history", () => historyOf(rt.db.db, id, from, to, opts));
 }
 
@@ -117,7 +114,7 @@ export async function getHistory(id: string, from: number, to: number, opts: { e
  */
 export async function getRestartPlan(id: string): Promise<RestartPlanDTO> {
   const rt = await getRuntime();
-  knownBackend(rt, id);
+  backendOrThrow(rt.config.backends, id);
   const backend = rt.config.backends.find((b) => b.id === id)!;
   const last = fromStorage("the restart log", () => listRestartEvents(rt.db.db, { backendId: id, limit: 50 }));
   const recovered = last.find((r) => r.outcome === "recovered" && r.downtimeSeconds !== null);
@@ -138,6 +135,6 @@ export async function listRestarts(
   filter: { backendId?: string; limit?: number; beforeId?: number } = {},
 ): Promise<{ events: RestartEventDTO[]; nextBefore: number | null }> {
   const rt = await getRuntime();
-  if (filter.backendId !== undefined) knownBackend(rt, filter.backendId);
+  if (filter.backendId !== undefined) backendOrThrow(rt.config.backends, filter.backendId);
   return fromStorage("the restart log", () => restartsOf(rt.db.db, { ...filter, limit: Math.min(filter.limit ?? RESTARTS_DEFAULT_LIMIT, RESTARTS_MAX_LIMIT) }));
 }

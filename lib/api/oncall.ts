@@ -2,11 +2,12 @@
  * The on-call verbs of the JSON API, on the running stepwatch: route handlers parse, then call one
  * of these. The recent notifications come from SQLite; the channels' health from memory.
  */
-import { recentNotifications, type NotificationWithDeliveries } from "../../db/queries-oncall";
+import { recentNotifications, type NotificationWithDeliveries } from "../../db/queries/oncall";
 import type { AcknowledgementDTO, MaintenanceDTO, NotificationDTO, NotificationsResponse } from "./types";
 import { DomainError } from "../core/errors";
 import { getRuntime, type Runtime } from "../runtime";
 import { acknowledge, endMaintenance, startMaintenance, type Actor, type OnCallVerbDeps } from "../oncall/verbs";
+import { backendOrThrow } from "../config";
 
 function verbDeps(rt: Runtime): OnCallVerbDeps {
   return { db: rt.db.db, backends: rt.config.backends, book: rt.watcher.book, current: (b) => rt.watcher.current(b) };
@@ -53,9 +54,7 @@ export function notificationDTO(n: NotificationWithDeliveries): NotificationDTO 
 
 export async function listNotifications(filter: { backendId?: string; limit?: number } = {}): Promise<NotificationsResponse> {
   const rt = await getRuntime();
-  if (filter.backendId !== undefined && !rt.config.backends.some((b) => b.id === filter.backendId)) {
-    throw new DomainError("not-found", `no backend "${filter.backendId}" in the config`);
-  }
+  if (filter.backendId !== undefined) backendOrThrow(rt.config.backends, filter.backendId);
   let rows: NotificationWithDeliveries[];
   try {
     rows = recentNotifications(rt.db.db, filter);

@@ -8,6 +8,7 @@ import "server-only";
 import { cookies, headers } from "next/headers";
 import type { NextResponse } from "next/server";
 import { DomainError } from "../core/errors";
+import { errorResponse } from "./respond";
 import { getRuntime, type Runtime } from "../runtime";
 import { buildNetPolicy, clientAddressOf, currentNetPolicy, isForeignOriginFor, requestOrigin, setNetPolicy, type HeaderSource, type NetPolicy } from "../net/net-policy";
 import { principalOf, type Principal } from "../auth/principal";
@@ -17,7 +18,7 @@ import type { ConcurrencyGate, SignInThrottle } from "../auth/throttle";
 
 export async function authState(): Promise<{ rt: Runtime; key: Buffer; throttle: SignInThrottle; gate: ConcurrencyGate }> {
   const rt = await getRuntime();
-  const s = authHolder(rt);
+  const s = authHolder(rt.db.path);
   return { rt, key: s.key, throttle: s.throttle, gate: s.gate };
 }
 
@@ -136,4 +137,33 @@ export function setSessionCookie(res: NextResponse, req: Request, token: string,
 export function clearSessionCookie(res: NextResponse, req: Request): void {
   const https = isHttps(req);
   res.cookies.set(https ? SECURE_SESSION_COOKIE : SESSION_COOKIE, "", { httpOnly: true, sameSite: "strict", secure: https, path: "/", maxAge: 0 });
+}
+
+/** What a state-changing route's handler gets: the request, its route params, the operator and how to audit them. */
+export interface OperatorCall<P> {
+  req: Request;
+  params: P;
+  operator: Principal;
+  /** For the audit log: how the operator was identified and from which address. */
+  actor: { actorKind: "operator" | "token" | "proxy"; address: string };
+}
+
+/**
+ * The one operator check of every state-changing route: same origin (403), an operator (401, 403
+ * for a viewer), then the handler; any error mapped by errorResponse. A route is
+ * `export const POST = withOperator(async ({ params, operator, actor }) => ...)`.
+ */
+export function withOperator<P = Record<string, never>>(
+  handler: (call: OperatorCall<P>) => Promise<Response>,
+): (req: Request, ctx?: { params: Promise<P> }) => Promise<Response> {
+  return async (req, ctx) => {
+    try {
+      assertSameOrigin(req);
+      const operator = await requireOperator();
+      const params = ctx ? await ctx.params : ({} as P);
+      return await handler({ req, params, operator, actor: actorOf(req, operator) });
+    } catch (e) {
+      return errorResponse(e);
+    }
+  };
 }

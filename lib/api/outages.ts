@@ -3,12 +3,16 @@
  * uptime over the last 24 h / 7 d / 30 d, derived from the recorded transitions (lib/outages.ts)
  * and named with the restart log (who restarted). Reads SQLite only; no backend is touched.
  */
-import type { Db } from "../../db/client";
-import { firstTransitionAt, listRestartEvents, transitionsWithPrior } from "../../db/queries";
+import type { Db } from "../../db/types";
+import { listRestartEvents } from "../../db/queries/restarts";
+import { firstTransitionAt, transitionsWithPrior } from "../../db/queries/readings";
 import { DomainError } from "../core/errors";
-import { deriveOutages, uptimePercent, UPTIME_WINDOWS, withRestartCauses, type Outage, type OutagesResponse, type UptimeDTO } from "../outages";
+import { deriveOutages, uptimePercent, withRestartCauses } from "../outages";
+import { type OutagesResponse, type UptimeDTO } from "./types";
+import { UPTIME_WINDOWS, type Outage } from "../core/outages";
 import { getRuntime } from "../runtime";
 import { transitionDTO } from "./snapshot";
+import { backendOrThrow } from "../config";
 
 const LONGEST_UPTIME_MS = Math.max(...UPTIME_WINDOWS.map((w) => w.ms));
 
@@ -35,7 +39,7 @@ export function outagesOf(db: Db, backendIds: string[], from: number, to: number
 export async function getOutages(q: { backendId?: string; from: number; to: number }, now: number = Date.now()): Promise<OutagesResponse> {
   const rt = await getRuntime();
   const ids = rt.config.backends.map((b) => b.id);
-  if (q.backendId !== undefined && !ids.includes(q.backendId)) throw new DomainError("not-found", `no backend "${q.backendId}" in the config`);
+  if (q.backendId !== undefined) backendOrThrow(rt.config.backends, q.backendId);
   try {
     return outagesOf(rt.db.db, q.backendId ? [q.backendId] : ids, q.from, q.to, {
       now,

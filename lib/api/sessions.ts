@@ -3,7 +3,7 @@
  * this browser) and end any of them. Nobody sees or ends another operator's sessions.
  */
 import "server-only";
-import { deleteSession, recordAudit, sessionsOf } from "../../db/queries";
+import { deleteSession, recordAudit, sessionsOf } from "../../db/queries/auth";
 import { DomainError } from "../core/errors";
 import { assertSameOrigin, authState, clientAddress, requireOperator } from "./operator";
 

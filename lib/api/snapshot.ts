@@ -4,8 +4,10 @@
  * (API keys, restart commands' config, webhook headers) can ride along with a config object; URLs
  * through publicUrl, so a user:password or ?token= in them is not shown either.
  */
-import type { Db } from "../../db/client";
-import { historyPoints, listRestartEvents, transitionsInRange } from "../../db/queries";
+import type { Db } from "../../db/types";
+import { historyPoints } from "../../db/queries/history";
+import { listRestartEvents } from "../../db/queries/restarts";
+import { transitionsInRange } from "../../db/queries/readings";
 import { roundColumns } from "../core/history";
 import type { RestartEventRow, TransitionRow } from "../../db/schema";
 import type { ConfigErrorDTO, FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, SparkPoint, TransitionDTO } from "./types";

@@ -5,10 +5,13 @@
 import type { BackendState, ProxyState } from "../core/states";
 import type { Figures } from "../core/types";
 import type { EngineKind } from "../core/engine";
-import type { LatencySample } from "../metrics/vllm-latency";
+import type { LatencySample } from "../core/latency";
 import type { Config } from "../config";
 import type { ChannelType, DeliveryStatus } from "../core/events";
-import type { ChannelStatus, NotificationDraft } from "../notify/outbox";
+import type { ChannelStatus, NotificationDraft } from "../core/events";
+import type { HistoryColumns, Transition } from "../core/history";
+import type { Outage, UptimeWindow } from "../core/outages";
+import type { Acknowledgement, Maintenance } from "../core/oncall";
 
 export interface FleetBackend extends Figures {
   id: string;
@@ -49,25 +52,9 @@ export interface FleetBackend extends Figures {
 /** A channel's recent health as the outbox keeps it; `failing` is shown on the dashboard. */
 export type ChannelStatusDTO = ChannelStatus;
 
-export interface AcknowledgementDTO {
-  id: number;
-  backendId: string;
-  at: number;
-  by: string;
-  note: string | null;
-  stateAtAck: BackendState;
-}
+export type AcknowledgementDTO = Acknowledgement;
 
-export interface MaintenanceDTO {
-  id: number;
-  backendId: string;
-  startsAt: number;
-  endsAt: number;
-  by: string;
-  note: string | null;
-  endedAt: number | null;
-  endedBy: string | null;
-}
+export type MaintenanceDTO = Maintenance;
 
 export interface NotificationAttemptDTO {
   at: number;
@@ -150,19 +137,6 @@ export interface FleetResponse {
   proxies: FleetProxy[];
 }
 
-/** A point of a backend's history; the vLLM latency figures are absent or null where not exposed. */
-export interface HistoryPoint extends Figures, Partial<LatencySample> {
-  at: number;
-  state: BackendState;
-}
-
-export interface TransitionDTO {
-  at: number;
-  from: string | null;
-  to: string;
-  reasons: string[];
-}
-
 export interface RestartEventDTO {
   id: number;
   backendId: string;
@@ -200,22 +174,8 @@ export interface RestartPlanDTO {
   lastRestartAt: number | null;
 }
 
-/** A figure of a history point (lib/core/history.ts HISTORY_FIGURES). */
-export type HistoryFigure = keyof Figures | keyof LatencySample;
-
-/**
- * A figure's values as spans (lib/core/history.ts): [first point index, values of that point and the
- * ones after it], in order, not overlapping; a point in no span has no value. `[[0, [1, 2, 3]]]` is
- * three points with values; `[[0, [1]], [2, [3]]]` the same with the middle one missing.
- */
-export type HistorySpans = Array<[number, number[]]>;
-
-/**
- * The points as columns (lib/core/history.ts): `at[i]` is point i's time (ms); each figure its
- * spans of values, or null when no point of the range has it; `state` as runs, [first point
- * index, state] (point i has the state of the last run starting at or before i).
- */
-export type HistoryColumns = { at: number[]; state: Array<[number, BackendState]> } & Record<HistoryFigure, HistorySpans | null>;
+/** A transition as the API answers it: the stored row, as is. */
+export type TransitionDTO = Transition;
 
 export interface HistoryResponse {
   backendId: string;
@@ -287,4 +247,20 @@ export interface ReloadResponse {
   removed: string[];
   changed: string[];
   problems: string[];
+}
+
+/** Uptime of one backend over the last 24 h, 7 d and 30 d (percent, null where nothing was watched). */
+export interface UptimeDTO {
+  backendId: string;
+  uptime: Record<UptimeWindow, number | null>;
+}
+
+
+/** GET /api/outages?backend=&from=&to= */
+export interface OutagesResponse {
+  from: number;
+  to: number;
+  /** Newest first. */
+  outages: Outage[];
+  uptime: UptimeDTO[];
 }

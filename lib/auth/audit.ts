@@ -4,8 +4,8 @@
  * never the password. Refusals by the throttle are counted, not written one by one: a burst of 500
  * refused guesses must not become 500 rows; the first refusal of an address in a minute is.
  */
-import type { Db } from "../../db/client";
-import { recordAudit } from "../../db/queries";
+import type { Db } from "../../db/types";
+import { recordAudit } from "../../db/queries/auth";
 
 const lastRefusalLogged = new Map<string, number>();
 
@@ -23,4 +23,9 @@ export function auditSignInFailure(db: Db, name: string, address: string, why: "
   } catch (e) {
     console.error(`stepwatch: cannot write the audit log: ${(e as Error).message}`);
   }
+}
+
+/** The audit line of a session begun or ended by its operator (written by the session route). */
+export function auditSession(db: Db, action: "signin.ok" | "signout", operator: string, address: string, now = Date.now()): void {
+  recordAudit(db, { at: now, actor: operator, actorKind: "operator", action, address });
 }

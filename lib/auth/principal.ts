@@ -5,7 +5,7 @@
  * operator restarts. The name is what the audit log and the restart log record as the actor.
  * No Next imports: proxy.ts (the read gate) and route handlers (lib/api/operator.ts) share it.
  */
-import type { Db } from "../../db/client";
+import type { Db } from "../../db/types";
 import type { Config, Role } from "../config";
 import { isTrustedProxy, peerAddress, type HeaderSource, type NetPolicy } from "../net/net-policy";
 import { safeEqualStrings } from "./password";

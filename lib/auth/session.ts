@@ -11,8 +11,8 @@ import { createHash, createHmac, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import type { OperatorConfig, PasswordSpec } from "../config";
-import { deleteSession, insertSession, sessionById, touchSession } from "../../db/queries";
-import type { Db } from "../../db/client";
+import { deleteSession, insertSession, sessionById, touchSession } from "../../db/queries/auth";
+import type { Db } from "../../db/types";
 
 /** The cookie over http; over https the `__Host-` prefixed name (Secure, Path=/, no Domain). */
 export const SESSION_COOKIE = "stepwatch_session";

@@ -2,6 +2,7 @@
  * The one list of notification events and channel types. The DB columns, the config's zod enums,
  * the API types and the UI derive from these arrays. Imports nothing: client files may use it.
  */
+import type { BackendState } from "./states";
 export const NOTIFICATION_EVENTS = [
   "stuck",
   "down",
@@ -32,3 +33,28 @@ export const EVENT_TITLES: Record<NotificationEvent, string> = {
   "restart-finished": "restart finished",
   "restart-scheduled": "restart scheduled",
 };
+
+/** A notification as its cause writes it (the outbox stores it with the transition or restart). */
+export interface NotificationDraft {
+  event: NotificationEvent;
+  backendId: string;
+  state: BackendState;
+  previousState: BackendState | null;
+  reasons: string[];
+  at: number;
+  details?: Record<string, unknown>;
+}
+
+
+/** A channel's delivery health, as the dashboard shows it. */
+export interface ChannelStatus {
+  id: string;
+  type: ChannelType;
+  consecutiveFailures: number;
+  lastAttemptAt: number | null;
+  lastOkAt: number | null;
+  lastError: string | null;
+  /** consecutiveFailures >= failingAfter. */
+  failing: boolean;
+}
+

@@ -10,8 +10,38 @@
  */
 import type { BackendState } from "./states";
 import type { Figures } from "./types";
-import { LATENCY_FIELDS, type LatencySample } from "../metrics/vllm-latency";
-import type { HistoryColumns, HistoryFigure, HistoryPoint, HistorySpans } from "../api/types";
+import { LATENCY_FIELDS, type LatencySample } from "./latency";
+
+/** A point of a backend's history; the vLLM latency figures are absent or null where not exposed. */
+export interface HistoryPoint extends Figures, Partial<LatencySample> {
+  at: number;
+  state: BackendState;
+}
+
+/** A figure of a history point (lib/core/history.ts HISTORY_FIGURES). */
+export type HistoryFigure = keyof Figures | keyof LatencySample;
+
+/**
+ * A figure's values as spans (lib/core/history.ts): [first point index, values of that point and the
+ * ones after it], in order, not overlapping; a point in no span has no value. `[[0, [1, 2, 3]]]` is
+ * three points with values; `[[0, [1]], [2, [3]]]` the same with the middle one missing.
+ */
+export type HistorySpans = Array<[number, number[]]>;
+
+/**
+ * The points as columns (lib/core/history.ts): `at[i]` is point i's time (ms); each figure its
+ * spans of values, or null when no point of the range has it; `state` as runs, [first point
+ * index, state] (point i has the state of the last run starting at or before i).
+ */
+export type HistoryColumns = { at: number[]; state: Array<[number, BackendState]> } & Record<HistoryFigure, HistorySpans | null>;
+
+/** A state change of a backend or proxy, with the reasons (the transitions table). */
+export interface Transition {
+  at: number;
+  from: string | null;
+  to: string;
+  reasons: string[];
+}
 
 export const HISTORY_FIGURES = [
   "running",

@@ -1,6 +1,6 @@
 import type { EngineKind, EngineMetrics } from "./engine";
-import type { VllmLatency } from "../metrics/vllm-latency";
-import type { FetchOutcome } from "../net/http";
+import type { VllmLatency } from "./latency";
+import type { FetchOutcome } from "./fetch";
 import type { BackendState, Health } from "./states";
 
 /** Which request the idle probe sends (config `probe`; "auto" picks by engine and learns from 404/405). */

@@ -9,7 +9,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Dispatcher } from "undici";
-import type { Db } from "../../db/client";
+import type { Db } from "../../db/types";
 import {
   dueDeliveries,
   insertNotification,
@@ -17,12 +17,12 @@ import {
   nextDueAt,
   recordAttempt,
   type DueDelivery,
-} from "../../db/queries-oncall";
+} from "../../db/queries/oncall";
 import type { NotificationRow } from "../../db/schema";
 import type { BackendState } from "../core/states";
 import type { ChannelConfig, NotificationsConfig } from "../config";
 import { sendToChannel, type AttemptResult, type Sender } from "./channels";
-import type { ChannelType, NotificationEvent } from "../core/events";
+import type { ChannelStatus, ChannelType, NotificationDraft, NotificationEvent } from "../core/events";
 import { linkOf, payloadOf } from "./message";
 
 export const OUTBOX_DEFAULTS = {
@@ -42,16 +42,6 @@ export const OUTBOX_DEFAULTS = {
 };
 export type OutboxTuning = typeof OUTBOX_DEFAULTS;
 
-export interface NotificationDraft {
-  event: NotificationEvent;
-  backendId: string;
-  state: BackendState;
-  previousState: BackendState | null;
-  reasons: string[];
-  at: number;
-  details?: Record<string, unknown>;
-}
-
 export interface OutboxOptions {
   now?: () => number;
   send?: Sender;
@@ -63,17 +53,6 @@ export interface OutboxOptions {
    * it on to its telemetry: stepwatch_notification_failures_total{channel} in lib/api/export/metrics.ts).
    */
   onAttemptFailed?: (channelId: string) => void;
-}
-
-export interface ChannelStatus {
-  id: string;
-  type: ChannelType;
-  consecutiveFailures: number;
-  lastAttemptAt: number | null;
-  lastOkAt: number | null;
-  lastError: string | null;
-  /** consecutiveFailures >= failingAfter. */
-  failing: boolean;
 }
 
 /** In-memory totals since this process started (for a metrics export; the DB has the full record). */

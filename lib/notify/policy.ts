@@ -19,7 +19,7 @@
 import { isHealthy, type BackendState } from "../core/states";
 import type { Verdict } from "../core/types";
 import type { UnattendedConfig } from "../config";
-import type { NotificationDraft } from "./outbox";
+import type { NotificationDraft } from "../core/events";
 
 export interface ProblemState {
   /** The open problem, or null. */

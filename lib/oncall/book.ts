@@ -4,8 +4,8 @@
  * start and after each change through the verbs (lib/oncall/verbs.ts), never per poll: the poll
  * path only reads memory. Lives on the watcher (one per process, see lib/runtime.ts).
  */
-import type { Db } from "../../db/client";
-import { activeAcknowledgement, clearAcknowledgements, openMaintenance } from "../../db/queries-oncall";
+import type { Db } from "../../db/types";
+import { activeAcknowledgement, clearAcknowledgements, openMaintenance } from "../../db/queries/oncall";
 import type { AcknowledgementRow, MaintenancePeriodRow } from "../../db/schema";
 import type { MaintenanceWindowConfig } from "../config";
 

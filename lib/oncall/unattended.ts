@@ -10,25 +10,36 @@
  */
 import { DomainError } from "../core/errors";
 import { notProvenProblem } from "../notify/policy";
-import { requestRestart, restartDeps } from "../restart/request";
-import type { Runtime } from "../runtime";
+import type { BackendConfig } from "../config";
+import { requestRestart, type RestartDeps } from "../restart/request";
+import type { Watcher } from "../watcher";
 import { UNATTENDED_BY } from "../watcher/monitors";
 
-export function requestUnattendedRestart(rt: Pick<Runtime, "config" | "db" | "watcher">, backendId: string, now: number, log: (m: string) => void = console.log): boolean {
-  const b = rt.config.backends.find((x) => x.id === backendId);
+/** What the unattended restart needs, built by the root (lib/runtime.ts unattendedDeps) at the moment it is due. */
+export interface UnattendedDeps {
+  /** The backends of the config in force. */
+  backends: readonly BackendConfig[];
+  /** What the watcher knows right now: acknowledgements and maintenance, verdicts, since when a restart is recommended. */
+  watcher: Pick<Watcher, "book" | "current" | "backends">;
+  /** The one restart verb's collaborators. */
+  restart: RestartDeps;
+}
+
+export function requestUnattendedRestart(deps: UnattendedDeps, backendId: string, now: number, log: (m: string) => void = console.log): boolean {
+  const b = deps.backends.find((x) => x.id === backendId);
   if (!b?.unattended) return false;
   // Checked again here, at the last moment: an acknowledgement or maintenance may be seconds old.
-  if (rt.watcher.book.acknowledgement(backendId) || rt.watcher.book.maintenance(backendId, now)) return false;
-  const verdict = rt.watcher.current(backendId)?.verdict ?? null;
+  if (deps.watcher.book.acknowledgement(backendId) || deps.watcher.book.maintenance(backendId, now)) return false;
+  const verdict = deps.watcher.current(backendId)?.verdict ?? null;
   const why = verdict ? notProvenProblem(verdict) : "not read yet";
   if (why !== null) {
     log(`stepwatch: unattended restart of ${backendId} not asked for: ${why}`);
     return false;
   }
-  const stuckFor = rt.watcher.backends.get(backendId)?.problem.recommendedSince;
+  const stuckFor = deps.watcher.backends.get(backendId)?.problem.recommendedSince;
   const note = `unattended restart (restart.unattended.afterSeconds ${b.unattended.afterSeconds})${stuckFor ? `: restart recommended since ${new Date(stuckFor).toISOString()}` : ""}`;
   try {
-    const { event, done } = requestRestart({ backendId, operator: UNATTENDED_BY, actorKind: "system", note, now }, restartDeps(rt));
+    const { event, done } = requestRestart({ backendId, operator: UNATTENDED_BY, actorKind: "system", note, now }, deps.restart);
     log(`stepwatch: unattended restart #${event.id} of ${backendId} asked for`);
     done.catch((e) => log(`stepwatch: unattended restart #${event.id} of ${backendId}: ${(e as Error).message}`));
     return true;

@@ -4,13 +4,13 @@
  * the audit), then tells the book to re-read that backend. Route handlers call these and map the
  * DomainError; nothing here knows HTTP.
  */
-import type { Db } from "../../db/client";
-import { recordAudit, type AuditActorKind } from "../../db/queries";
-import { endMaintenance as endMaintenanceRows, insertAcknowledgement, insertMaintenance } from "../../db/queries-oncall";
-import type { AcknowledgementDTO, MaintenanceDTO } from "../api/types";
+import type { Db } from "../../db/types";
+import { recordAudit, type AuditActorKind } from "../../db/queries/auth";
+import { endMaintenance as endMaintenanceRows, insertAcknowledgement, insertMaintenance } from "../../db/queries/oncall";
+import { MAX_MAINTENANCE_MINUTES, type Acknowledgement, type Maintenance } from "../core/oncall";
 import { isHealthy } from "../core/states";
 import type { Verdict } from "../core/types";
-import type { BackendConfig } from "../config";
+import { backendOrThrow, type BackendConfig } from "../config";
 import { DomainError } from "../core/errors";
 import { formatDateTime } from "../core/format";
 import type { OnCallBook } from "./book";
@@ -29,13 +29,6 @@ export interface Actor {
 }
 
 export const MAX_NOTE = 500;
-export const MAX_MAINTENANCE_MINUTES = 7 * 24 * 60;
-
-function known(deps: OnCallVerbDeps, id: string): BackendConfig {
-  const b = deps.backends.find((x) => x.id === id);
-  if (!b) throw new DomainError("not-found", `no backend "${id}" in the config`);
-  return b;
-}
 
 /** What a verb writes to the audit log beside its row (lib/api/operator.ts actorOf gives `actor`). */
 interface AuditLine {
@@ -62,8 +55,8 @@ function stored<T>(deps: OnCallVerbDeps, what: string, f: () => T, audit: (row: 
 }
 
 /** Stops reminders (and an unattended restart) for the current problem, until the backend is healthy again. */
-export function acknowledge(input: { backendId: string; by: string; note?: string; now: number } & Actor, deps: OnCallVerbDeps): AcknowledgementDTO {
-  const b = known(deps, input.backendId);
+export function acknowledge(input: { backendId: string; by: string; note?: string; now: number } & Actor, deps: OnCallVerbDeps): Acknowledgement {
+  const b = backendOrThrow(deps.backends, input.backendId);
   const state = deps.current(b.id)?.verdict?.state ?? "unknown";
   if (isHealthy(state)) {
     throw new DomainError("conflict", `"${b.id}" is ${state} and healthy: there is nothing to acknowledge`, { reason: "healthy", state });
@@ -81,8 +74,8 @@ export function acknowledge(input: { backendId: string; by: string; note?: strin
 export function startMaintenance(
   input: { backendId: string; by: string; minutes: number; note?: string; now: number } & Actor,
   deps: OnCallVerbDeps,
-): MaintenanceDTO {
-  const b = known(deps, input.backendId);
+): Maintenance {
+  const b = backendOrThrow(deps.backends, input.backendId);
   if (!Number.isFinite(input.minutes) || input.minutes <= 0 || input.minutes > MAX_MAINTENANCE_MINUTES) {
     throw new DomainError("bad-request", `minutes: must be between 1 and ${MAX_MAINTENANCE_MINUTES}`);
   }
@@ -108,7 +101,7 @@ export function startMaintenance(
 
 /** Ends the API maintenance of a backend now. A config window cannot be ended here (change the config). */
 export function endMaintenance(input: { backendId: string; by: string; now: number } & Actor, deps: OnCallVerbDeps): { ended: number } {
-  const b = known(deps, input.backendId);
+  const b = backendOrThrow(deps.backends, input.backendId);
   // A call that ends nothing (the 409s below) writes no audit line.
   const ended = stored(
     deps,

@@ -16,15 +16,15 @@
  */
 import type { Reading, Verdict, PendingRestart } from "../core/types";
 import { isHealthy } from "../core/states";
-import type { BackendConfig, RestartAction } from "../config";
-import type { DbHandle } from "../../db/client";
+import { backendOrThrow, type BackendConfig, type RestartAction } from "../config";
+import type { DbHandle } from "../../db/types";
 import type { RestartEventRow } from "../../db/schema";
-import { insertRestartUnlessBlocked, recordActionResult, restartBlockOf, type AuditActorKind, type RestartBlock } from "../../db/queries";
+import { type AuditActorKind } from "../../db/queries/auth";
+import { insertRestartUnlessBlocked, recordActionResult, restartBlockOf, type RestartBlock } from "../../db/queries/restarts";
 import { DomainError } from "../core/errors";
-import type { NotificationDraft } from "../notify/outbox";
-import type { Runtime } from "../runtime";
+import type { NotificationDraft } from "../core/events";
 import { cooldownStart, cooldownUntil } from "./cooldown";
-import { describeAction, executeAction, restartCommandEnv, type ActionResult, type Env, type WebhookContext } from "./execute";
+import { describeAction, executeAction, type ActionResult, type Env, type WebhookContext } from "./execute";
 
 export interface RestartInput {
   backendId: string;
@@ -71,20 +71,6 @@ export interface RestartDeps {
   notify?: (draft: NotificationDraft) => void;
 }
 
-/** The verb's dependencies in a running stepwatch: its config, its database, its watcher. */
-export function restartDeps(rt: Pick<Runtime, "config" | "db" | "watcher">, env: NodeJS.ProcessEnv = process.env): RestartDeps {
-  return {
-    db: rt.db,
-    backends: rt.config.backends,
-    restartCooldownSeconds: rt.config.restartCooldownSeconds,
-    commandEnv: restartCommandEnv(env, rt.config.secretEnvNames),
-    current: (b) => rt.watcher.current(b),
-    onPending: (b, p) => rt.watcher.notifyRestartRequested(b, p),
-    onResolved: (b, outcome) => rt.watcher.notifyRestartResolved(b, outcome),
-    notify: (d) => rt.watcher.notify(d),
-  };
-}
-
 export interface RestartAccepted {
   /** The audit row as inserted (lib/api/ turns it into the API's RestartEventDTO). */
   event: RestartEventRow;
@@ -95,8 +81,7 @@ export interface RestartAccepted {
 const MAX_NOTE = 500;
 
 export function requestRestart(input: RestartInput, deps: RestartDeps): RestartAccepted {
-  const backend = deps.backends.find((b) => b.id === input.backendId);
-  if (!backend) throw new DomainError("not-found", `no backend "${input.backendId}" in the config`);
+  const backend = backendOrThrow(deps.backends, input.backendId);
   if (!backend.restart) {
     throw new DomainError("not-configured", `no restart action is configured for "${backend.id}" (backends[].restart in the config)`);
   }

@@ -6,10 +6,11 @@
  * transitions and restarts into time-axis markers.
  */
 import { HISTORY_FIGURES, spanValues } from "../core/history";
-import type { HistoryColumns, HistoryFigure, RestartEventDTO, SparkPoint, TransitionDTO } from "../api/types";
+import type { RestartEventDTO, SparkPoint, TransitionDTO } from "../api/types";
+import type { HistoryColumns, HistoryFigure } from "../core/history";
 import type { BackendState } from "../core/states";
 import { BACKEND_STATES } from "../core/states";
-import { LATENCY_FIELDS, type LatencySample } from "../metrics/vllm-latency";
+import { LATENCY_FIELDS, type LatencySample } from "../core/latency";
 
 export const RANGES = [
   { key: "15m", label: "15 min", ms: 15 * 60_000 },

@@ -7,15 +7,16 @@
  * records nothing) and dropped from memory, changed ones keep their monitor (history, state).
  */
 import { setMaxListeners } from "node:events";
-import type { Db } from "../../db/client";
-import { applyRetention, type RetentionResult } from "../../db/queries";
+import type { Db } from "../../db/types";
+import { applyRetention, type RetentionResult } from "../../db/queries/history";
 import { observe as realObserve } from "../check/observe";
 import { readProxy as realReadProxy, type ReadOptions } from "../check/read";
 import type { PendingRestart, Reading, Verdict } from "../core/types";
 import { thresholdsOf, type BackendConfig, type Config, type ProxyConfig } from "../config";
 import { realClock, runEvery, type LoopClock } from "./loop";
 import { OnCallBook } from "../oncall/book";
-import { Outbox, type NotificationDraft, type OutboxOptions } from "../notify/outbox";
+import { Outbox, type OutboxOptions } from "../notify/outbox";
+import { type NotificationDraft } from "../core/events";
 import { BackendMonitor, ProxyMonitor, type MonitorDeps } from "./monitors";
 import { startReadPool, type ReadPool, type SpawnReadThread } from "./read-pool";
 import { readThreadsFor } from "./read-threads";

@@ -4,7 +4,8 @@
  */
 import { sameProcess } from "../check/classify";
 import type { Reading } from "../core/types";
-import { EMPTY_LATENCY_FIGURES, latencyFigures, latencySample, type LatencySample } from "../metrics/vllm-latency";
+import { latencyFigures, latencySample } from "../metrics/vllm-latency";
+import { EMPTY_LATENCY_FIGURES, type LatencySample } from "../core/latency";
 
 export function latencyOf(history: Reading[], reading: Reading): LatencySample {
   const m = reading.metrics;

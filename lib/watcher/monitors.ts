@@ -3,7 +3,7 @@
  * observe() (lib/check/observe.ts), the same code the CLI runs; this file only feeds it the
  * backend's history and pending restart, and records what it decided.
  */
-import { sampleRow, type TargetKind } from "../../db/queries";
+import { sampleRow, type TargetKind } from "../../db/queries/readings";
 import type { RestartEventRow } from "../../db/schema";
 import type { observe as observeFn, Reader } from "../check/observe";
 import type { BackendTarget, ReadOptions } from "../check/read";
@@ -14,7 +14,7 @@ import type { PendingRestart, ProxyReading, Reading, Thresholds, Verdict } from 
 import type { BackendConfig, ProxyConfig } from "../config";
 import type { OnCallBook } from "../oncall/book";
 import { decide, NO_PROBLEM, seedProblemState, type ProblemState } from "../notify/policy";
-import type { NotificationDraft } from "../notify/outbox";
+import type { NotificationDraft } from "../core/events";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
 import { dropOlderLatency, latencyOf } from "./latency";
 import { judgeProxy } from "../check/proxy";

@@ -4,20 +4,10 @@
  * dropped first, transitions kept longest) and is retried on the next tick, while polling and the
  * live view go on. Reads that fail fall back to "nothing stored". Nothing here throws.
  */
-import type { Db } from "../../db/client";
-import {
-  insertSamples,
-  insertTransition,
-  lastRestartOf,
-  latestRestartsOf,
-  lastTransition,
-  recentReadings,
-  resolveRestart,
-  type NewSample,
-  type NewTransition,
-  type TargetKind,
-} from "../../db/queries";
-import { countRestartsBy, lastNotificationOf } from "../../db/queries-oncall";
+import type { Db } from "../../db/types";
+import { lastRestartOf, latestRestartsOf, resolveRestart } from "../../db/queries/restarts";
+import { insertSamples, insertTransition, lastTransition, recentReadings, type NewSample, type NewTransition, type TargetKind } from "../../db/queries/readings";
+import { countRestartsBy, lastNotificationOf } from "../../db/queries/oncall";
 import type { NotificationRow, RestartEventRow, TransitionRow } from "../../db/schema";
 import type { Reading } from "../core/types";
 

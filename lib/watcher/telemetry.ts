@@ -4,7 +4,7 @@
  * and the bench that start a watcher count nothing anywhere.
  */
 import type { RestartOutcome } from "../../db/schema";
-import type { FetchOutcome } from "../net/http";
+import type { FetchOutcome } from "../core/fetch";
 
 export type ReadKind = "backend" | "proxy";
 

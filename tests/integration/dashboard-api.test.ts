@@ -10,7 +10,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { toRows } from "@/lib/core/history";
 import type { FleetResponse, HistoryResponse, RestartPlanDTO } from "@/lib/api/types";
-import type { OutagesResponse } from "@/lib/outages";
+import type { OutagesResponse } from "@/lib/api/types";
 import { startSimulator, type Simulator } from "@/sim/server";
 import { assertBuilt, getJson, spawnApp, waitFor, type RunningApp } from "./app-support";
 

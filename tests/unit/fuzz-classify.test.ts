@@ -17,7 +17,7 @@ import { classify, isAsleep, shouldProbe } from "@/lib/check/classify";
 import { BACKEND_STATES, STATE_INFO } from "@/lib/core/states";
 import type { PendingRestart, ProbeResult, Reading, Thresholds } from "@/lib/core/types";
 import { parseVllmMetrics, type VllmMetrics } from "@/lib/engines/vllm";
-import type { FetchOutcome } from "@/lib/net/http";
+import type { FetchOutcome } from "@/lib/core/fetch";
 import type { EngineKind } from "@/lib/core/engine";
 
 const SEED = 20_260_601;

@@ -7,14 +7,16 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openDb, type DbHandle } from "@/db/client";
-import { historyPoints, insertSamples, sampleRow } from "@/db/queries";
+import { openDb } from "@/db/client";
+import { type DbHandle } from "@/db/types";
+import { historyPoints } from "@/db/queries/history";
+import { insertSamples, sampleRow } from "@/db/queries/readings";
 import { HISTORY_FIGURES, spanValues, threeDigits, toColumns, toRows } from "@/lib/core/history";
 import { historyOf } from "@/lib/api/snapshot";
 import { historyCsv } from "@/lib/api/exports";
-import type { HistoryPoint } from "@/lib/api/types";
+import type { HistoryPoint } from "@/lib/core/history";
 import type { Reading, Verdict } from "@/lib/core/types";
-import type { HistoryColumns } from "@/lib/api/types";
+import type { HistoryColumns } from "@/lib/core/history";
 
 /** historyPoints' columns as one object per point. */
 const pts = (r: { columns: HistoryColumns }) => toRows(r.columns);

@@ -3,13 +3,15 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb, type DbHandle } from "@/db/client";
-import { applyRetention, historyPoints, insertSamples, recentReadings, sampleRow } from "@/db/queries";
+import { openDb } from "@/db/client";
+import { type DbHandle } from "@/db/types";
+import { applyRetention, historyPoints } from "@/db/queries/history";
+import { insertSamples, recentReadings, sampleRow } from "@/db/queries/readings";
 import type { Reading, Verdict } from "@/lib/core/types";
-import type { Histogram, VllmLatency } from "@/lib/metrics/vllm-latency";
+import type { Histogram, VllmLatency } from "@/lib/core/latency";
 import { dropOlderLatency, latencyOf } from "@/lib/watcher/latency";
 import { toRows } from "@/lib/core/history";
-import type { HistoryColumns } from "@/lib/api/types";
+import type { HistoryColumns } from "@/lib/core/history";
 
 /** historyPoints' columns as one object per point. */
 const pts = (r: { columns: HistoryColumns }) => toRows(r.columns);

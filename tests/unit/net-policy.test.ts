@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { PEER_HEADER, PEER_TLS_HEADER, buildNetPolicy, clientAddressOf, isAllowedHost, isForeignOriginFor, normalizeAddress, requestOrigin } from "@/lib/net/net-policy";
-import { safeNextPath } from "@/lib/auth/next-path";
+import { safeNextPath } from "@/lib/core/next-path";
 import { capList, capText, countOf, namesOf } from "@/lib/core/caps";
 
 const h = (o: Record<string, string>) => new Headers(o);

@@ -2,32 +2,17 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb, type DbHandle } from "@/db/client";
-import {
-  applyRetention,
-  FOLD_AFTER_MS,
-  historyPoints,
-  insertRestartUnlessBlocked,
-  insertSamples,
-  insertTransition,
-  lastRestartOf,
-  latestRestartsOf,
-  lastTransition,
-  listRestartEvents,
-  pendingRestartOf,
-  recentReadings,
-  recordActionResult,
-  resolveRestart,
-  sampleRow,
-  transitionsInRange,
-  type NewSample,
-} from "@/db/queries";
+import { openDb } from "@/db/client";
+import { type DbHandle } from "@/db/types";
+import { applyRetention, FOLD_AFTER_MS, historyPoints } from "@/db/queries/history";
+import { insertRestartUnlessBlocked, lastRestartOf, latestRestartsOf, listRestartEvents, pendingRestartOf, recordActionResult, resolveRestart } from "@/db/queries/restarts";
+import { insertSamples, insertTransition, lastTransition, recentReadings, sampleRow, transitionsInRange, type NewSample } from "@/db/queries/readings";
 import { desc, eq } from "drizzle-orm";
 import { restartEvents, samples } from "@/db/schema";
 import type { BackendState } from "@/lib/core/states";
 import type { Reading, Verdict } from "@/lib/core/types";
 import { toRows } from "@/lib/core/history";
-import type { HistoryColumns } from "@/lib/api/types";
+import type { HistoryColumns } from "@/lib/core/history";
 
 /** historyPoints' columns as one object per point. */
 const pts = (r: { columns: HistoryColumns }) => toRows(r.columns);

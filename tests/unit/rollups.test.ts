@@ -8,12 +8,14 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb, type DbHandle } from "@/db/client";
-import { applyRetention, historyLevel, historyPoints, insertSamples, MAX_HISTORY_POINTS, ROLLUP_WIDTHS_MS, sampleRow, type NewSample } from "@/db/queries";
+import { openDb } from "@/db/client";
+import { type DbHandle } from "@/db/types";
+import { applyRetention, historyLevel, historyPoints, MAX_HISTORY_POINTS, ROLLUP_WIDTHS_MS } from "@/db/queries/history";
+import { insertSamples, sampleRow, type NewSample } from "@/db/queries/readings";
 import type { BackendState } from "@/lib/core/states";
 import type { Reading, Verdict } from "@/lib/core/types";
 import { toRows } from "@/lib/core/history";
-import type { HistoryColumns } from "@/lib/api/types";
+import type { HistoryColumns } from "@/lib/core/history";
 
 /** historyPoints' columns as one object per point. */
 const pts = (r: { columns: HistoryColumns }) => toRows(r.columns);

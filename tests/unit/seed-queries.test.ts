@@ -7,9 +7,10 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb, type DbHandle } from "@/db/client";
-import { activeAcknowledgement, insertAcknowledgement, insertMaintenance, insertNotification, lastNotificationOf, openMaintenance } from "@/db/queries-oncall";
-import { insertTransition, lastTransition } from "@/db/queries";
+import { openDb } from "@/db/client";
+import { type DbHandle } from "@/db/types";
+import { activeAcknowledgement, insertAcknowledgement, insertMaintenance, insertNotification, lastNotificationOf, openMaintenance } from "@/db/queries/oncall";
+import { insertTransition, lastTransition } from "@/db/queries/readings";
 
 let dir: string;
 let a: DbHandle;

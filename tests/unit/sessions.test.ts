@@ -2,8 +2,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb, type DbHandle } from "@/db/client";
-import { listAudit, recordAudit, sessionsOf } from "@/db/queries";
+import { openDb } from "@/db/client";
+import { type DbHandle } from "@/db/types";
+import { listAudit, recordAudit, sessionsOf } from "@/db/queries/auth";
 import type { OperatorConfig } from "@/lib/config";
 import { MAX_SESSIONS_PER_OPERATOR, SESSION_TTL_MS, createSession, endSessionByToken, resolveSession } from "@/lib/auth/session";
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { HistoryPoint, RestartEventDTO } from "@/lib/api/types";
+import type { RestartEventDTO } from "@/lib/api/types";
+import type { HistoryPoint } from "@/lib/core/history";
 import { toColumns } from "@/lib/core/history";
 import { parseRange, rangeMs, seriesMax, toHistorySeries, toMarkers, toSparkline, typicalStepMs } from "@/lib/ui/chart";
 import { formatAgo, formatCount, formatDateTime, formatDuration, formatPercent, formatRate, formatTick, truncate, zoneName } from "@/lib/core/format";

@@ -2,7 +2,8 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
-import { extractVllmLatency, histogramDelta, histogramQuantile, latencyFigures, type Histogram } from "@/lib/metrics/vllm-latency";
+import { extractVllmLatency, histogramDelta, histogramQuantile, latencyFigures } from "@/lib/metrics/vllm-latency";
+import { type Histogram } from "@/lib/core/latency";
 
 const fixture = (name: string) => readFileSync(`tests/fixtures/real-metrics/${name}`, "utf8");
 

@@ -4,9 +4,8 @@ import { errorResponse } from "@/lib/api/respond";
 import { assertSameOrigin, authState, clearSessionCookie, clientAddress, currentPrincipal, currentSession, currentToken, setSessionCookie } from "@/lib/api/operator";
 import { createSession, endSessionByToken } from "@/lib/auth/session";
 import { signIn } from "@/lib/auth/signin";
-import { auditSignInFailure } from "@/lib/auth/audit";
+import { auditSession, auditSignInFailure } from "@/lib/auth/audit";
 import { DomainError } from "@/lib/core/errors";
-import { recordAudit } from "@/db/queries";
 import { readJson } from "../_lib/body";
 
 export const dynamic = "force-dynamic";
@@ -47,7 +46,7 @@ export async function POST(req: Request): Promise<Response> {
     );
     const now = Date.now();
     const { token, session } = createSession(rt.db.db, { operator, key, now, address, userAgent: req.headers.get("user-agent") });
-    recordAudit(rt.db.db, { at: now, actor: operator.name, actorKind: "operator", action: "signin.ok", address });
+    auditSession(rt.db.db, "signin.ok", operator.name, address, now);
     const res = NextResponse.json({ operator: session.name, expiresAt: session.expiresAt }, { headers: { "cache-control": "no-store" } });
     setSessionCookie(res, req, token, session.expiresAt);
     return res;
@@ -63,7 +62,7 @@ export async function DELETE(req: Request): Promise<Response> {
     const { rt } = await authState();
     const s = await currentSession();
     endSessionByToken(rt.db.db, await currentToken(req));
-    if (s) recordAudit(rt.db.db, { at: Date.now(), actor: s.name, actorKind: "operator", action: "signout", address: clientAddress(req) });
+    if (s) auditSession(rt.db.db, "signout", s.name, clientAddress(req));
     const res = NextResponse.json({ operator: null });
     clearSessionCookie(res, req);
     return res;

@@ -1,6 +1,5 @@
 import { z } from "zod";
-import { errorResponse } from "@/lib/api/respond";
-import { actorOf, assertSameOrigin, requireOperator } from "@/lib/api/operator";
+import { withOperator } from "@/lib/api/operator";
 import { acknowledgeBackend } from "@/lib/api/oncall";
 import { readJson } from "../../../_lib/body";
 
@@ -14,15 +13,8 @@ const Body = z.strictObject({ note: z.string().max(500).optional() });
  * current problem until the backend is healthy again. 403 foreign Origin, 401 no session, 404
  * unknown id, 409 healthy (nothing to acknowledge), 201 with the acknowledgement.
  */
-export async function POST(req: Request, ctx: { params: Promise<{ id: string }> }): Promise<Response> {
-  try {
-    assertSameOrigin(req);
-    const session = await requireOperator();
-    const body = await readJson(req, Body);
-    const { id } = await ctx.params;
-    const acknowledgement = await acknowledgeBackend(id, session.name, body.note, actorOf(req, session));
-    return Response.json({ acknowledgement }, { status: 201, headers: { "cache-control": "no-store" } });
-  } catch (e) {
-    return errorResponse(e);
-  }
-}
+export const POST = withOperator<{ id: string }>(async ({ req, params, operator, actor }) => {
+  const body = await readJson(req, Body);
+  const acknowledgement = await acknowledgeBackend(params.id, operator.name, body.note, actor);
+  return Response.json({ acknowledgement }, { status: 201, headers: { "cache-control": "no-store" } });
+});

@@ -1,8 +1,7 @@
 import { z } from "zod";
-import { errorResponse } from "@/lib/api/respond";
-import { actorOf, assertSameOrigin, requireOperator } from "@/lib/api/operator";
+import { withOperator } from "@/lib/api/operator";
 import { endBackendMaintenance, startBackendMaintenance } from "@/lib/api/oncall";
-import { MAX_MAINTENANCE_MINUTES } from "@/lib/oncall/verbs";
+import { MAX_MAINTENANCE_MINUTES } from "@/lib/core/oncall";
 import { readJson } from "../../../_lib/body";
 
 export const dynamic = "force-dynamic";
@@ -18,27 +17,13 @@ const Body = z.strictObject({
  * notification, no restart recommendation, no unattended restart. Replaces a running period.
  * 403 foreign Origin, 401 no session, 404 unknown id, 400 bad minutes, 201 with the period.
  */
-export async function POST(req: Request, ctx: { params: Promise<{ id: string }> }): Promise<Response> {
-  try {
-    assertSameOrigin(req);
-    const session = await requireOperator();
-    const body = await readJson(req, Body);
-    const { id } = await ctx.params;
-    const maintenance = await startBackendMaintenance(id, session.name, body.minutes, body.note, actorOf(req, session));
-    return Response.json({ maintenance }, { status: 201, headers: { "cache-control": "no-store" } });
-  } catch (e) {
-    return errorResponse(e);
-  }
-}
+export const POST = withOperator<{ id: string }>(async ({ req, params, operator, actor }) => {
+  const body = await readJson(req, Body);
+  const maintenance = await startBackendMaintenance(params.id, operator.name, body.minutes, body.note, actor);
+  return Response.json({ maintenance }, { status: 201, headers: { "cache-control": "no-store" } });
+});
 
 /** DELETE /api/backends/{id}/maintenance: ends it now. 409 when not in maintenance (or only in a config window). */
-export async function DELETE(req: Request, ctx: { params: Promise<{ id: string }> }): Promise<Response> {
-  try {
-    assertSameOrigin(req);
-    const session = await requireOperator();
-    const { id } = await ctx.params;
-    return Response.json(await endBackendMaintenance(id, session.name, actorOf(req, session)), { headers: { "cache-control": "no-store" } });
-  } catch (e) {
-    return errorResponse(e);
-  }
-}
+export const DELETE = withOperator<{ id: string }>(async ({ params, operator, actor }) =>
+  Response.json(await endBackendMaintenance(params.id, operator.name, actor), { headers: { "cache-control": "no-store" } }),
+);

@@ -1,9 +1,6 @@
 import { z } from "zod";
-import { errorResponse } from "@/lib/api/respond";
-import { actorOf, assertSameOrigin, requireOperator } from "@/lib/api/operator";
-import { restartDTO } from "@/lib/api/snapshot";
-import { requestRestart, restartDeps } from "@/lib/restart/request";
-import { getRuntime } from "@/lib/runtime";
+import { withOperator } from "@/lib/api/operator";
+import { restartBackend } from "@/lib/api/restart";
 import { readJson } from "../../../_lib/body";
 
 export const dynamic = "force-dynamic";
@@ -21,28 +18,8 @@ const Body = z.strictObject({
  * cooldown (before any 422 for the id), 422 healthy and the id not typed, 202 with the event (the
  * action then runs in the background). See docs/api.md.
  */
-export async function POST(req: Request, ctx: { params: Promise<{ id: string }> }): Promise<Response> {
-  try {
-    assertSameOrigin(req);
-    const session = await requireOperator();
-    const body = await readJson(req, Body);
-    const { id } = await ctx.params;
-    const rt = await getRuntime();
-    const { event, done } = requestRestart(
-      {
-        backendId: id,
-        operator: session.name,
-        ...actorOf(req, session),
-        confirm: body.confirm,
-        overrideCooldown: body.overrideCooldown,
-        note: body.note,
-        now: Date.now(),
-      },
-      restartDeps(rt),
-    );
-    done.catch((e) => console.error(`stepwatch: restart #${event.id} of ${id}: ${(e as Error).message}`));
-    return Response.json({ event: restartDTO(event) }, { status: 202, headers: { "cache-control": "no-store" } });
-  } catch (e) {
-    return errorResponse(e);
-  }
-}
+export const POST = withOperator<{ id: string }>(async ({ req, params, operator, actor }) => {
+  const body = await readJson(req, Body);
+  const event = await restartBackend({ backendId: params.id, operator: operator.name, ...actor, ...body, now: Date.now() });
+  return Response.json({ event }, { status: 202, headers: { "cache-control": "no-store" } });
+});

@@ -20,10 +20,11 @@
  * parses one.
  */
 import { buildNetPolicy, currentNetPolicy, isAllowedHost, requestOrigin, type HeaderSource, type NetPolicy } from "../net/net-policy";
-import { contentSecurityPolicy, escapeHtml, SECURITY_HEADERS } from "./headers";
-import { principalOf, type Principal } from "./principal";
-import { sessionTokenFrom } from "./session";
-import { authHolder, startedRuntime } from "./state";
+import { contentSecurityPolicy, escapeHtml, SECURITY_HEADERS } from "../auth/headers";
+import { principalOf, type Principal } from "../auth/principal";
+import { sessionTokenFrom } from "../auth/session";
+import { authHolder } from "../auth/state";
+import type { Runtime } from "../runtime";
 
 const FALLBACK = buildNetPolicy({ trustProxy: [], allowedHosts: [] });
 
@@ -88,7 +89,7 @@ export async function admit(req: AdmissionRequest): Promise<Admission> {
   if (!started) return refuse({ kind: "starting" });
   const rt = await started;
   if (rt.config.access.read !== "signed-in" || isOpenPath(req.pathname)) return { ...common, ok: true, principal: null };
-  const { key } = authHolder(rt);
+  const { key } = authHolder(rt.db.path);
   const who = principalOf(req.headers, sessionTokenFrom(req.cookies, https), { config: rt.config, db: rt.db.db, key, policy, now: Date.now() });
   if (who) return { ...common, ok: true, principal: who };
   if (req.pathname.startsWith("/api/")) return refuse({ kind: "unauthenticated" });
@@ -130,4 +131,12 @@ their own names at this address (DNS rebinding).</p>
 <code>publicUrl</code>) and restart stepwatch.</p>
 </body></html>`;
   return new Response(body, { status: 421, headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } });
+}
+
+/**
+ * The runtime lib/runtime started (instrumentation awaits it before serving), or null. Read from
+ * globalThis with only a type import of the runtime, so proxy.ts does not bundle the watcher.
+ */
+function startedRuntime(): Promise<Runtime> | null {
+  return (globalThis as { [k: symbol]: Promise<Runtime> | undefined })[Symbol.for("stepwatch.runtime")] ?? null;
 }

@@ -4,8 +4,8 @@
  * file stays one subject; lib/ calls these verbs and never builds SQL.
  */
 import { and, desc, eq, gt, gte, inArray, isNull, lte, sql } from "drizzle-orm";
-import type { Db } from "./client";
-import { perConnection } from "./per-connection";
+import type { Db } from "../types";
+import { perConnection } from "../per-connection";
 import {
   acknowledgements,
   maintenancePeriods,
@@ -18,7 +18,7 @@ import {
   type NotificationAttemptRow,
   type NotificationDeliveryRow,
   type NotificationRow,
-} from "./schema";
+} from "../schema";
 
 export type NewNotification = typeof notifications.$inferInsert;
 export type NewAcknowledgement = typeof acknowledgements.$inferInsert;
