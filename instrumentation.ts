@@ -5,7 +5,8 @@
  */
 export async function register(): Promise<void> {
   if (process.env.NEXT_RUNTIME === "nodejs") {
-    // `next build` may load this file while collecting pages: watching belongs to `next start`.
+    // Watching belongs to `next start`, never to `next build` or its workers (Next 16 does not call
+    // register() there; lib/runtime's getRuntime() refuses there too, for a page prerendered).
     if (process.env.NEXT_PHASE === "phase-production-build") return;
     // The socket address for the sign-in throttle and the Origin/Host checks (lib/net/net-policy).
     const { installPeerHeader } = await import("./lib/net/net-policy");

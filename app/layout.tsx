@@ -5,6 +5,10 @@ import { TopBar } from "@/components/TopBar";
 import { currentOperatorName } from "@/lib/api/operator";
 import "./globals.css";
 
+// Every page shows who is signed in, which needs the runtime: rendered per request, never at build
+// (a prerendered page, /_not-found among them, would start the watcher inside `next build`).
+export const dynamic = "force-dynamic";
+
 export const metadata: Metadata = {
   title: { default: "stepwatch", template: "%s · stepwatch" },
   description: "Model servers watched from their own metrics, restarted only when an operator confirms.",

@@ -41,8 +41,22 @@ export interface Runtime {
 const KEY = Symbol.for("stepwatch.runtime");
 type Holder = { [KEY]?: Promise<Runtime> };
 
+/**
+ * True in `next build` and every process it starts (collecting page data, prerendering): Next sets
+ * NEXT_PHASE before it starts its workers, and they inherit it. Nothing there may start the runtime.
+ */
+export function isBuilding(env: Record<string, string | undefined> = process.env): boolean {
+  return env.NEXT_PHASE === "phase-production-build";
+}
+
+/**
+ * The runtime, started on the first call when serving. During the build it refuses (a rejected
+ * promise, nothing kept): a page prerendered there would otherwise poll the configured fleet and
+ * write its database (issue 27); such a page must be rendered per request instead.
+ */
 export function getRuntime(): Promise<Runtime> {
   const g = globalThis as Holder;
+  if (!g[KEY] && isBuilding()) return Promise.reject(new Error("stepwatch's runtime does not start during `next build`: it starts with `next start`"));
   g[KEY] ??= startRuntime();
   return g[KEY];
 }
@@ -209,8 +223,12 @@ async function startRuntime(): Promise<Runtime> {
   return rt;
 }
 
-/** For instrumentation.ts: start once; a bad config (or an unusable DB) ends the process non-zero. */
+/**
+ * For instrumentation.ts: start once when serving (never during the build); a bad config (or an
+ * unusable DB) ends the process non-zero.
+ */
 export async function startFromInstrumentation(): Promise<void> {
+  if (isBuilding()) return;
   try {
     await getRuntime();
   } catch (e) {
