@@ -4,7 +4,7 @@
  * Input: the database the real watcher wrote during the incident replay (bench/incident.ts), i.e.
  * real sample rows (with the Reading JSON) of one backend polled every 5 s. Sizes come from
  * SQLite's own dbstat table (pages of each table and index), so they are what the file holds.
- * Rollup: the real retention job (db/queries.ts applyRetention) folds every raw sample into
+ * Rollup: the real retention job (db/queries/history.ts applyRetention) folds every raw sample into
  * per-minute rows, as it does once samples are older than retention.rawHours.
  * History: the same rows tiled over 7 days ending now, for one backend, inserted with the real
  * insertSamples; retention then leaves the last 48 h raw and the rest as rollups, and the real

@@ -113,7 +113,7 @@ export const sampleMinutes = sqliteTable(
 );
 
 /**
- * Coarser windows of `sample_minutes` (db/queries.ts ROLLUP_WIDTHS_MS: 10 minutes and an hour),
+ * Coarser windows of `sample_minutes` (db/queries/history.ts ROLLUP_WIDTHS_MS: 10 minutes and an hour),
  * each recomputed from its minutes whenever the retention job folds readings into one of them, so a
  * window always sums exactly its minutes. A week's history reads ~1,000 of these rows as they are,
  * instead of grouping ~10,000 minutes per request. Kept until the window's end is rollupDays old.
@@ -208,7 +208,7 @@ export const sessions = sqliteTable(
 /**
  * Who did what: sign-ins (ok and failed, with the name tried and the client address), sign-outs,
  * restarts, config reloads, acknowledgements, maintenance. Kept forever; written through
- * recordAudit (db/queries.ts), read by operators only.
+ * recordAudit (db/queries/auth.ts), read by operators only.
  */
 export const auditLog = sqliteTable(
   "audit_log",

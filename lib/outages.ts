@@ -1,6 +1,6 @@
 /**
  * Outages, derived from the recorded state transitions (pure, tested; the query is in
- * db/queries.ts). An outage is an episode in which the backend could not serve, whoever caused it:
+ * db/queries/readings.ts). An outage is an episode in which the backend could not serve, whoever caused it:
  * - `down` or `stuck` (what stepwatch would recommend a restart for);
  * - `unknown` for longer than `unknownAfterSeconds` (one failed read is not an outage);
  * - a restart from outside stepwatch (systemd, a crash and a respawn, another operator): a new

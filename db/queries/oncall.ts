@@ -1,6 +1,6 @@
 /**
  * Named queries of the on-call loop: the notification outbox, its attempts, acknowledgements and
- * maintenance periods. Kept apart from db/queries.ts (the watcher's readings and restarts) so each
+ * maintenance periods. Kept apart from ./readings.ts and ./restarts.ts (the watcher's readings and restarts) so each
  * file stays one subject; lib/ calls these verbs and never builds SQL.
  */
 import { and, desc, eq, gt, gte, inArray, isNull, lte, sql } from "drizzle-orm";
@@ -171,7 +171,7 @@ export function lastNotificationOf(db: Db, backendId: string, events: Notificati
 
 /**
  * The reads made once per backend when the watcher seeds its monitors (and when an
- * acknowledgement or maintenance changes), prepared once per connection as db/queries.ts's poll
+ * acknowledgement or maintenance changes), prepared once per connection as ./readings.ts's poll
  * statements are: building each through drizzle again for every backend was most of the start's
  * time at 1000 backends. Drizzle prepared queries map rows exactly as the unprepared ones do.
  */

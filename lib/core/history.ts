@@ -85,7 +85,7 @@ type Row = { at: number; state: BackendState } & Partial<Record<HistoryFigure, n
 
 /**
  * Columns from `n` points in any shape: point i's time, state and the value of HISTORY_FIGURES[k],
- * every digit kept (roundColumns makes what the dashboard is sent). db/queries.ts builds the
+ * every digit kept (roundColumns makes what the dashboard is sent). db/queries/history.ts builds the
  * history from SQLite's rows as arrays (an object per row with 20 keys cost 5x the query itself).
  */
 export function columnsFrom(

@@ -2,9 +2,9 @@
  * The restart verb: the only way stepwatch ever restarts anything.
  *
  * 1. Validate against the config, the restart log and the watcher's current verdict, in this
- *    order: unknown id (404), nothing configured (422), a pending restart or the cooldown (409,
+ *    order: unknown id (404), nothing configured (501), a pending restart or the cooldown (409,
  *    with who asked and when, and until when), a healthy backend whose id was not typed (422).
- * 2. ONE SQLite transaction (BEGIN IMMEDIATE, insertRestartUnlessBlocked in db/queries.ts) inserts
+ * 2. ONE SQLite transaction (BEGIN IMMEDIATE, insertRestartUnlessBlocked in db/queries/restarts.ts) inserts
  *    the restart event with INSERT ... SELECT ...
  *    WHERE NOT EXISTS (a pending restart, or one inside the cooldown), and its line in the audit
  *    log (who, from where, which backend). The partial unique index

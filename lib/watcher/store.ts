@@ -1,5 +1,6 @@
 /**
- * The watcher's only door to SQLite. Writes are queued and flushed in one transaction per tick;
+ * The watcher's door to SQLite for what a poll writes and reads (the retention loop in ./index.ts
+ * calls db/queries/history.ts applyRetention itself, in chunks of backends). Writes are queued and flushed in one transaction per tick;
  * when a write fails (disk full, read-only file) the batch stays queued (bounded: oldest samples
  * dropped first, transitions kept longest) and is retried on the next tick, while polling and the
  * live view go on. Reads that fail fall back to "nothing stored". Nothing here throws.

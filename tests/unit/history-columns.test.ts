@@ -126,7 +126,7 @@ describe("historyOf on a real database", () => {
     expect(csv).toContain("10.987654");
     expect(csv).toContain("0.123456");
   });
-  // historyPoints reads its points as one JSON text from SQLite (db/queries.ts pointRows): every
+  // historyPoints reads its points as one JSON text from SQLite (db/queries/history.ts pointRows): every
   // double must come back as stored, NULL as null, and the points in time order.
   it("gives back every stored double exactly, in time order, raw and from the rollups", () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-hist-"));

@@ -1,6 +1,6 @@
 /**
  * The reads that seed each monitor are drizzle queries prepared once per connection
- * (db/queries.ts, db/queries-oncall.ts): a prepared query must answer each call's own values,
+ * (db/queries/readings.ts, db/queries/oncall.ts): a prepared query must answer each call's own values,
  * on its own connection, and see rows written after it was prepared.
  */
 import fs from "node:fs";
