@@ -8,20 +8,13 @@
  * What each front reproduces, and from which source line, is in docs/engines.md ("Simulator").
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { LiveMode, VllmSimModel } from "../model";
+import type { VllmSimModel } from "../model";
+import type { FrontMode, LiveMode } from "../modes";
 
 export const ENGINE_KINDS = ["vllm", "llamacpp", "sglang", "tgi", "ollama"] as const;
 export type EngineKind = (typeof ENGINE_KINDS)[number];
 
-/**
- * Modes a front may add to the server's live modes. "sleep": llama.cpp's --sleep-idle-seconds
- * state, Ollama's unloaded model. "loading": the model is loading while the port answers (only
- * llama.cpp binds before it loads; for the others the server turns it into a restart).
- * "blocked": the engine loop is stuck inside a device call, so everything that goes through the
- * loop never answers (llama.cpp's /metrics is a task on that loop) while liveness routes still do.
- */
-export const FRONT_MODES = ["sleep", "loading", "blocked"] as const;
-export type FrontMode = (typeof FRONT_MODES)[number];
+export { FRONT_MODES, type FrontMode } from "../modes";
 
 /** Kinds of request in the simulator's received log (the server's RequestKind). */
 export type FrontRequestKind = "metrics" | "health" | "models" | "completion" | "admin" | "other";
