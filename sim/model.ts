@@ -1,7 +1,7 @@
 /**
  * The state of one simulated vLLM server (API server + data-parallel engines), without I/O.
  *
- * The HTTP layer (server.ts) owns sockets; this owns what a scrape shows: engines, the process
+ * The HTTP layer (server.ts and the engine fronts) owns sockets; this owns what a scrape shows: engines, the process
  * start time, the run-time mode. The clock is injected (ms since epoch) so unit tests drive time.
  */
 import { LIVE_MODES, type LiveMode } from "./modes";

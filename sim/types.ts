@@ -45,7 +45,7 @@ export interface SimState {
   completionsReceivedWhileBusy: number;
   httpInFlight: number;
   engine: EngineKind;
-  /** What a non-vLLM engine adds (sleeping, who woke it, llama.cpp's start header); null for vLLM. */
+  /** What an engine's front adds (sleeping, who woke it, llama.cpp's start header); null for vLLM, which adds nothing. */
   engineState: FrontState | null;
 }
 
