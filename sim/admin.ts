@@ -4,10 +4,10 @@
  * Restart and crash answer 202 first and act once the answer is sent (they close its socket).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { SIM_MODES, type SimMode } from "./model";
+import { SIM_MODES, type SimMode } from "./modes";
 import { BadRequest } from "./openai";
 import { readJson, sendJson } from "./reply";
-import type { Simulator } from "./server";
+import type { Simulator } from "./types";
 
 export const ADMIN_PREFIX = "/_sim/";
 

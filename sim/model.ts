@@ -1,30 +1,14 @@
 /**
  * The state of one simulated vLLM server (API server + data-parallel engines), without I/O.
  *
- * The HTTP layer (server.ts) owns sockets; this owns what a scrape shows: engines, the process
+ * The HTTP layer (server.ts and the engine fronts) owns sockets; this owns what a scrape shows: engines, the process
  * start time, the run-time mode. The clock is injected (ms since epoch) so unit tests drive time.
  */
-import { FRONT_MODES, type FrontMode } from "./engines/types";
+import { LIVE_MODES, type LiveMode } from "./modes";
 import { DEFAULT_ENGINE_CONFIG, Engine, type EngineConfig, type EngineRequest, type RequestSpec } from "./engine";
 
-/**
- * Modes that keep the server listening; restart and crash close the socket (server.ts).
- * - hang: every engine stops stepping, work in place. waiting-hang: running 0, waiting N, frozen.
- * - hang-engine: data parallel, the last engine stops stepping with its work while the others go on.
- * - wedged: no engine steps, but client aborts are processed and counted (finished_reason "abort").
- * - churn: preemption churn (vLLM #25538): KV cache and num_preemptions move, no token.
- * - deferred: `waiting` requests wait on something outside the engine (reason="deferred"), nothing runs.
- * - slow-metrics: /metrics answers only after a long delay while /health answers 200 at once.
- * - no-metrics: /metrics is another app's 404.
- */
-export const LIVE_MODES = ["normal", "hang", "waiting-hang", "hang-engine", "wedged", "churn", "deferred", "slow-metrics", "no-metrics"] as const;
-export type LiveMode = (typeof LIVE_MODES)[number];
-/**
- * The live modes, the modes an engine front adds (sleep, loading, blocked: sim/engines/types.ts),
- * and the two that close the socket (the server's restart and crash).
- */
-export type SimMode = LiveMode | FrontMode | "restart" | "crash";
-export const SIM_MODES: readonly SimMode[] = [...LIVE_MODES, ...FRONT_MODES, "restart", "crash"];
+// The mode words live in modes.ts (the fronts speak them too); kept importable from here.
+export { LIVE_MODES, SIM_MODES, type LiveMode, type SimMode } from "./modes";
 
 export interface SimModelOptions {
   modelName: string;

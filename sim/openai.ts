@@ -1,5 +1,6 @@
 /**
- * OpenAI-compatible request parsing and response bodies, shaped like vLLM's. Pure helpers for server.ts.
+ * OpenAI-compatible request parsing and response bodies, shaped like vLLM's. Pure helpers for the
+ * vLLM front (engines/vllm.ts) and the engines that copy vLLM's OpenAI routes.
  */
 import type { EngineRequest } from "./engine";
 

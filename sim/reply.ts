@@ -1,10 +1,10 @@
 /**
- * The simulator's HTTP plumbing, shared by the vLLM routes (server.ts) and the admin API
- * (admin.ts): JSON answers and capped request bodies.
+ * The simulator's HTTP plumbing, shared by the vLLM routes (engines/vllm.ts), the admin API
+ * (admin.ts) and the server: JSON answers, capped request bodies, errors in vLLM's shape.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { readBodyCapped } from "./body";
-import { BadRequest } from "./openai";
+import { BadRequest, errorBody } from "./openai";
 
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
@@ -38,4 +38,18 @@ export async function readJson(req: IncomingMessage): Promise<unknown> {
   } catch {
     throw new BadRequest("request body is not valid JSON");
   }
+}
+
+/**
+ * A request that failed: a BadRequest in vLLM's error body, an HttpError with its status, anything
+ * else a 500. An answer already under way (a stream) can only be cut.
+ */
+export function answerError(res: ServerResponse, err: unknown): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  if (err instanceof BadRequest) sendJson(res, err.status, errorBody(err.message, err.type, err.status));
+  else if (err instanceof HttpError) sendJson(res, err.status, { error: err.message });
+  else sendJson(res, 500, { error: `simulator error: ${(err as Error).message}` });
 }

@@ -1,6 +1,8 @@
 /**
- * The simulated vLLM server over real HTTP (node:http): /metrics, /health, /v1/models,
- * /v1/completions, /v1/chat/completions (streaming too), and an admin API under /_sim/ (admin.ts).
+ * One simulated model server over real HTTP (node:http): the process around an engine. It owns the
+ * socket, the port, the lifecycle (restart, crash, recover), the admin API under /_sim/ (admin.ts)
+ * and the received log, and hands every other request to the engine's front (sim/engines/: vLLM
+ * by default, or llama.cpp, SGLang, TGI, Ollama).
  *
  * Restart and crash really close the listening socket (connection refused, as while vLLM loads its
  * weights) and reopen on the same port. Everything a test needs to prove stepwatch's rule "a check
@@ -9,22 +11,15 @@
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { DEFAULT_ENGINE_CONFIG, type EngineConfig, type RequestSpec } from "./engine";
-import { renderMetricsBody } from "./metrics";
-import { LIVE_MODES, SIM_MODES, VllmSimModel, type LiveMode, type SimMode, type SubmittedRequest } from "./model";
-import {
-  BadRequest,
-  STREAM_DONE,
-  completionBody,
-  errorBody,
-  parseCompletionAsk,
-  streamChunk,
-  type CompletionAsk,
-  type ResponseMeta,
-} from "./openai";
-import { subscribeTick } from "./ticker";
+import { VllmSimModel } from "./model";
+import { LIVE_MODES, SIM_MODES, type LiveMode, type SimMode } from "./modes";
 import { ADMIN_PREFIX, handleAdmin } from "./admin";
-import { HttpError, readJson, sendJson } from "./reply";
-import { ENGINE_CONFIG_DEFAULTS, createFront, type EngineFront, type EngineKind, type FrontOptions, type FrontState } from "./engines";
+import { answerError } from "./reply";
+import { ENGINE_CONFIG_DEFAULTS, createFront, type EngineFront, type EngineKind, type FrontOptions } from "./engines";
+import type { LoadSpec, ReceivedRequest, RequestKind, SimPhase, SimState, Simulator } from "./types";
+
+// The handle's words live in types.ts (the admin API needs them without the server); importable from here.
+export type { LoadSpec, ReceivedRequest, RequestKind, SimPhase, SimState, Simulator } from "./types";
 
 export interface SimulatorOptions {
   /** 0 (default) = an ephemeral port, kept across restarts. */
@@ -70,104 +65,10 @@ export interface SimulatorOptions {
   httpKeepAliveSeconds?: number;
   /** Which engine's endpoints and exposition to speak (default vLLM); see sim/engines/. */
   engine?: EngineKind;
-  /** Knobs of the non-vLLM engines (llama.cpp's sleep, SGLang's newer counters...). */
+  /** Knobs of the other engines (llama.cpp's sleep, SGLang's newer counters...); vLLM's are the options above. */
   engineOptions?: FrontOptions;
 }
 
-
-/** listening: serving; loading: restarted, weights loading, refused; crashed: refused until recovered. */
-export type SimPhase = "listening" | "loading" | "crashed" | "closed";
-
-export type RequestKind = "metrics" | "health" | "models" | "completion" | "admin" | "other";
-
-export interface ReceivedRequest {
-  method: string;
-  path: string;
-  /** Wall ms. */
-  at: number;
-  kind: RequestKind;
-  completion: boolean;
-  /** Load when the request arrived. */
-  running: number;
-  waiting: number;
-  mode: LiveMode;
-}
-
-export interface SimState {
-  url: string;
-  port: number;
-  modelName: string;
-  phase: SimPhase;
-  mode: LiveMode;
-  running: number;
-  waiting: number;
-  kvCacheUsage: number;
-  counters: { steps: number; promptTokens: number; generationTokens: number; finished: number };
-  /** The current process's start time (also kept when /metrics does not expose it). */
-  processStartTime: number;
-  exposesProcessStartTime: boolean;
-  /** Process number: 1, then +1 on every restart or recovery. */
-  generation: number;
-  received: number;
-  completionsReceivedWhileBusy: number;
-  httpInFlight: number;
-  engine: EngineKind;
-  /** What a non-vLLM engine adds (sleeping, who woke it, llama.cpp's start header); null for vLLM. */
-  engineState: FrontState | null;
-}
-
-export interface LoadSpec {
-  requests: number;
-  promptTokens?: number;
-  maxTokens?: number;
-  /** Finish early with "stop" after this many tokens. */
-  outputTokens?: number;
-}
-
-export interface Simulator {
-  readonly url: string;
-  readonly port: number;
-  readonly host: string;
-  readonly modelName: string;
-  readonly engine: EngineKind;
-  /** The engine model, for in-process inspection. */
-  readonly model: VllmSimModel;
-  phase(): SimPhase;
-  mode(): LiveMode;
-  /**
-   * Live modes apply at once; "restart"/"crash" as the methods below with default options; the
-   * engine fronts' modes (sleep, loading, blocked) as that engine does them (sim/engines/types.ts).
-   */
-  setMode(mode: SimMode, opts?: { waiting?: number; forSeconds?: number; weightsLoadSeconds?: number }): Promise<void>;
-  /** Resolves once the socket is closed (refusing); listens again by itself after the weights load. */
-  restart(opts?: { weightsLoadSeconds?: number }): Promise<void>;
-  /** Resolves once the socket is closed. With forSeconds it comes back by itself as a new process. */
-  crash(opts?: { forSeconds?: number }): Promise<void>;
-  /** Listen again now as a new process (after a crash, or to cut a weights load short). */
-  recover(): Promise<void>;
-  /** Resolves when listening (at once if it is). */
-  whenListening(): Promise<void>;
-  /** Start background requests inside the engine (not over HTTP). */
-  load(spec: LoadSpec): number;
-  state(): SimState;
-  received(): ReceivedRequest[];
-  completionsReceivedWhileBusy(): ReceivedRequest[];
-  resetLog(): void;
-  close(): Promise<void>;
-}
-
-interface InFlight {
-  sub: SubmittedRequest;
-  ask: CompletionAsk;
-  meta: ResponseMeta;
-  handler: string;
-  res: ServerResponse;
-  /** Output tokens already streamed. */
-  sent: number;
-  done: boolean;
-}
-
-const SHUTDOWN_MESSAGE = "cannot schedule new futures after shutdown";
 
 function listen(server: http.Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -190,14 +91,17 @@ const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 /** A socket's idle keep-alive timer (see keepIdleConnection). */
 const IDLE = Symbol("idle keep-alive timer");
 
-function kindOf(path: string): RequestKind {
-  if (path === "/metrics") return "metrics";
-  if (path === "/health") return "health";
-  if (path === "/v1/models") return "models";
-  // Every request that takes a slot (a probe of any kind).
-  if (path === "/v1/completions" || path === "/v1/chat/completions" || path === "/v1/embeddings" || path === "/generate") return "completion";
-  if (path.startsWith(ADMIN_PREFIX)) return "admin";
-  return "other";
+/**
+ * The front's knobs: the engine's own (engineOptions) and vLLM's, which are top-level options
+ * (they came before the other engines did).
+ */
+function frontOptions(opts: SimulatorOptions): FrontOptions {
+  const out: FrontOptions = { ...opts.engineOptions };
+  if (opts.apiKey !== undefined) out.apiKey = opts.apiKey;
+  if (opts.pooling !== undefined) out.pooling = opts.pooling;
+  if (opts.sleepMode !== undefined) out.sleepMode = opts.sleepMode;
+  if (opts.slowMetricsSeconds !== undefined) out.slowMetricsSeconds = opts.slowMetricsSeconds;
+  return out;
 }
 
 class SimulatorImpl implements Simulator {
@@ -205,40 +109,25 @@ class SimulatorImpl implements Simulator {
   readonly modelName: string;
   readonly model: VllmSimModel;
   readonly engine: EngineKind;
-  /** The engine's own routes and exposition; null for vLLM (this class's own handlers). */
-  private readonly front: EngineFront | null;
+  /** The engine's own routes and exposition. */
+  private readonly front: EngineFront;
   port: number;
   private server: http.Server | null = null;
   /** "loading" until the first listen, like a vLLM process that is still loading its weights. */
   private currentPhase: SimPhase = "loading";
-  private readonly inflight = new Set<InFlight>();
-  private unsubscribe: (() => void) | null = null;
   private phaseTimer: NodeJS.Timeout | null = null;
   private listeningWaiters: Array<() => void> = [];
   private log: ReceivedRequest[] = [];
-  private nextId = 1;
   private readonly weightsLoadSeconds: number;
-  private readonly apiKey: string | undefined;
   private readonly logLimit: number;
-  private readonly multiApiServer: boolean;
   private readonly keepAliveMs: number;
-  private readonly pooling: boolean;
-  private readonly sleepMode: boolean;
-  private readonly slowMetricsSeconds: number;
-  /** Requests that came while the engine sleeps: they pend (neither fail nor wake it) until /wake_up. */
-  private parked: Array<() => void> = [];
 
   constructor(opts: SimulatorOptions) {
     this.host = opts.host ?? "127.0.0.1";
     this.port = opts.port ?? 0;
     this.weightsLoadSeconds = opts.weightsLoadSeconds ?? 180;
-    this.apiKey = opts.apiKey;
     this.logLimit = opts.logLimit ?? 10_000;
-    this.multiApiServer = opts.multiApiServer ?? false;
     this.keepAliveMs = (opts.httpKeepAliveSeconds ?? 5) * 1000;
-    this.pooling = opts.pooling ?? false;
-    this.sleepMode = opts.sleepMode ?? true;
-    this.slowMetricsSeconds = opts.slowMetricsSeconds ?? 60;
     this.engine = opts.engine ?? "vllm";
     const engine: EngineConfig = { ...DEFAULT_ENGINE_CONFIG, ...ENGINE_CONFIG_DEFAULTS[this.engine] };
     for (const key of Object.keys(engine) as Array<keyof EngineConfig>) {
@@ -250,11 +139,11 @@ class SimulatorImpl implements Simulator {
       engines: opts.engines ?? 1,
       engine,
       timeScale: opts.timeScale ?? 1,
-      multiApiServer: this.multiApiServer,
+      multiApiServer: opts.multiApiServer ?? false,
       ...(opts.clock && { clock: opts.clock }),
     });
     this.modelName = this.model.opts.modelName;
-    this.front = createFront(this.engine, { model: this.model, modelName: this.modelName, opts: opts.engineOptions ?? {} });
+    this.front = createFront(this.engine, { model: this.model, modelName: this.modelName, opts: frontOptions(opts) });
   }
 
   get url(): string {
@@ -309,47 +198,18 @@ class SimulatorImpl implements Simulator {
   }
 
   /**
-   * Close the listening socket. A restart answers every in-flight completion with vLLM's shutdown
-   * 500 first; a crash just drops the connections.
+   * Close the listening socket: stop accepting first, as a process that is going away does; then
+   * the front answers what it holds (a restart's last words, e.g. vLLM's shutdown 500) or drops it
+   * (a crash); then every connection left is cut.
    */
   private async shutdown(kind: "restart" | "crash" | "close"): Promise<void> {
     const server = this.server;
     this.server = null;
-    const flights = [...this.inflight];
-    this.inflight.clear();
-    this.parked = []; // their connections close below
-    this.stopTicking();
-    await this.front?.shutdown(kind);
-    if (!server) {
-      for (const f of flights) f.res.destroy();
-      return;
-    }
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    if (kind === "restart") {
-      const flushed = flights.map((f) => this.fail500(f));
-      await Promise.race([Promise.all(flushed), delay(1000)]);
-    } else {
-      for (const f of flights) {
-        f.done = true;
-        f.res.destroy();
-      }
-    }
+    const closed = server && new Promise<void>((resolve) => server.close(() => resolve()));
+    await this.front.shutdown(kind);
+    if (!server) return;
     server.closeAllConnections();
     await closed;
-  }
-
-  private fail500(f: InFlight): Promise<void> {
-    f.done = true;
-    return new Promise((resolve) => {
-      f.res.once("finish", resolve);
-      f.res.once("close", resolve);
-      if (f.res.headersSent) {
-        // A stream cannot change its status any more: end it with an error event, as vLLM does.
-        f.res.end(`data: ${JSON.stringify({ error: errorBody(SHUTDOWN_MESSAGE, "InternalServerError", 500) })}\n\n`);
-      } else {
-        sendJson(f.res, 500, { error: SHUTDOWN_MESSAGE }, { connection: "close" });
-      }
-    });
   }
 
   private clearPhaseTimer(): void {
@@ -373,8 +233,8 @@ class SimulatorImpl implements Simulator {
     this.model.startNewProcess();
     if (keepNoMetrics) this.model.setMode("no-metrics"); // a server without metrics stays one
     // llama.cpp binds its port before it loads the model (503 meanwhile); vLLM, SGLang, TGI do not.
-    const listensWhileLoading = this.front?.listensWhileLoading ?? false;
-    this.front?.newProcess(listensWhileLoading ? seconds : 0);
+    const listensWhileLoading = this.front.listensWhileLoading;
+    this.front.newProcess(listensWhileLoading ? seconds : 0);
     this.phaseTimer = setTimeout(
       () => {
         this.phaseTimer = null;
@@ -405,7 +265,7 @@ class SimulatorImpl implements Simulator {
     const keepNoMetrics = this.model.mode === "no-metrics";
     this.model.startNewProcess();
     if (keepNoMetrics) this.model.setMode("no-metrics");
-    this.front?.newProcess(0);
+    this.front.newProcess(0);
     await this.openListener();
   }
 
@@ -418,7 +278,10 @@ class SimulatorImpl implements Simulator {
   async setMode(mode: SimMode, opts: { waiting?: number; forSeconds?: number; weightsLoadSeconds?: number } = {}): Promise<void> {
     if (mode === "restart") return this.restart(opts);
     if (mode === "crash") return this.crash(opts);
-    if (this.front?.handlesMode(mode)) return this.front.setMode(mode, opts);
+    // A front that does not have a mode says so, which is not to say the mode is not one of FrontMode:
+    // ask through a plain string so the "no" does not narrow `mode` below.
+    const asked: string = mode;
+    if (this.front.handlesMode(asked)) return this.front.setMode(asked, opts);
     if (!(LIVE_MODES as readonly string[]).includes(mode)) {
       // Engines that refuse while they load (vLLM, SGLang, TGI): loading is a restart.
       if (mode === "loading") return this.restart({ weightsLoadSeconds: opts.forSeconds });
@@ -427,7 +290,7 @@ class SimulatorImpl implements Simulator {
       throw new Error(`simulator mode "${String(mode)}" does not exist for ${this.engine}; one of ${SIM_MODES.join(", ")}`);
     }
     this.model.setMode(mode as LiveMode, opts);
-    this.front?.onLiveMode(mode as LiveMode);
+    this.front.onLiveMode(mode as LiveMode);
   }
 
   load(spec: LoadSpec): number {
@@ -456,13 +319,13 @@ class SimulatorImpl implements Simulator {
       kvCacheUsage: t.kvCacheUsage,
       counters: { steps: t.steps, promptTokens: t.promptTokens, generationTokens: t.generationTokens, finished: t.finished },
       processStartTime: this.model.processStartTime,
-      exposesProcessStartTime: !this.multiApiServer && this.front === null,
+      exposesProcessStartTime: this.front.exposesProcessStartTime,
       generation: this.model.generation,
       received: this.log.length,
       completionsReceivedWhileBusy: this.completionsReceivedWhileBusy().length,
-      httpInFlight: this.inflight.size + (this.front?.inFlight() ?? 0),
+      httpInFlight: this.front.inFlight(),
       engine: this.engine,
-      engineState: this.front?.state() ?? null,
+      engineState: this.front.state(),
     };
   }
 
@@ -490,7 +353,8 @@ class SimulatorImpl implements Simulator {
 
   private record(req: IncomingMessage, path: string): void {
     const t = this.model.totals();
-    const kind = this.front?.kindOf(path) ?? kindOf(path);
+    // The admin API is this server's, whatever the engine; every other path is the engine's to name.
+    const kind: RequestKind = path.startsWith(ADMIN_PREFIX) ? "admin" : this.front.kindOf(path);
     this.log.push({
       method: req.method ?? "GET",
       path,
@@ -530,220 +394,15 @@ class SimulatorImpl implements Simulator {
     this.keepIdleConnection(req, res);
     try {
       if (path.startsWith(ADMIN_PREFIX)) return await handleAdmin(this, { weightsLoadSeconds: this.weightsLoadSeconds }, req, res, path, method);
-      if (this.front) return await this.front.handle(req, res, path, method);
-      if (path === "/metrics") return this.handleMetrics(res, method);
-      if (path === "/health") return this.routeGet(res, method, () => res.writeHead(200, { "content-length": 0 }).end());
-      if (path === "/version") return this.routeGet(res, method, () => sendJson(res, 200, { version: "0.29.0" }));
-      if (this.sleepMode && (path === "/sleep" || path === "/wake_up" || path === "/is_sleeping")) return this.handleSleep(req, res, path, method);
-      if (path.startsWith("/v1/")) return await this.handleOpenAi(req, res, path, method);
-      sendJson(res, 404, { detail: "Not Found" });
+      await this.front.handle(req, res, path, method);
     } catch (err) {
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      if (err instanceof BadRequest) sendJson(res, err.status, errorBody(err.message, err.type, err.status));
-      else if (err instanceof HttpError) sendJson(res, err.status, { error: err.message });
-      else sendJson(res, 500, { error: `simulator error: ${(err as Error).message}` });
+      // The admin API's errors (a front answers its own, in its engine's shape).
+      answerError(res, err);
     }
-  }
-
-  private routeGet(res: ServerResponse, method: string, answer: () => void): void {
-    if (method !== "GET" && method !== "HEAD") return sendJson(res, 405, { detail: "Method Not Allowed" });
-    answer();
-  }
-
-  /**
-   * vLLM's sleep mode (checked against 0.29 and docs/features/sleep_mode.md): POST /sleep?level=1|2,
-   * POST /wake_up, GET /is_sleeping. /health keeps answering 200; requests that come meanwhile pend.
-   */
-  private handleSleep(req: IncomingMessage, res: ServerResponse, path: string, method: string): void {
-    if (path === "/is_sleeping") return this.routeGet(res, method, () => sendJson(res, 200, { is_sleeping: this.model.sleepLevel > 0 }));
-    if (method !== "POST") return sendJson(res, 405, { detail: "Method Not Allowed" });
-    if (path === "/sleep") {
-      const level = new URL(req.url ?? "/", "http://sim").searchParams.get("level") ?? "1";
-      if (level !== "1" && level !== "2") return sendJson(res, 400, { error: `level must be 1 or 2, got ${level}` });
-      this.model.sleep(level === "2" ? 2 : 1);
-      return void res.writeHead(200, { "content-length": 0 }).end();
-    }
-    this.wake();
-    res.writeHead(200, { "content-length": 0 }).end();
-  }
-
-  /** Wake the engines and submit what pended meanwhile. */
-  wake(): void {
-    this.model.wake();
-    const parked = this.parked;
-    this.parked = [];
-    for (const go of parked) go();
-  }
-
-  private handleMetrics(res: ServerResponse, method: string): void {
-    this.routeGet(res, method, () => {
-      if (this.model.mode === "slow-metrics") {
-        // An API server too busy to answer /metrics in time (a huge tokenization, a blocked event
-        // loop), while /health answers at once.
-        const timer = setTimeout(() => {
-          if (res.destroyed) return;
-          const body = renderMetricsBody(this.model, { openConnections: this.inflight.size });
-          res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8", "content-length": body.length });
-          res.end(body);
-        }, this.slowMetricsSeconds * 1000);
-        res.on("close", () => clearTimeout(timer));
-        return;
-      }
-      if (this.model.mode === "no-metrics") {
-        // What a server without vLLM's metrics answers: another app's HTML 404.
-        const html = "<html>\n<head><title>404 Not Found</title></head>\n<body>\n<center><h1>404 Not Found</h1></center>\n</body>\n</html>\n";
-        res.writeHead(404, { "content-type": "text/html; charset=utf-8", "content-length": Buffer.byteLength(html) });
-        res.end(html);
-        return;
-      }
-      const body = renderMetricsBody(this.model, { openConnections: this.inflight.size });
-      res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8", "content-length": body.length });
-      res.end(body);
-    });
-  }
-
-  private async handleOpenAi(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
-    if (this.apiKey !== undefined && req.headers.authorization !== `Bearer ${this.apiKey}`) {
-      return sendJson(res, 401, { error: "Unauthorized" });
-    }
-    if (path === "/v1/models") {
-      this.model.recordHttp(path, method, 200);
-      return this.routeGet(res, method, () =>
-        sendJson(res, 200, {
-          object: "list",
-          data: [
-            {
-              id: this.modelName,
-              object: "model",
-              created: Math.floor(this.model.processStartTime),
-              owned_by: "vllm",
-              root: this.modelName,
-              parent: null,
-              max_model_len: this.model.opts.engine.maxModelLen,
-              permission: [],
-            },
-          ],
-        }),
-      );
-    }
-    if (path === "/v1/embeddings") return this.handleEmbeddings(req, res, method);
-    const chat = path === "/v1/chat/completions";
-    if (!chat && path !== "/v1/completions") return sendJson(res, 404, { detail: "Not Found" });
-    // A pooling model has no completion routes at all (vLLM registers them only for generate).
-    if (this.pooling) return sendJson(res, 404, { detail: "Not Found" });
-    if (method !== "POST") return sendJson(res, 405, { detail: "Method Not Allowed" });
-    let ask: CompletionAsk;
-    try {
-      ask = parseCompletionAsk(await readJson(req), chat, this.model.opts.engine.maxModelLen);
-      if (ask.model !== undefined && ask.model !== this.modelName)
-        throw new BadRequest(`The model \`${ask.model}\` does not exist.`, 404, "NotFoundError");
-    } catch (err) {
-      if (err instanceof BadRequest) this.model.recordHttp(path, method, err.status);
-      throw err;
-    }
-    if (res.destroyed || req.socket.destroyed) return; // the client left while we read its body
-    if (this.model.sleepLevel > 0) {
-      // Asleep: the request pends until /wake_up; it neither fails nor wakes the engine.
-      this.parked.push(() => {
-        if (!res.destroyed) this.startCompletion(ask, chat, path, res);
-      });
-      return;
-    }
-    this.startCompletion(ask, chat, path, res);
-  }
-
-  private startCompletion(ask: CompletionAsk, chat: boolean, path: string, res: ServerResponse): void {
-    const sub = this.model.submit({ promptTokens: ask.promptTokens, maxTokens: ask.maxTokens, stopAfter: ask.stopAfter });
-    const f: InFlight = {
-      sub,
-      ask,
-      handler: path,
-      res,
-      sent: 0,
-      done: false,
-      meta: { id: `${chat ? "chatcmpl" : "cmpl"}-sim${this.nextId++}`, created: Math.floor(this.model.now() / 1000), model: this.modelName },
-    };
-    this.inflight.add(f);
-    // The client hung up (a probe's timeout): free the slot, as vLLM aborts the request.
-    res.on("close", () => {
-      if (f.done) return;
-      f.done = true;
-      this.inflight.delete(f);
-      this.model.abort(f.sub);
-    });
-    if (ask.stream) {
-      res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive" });
-      res.flushHeaders();
-    }
-    this.startTicking();
-  }
-
-  /**
-   * POST /v1/embeddings: a pooling model answers with one vector (the prompt is one prefill, done at
-   * once unless the engine is hung or asleep, then it pends); a generative model has no such route.
-   */
-  private async handleEmbeddings(req: IncomingMessage, res: ServerResponse, method: string): Promise<void> {
-    if (!this.pooling) return sendJson(res, 404, { detail: "Not Found" });
-    if (method !== "POST") return sendJson(res, 405, { detail: "Method Not Allowed" });
-    const body = (await readJson(req)) as { input?: unknown; model?: unknown };
-    if (typeof body.input !== "string" && !Array.isArray(body.input)) throw new BadRequest("input is required");
-    if (body.model !== undefined && body.model !== this.modelName) throw new BadRequest(`The model \`${String(body.model)}\` does not exist.`, 404, "NotFoundError");
-    const answer = () => {
-      if (res.destroyed) return;
-      this.model.recordHttp("/v1/embeddings", "POST", 200);
-      sendJson(res, 200, {
-        id: `embd-sim${this.nextId++}`,
-        object: "list",
-        created: Math.floor(this.model.now() / 1000),
-        model: this.modelName,
-        data: [{ index: 0, object: "embedding", embedding: [0.0123, -0.0456, 0.0789, 0.1011] }],
-        usage: { prompt_tokens: 1, total_tokens: 1, completion_tokens: 0, prompt_tokens_details: null },
-      });
-    };
-    if (this.model.sleepLevel > 0) return void this.parked.push(answer);
-    // A hung engine never runs the prefill: the request pends until the client gives up.
-    if (this.model.mode === "hang" || this.model.mode === "waiting-hang" || this.model.mode === "wedged") return;
-    answer();
-  }
-
-  private startTicking(): void {
-    if (!this.unsubscribe) this.unsubscribe = subscribeTick(() => this.onTick());
-  }
-
-  private stopTicking(): void {
-    this.unsubscribe?.();
-    this.unsubscribe = null;
-  }
-
-  /** Push streamed tokens and answer finished requests; unsubscribe once nobody waits. */
-  private onTick(): void {
-    this.model.advance();
-    for (const f of [...this.inflight]) {
-      const r = f.sub.request;
-      if (f.ask.stream && r.generated > f.sent && !(r.status === "finished")) {
-        f.res.write(streamChunk(f.ask, f.meta, f.sent, r.generated, null));
-        f.sent = r.generated;
-      }
-      if (r.status === "finished") this.answer(f);
-    }
-    if (this.inflight.size === 0) this.stopTicking();
-  }
-
-  private answer(f: InFlight): void {
-    f.done = true;
-    this.inflight.delete(f);
-    const r = f.sub.request;
-    this.model.recordHttp(f.handler, "POST", 200);
-    if (!f.ask.stream) return sendJson(f.res, 200, completionBody(f.ask, f.meta, r));
-    f.res.write(streamChunk(f.ask, f.meta, f.sent, r.generated, r.finishReason ?? "length"));
-    f.res.end(STREAM_DONE);
   }
 }
 
-/** Start one simulated vLLM server; resolves when it listens. */
+/** Start one simulated server (vLLM unless `engine` says otherwise); resolves when it listens. */
 export async function startSimulator(opts: SimulatorOptions = {}): Promise<Simulator> {
   const sim = new SimulatorImpl(opts);
   await sim.start();

@@ -187,7 +187,9 @@ export class HeldRequests {
           h.res.once("finish", resolve);
           if (answer && !h.res.destroyed) answer(h);
           else h.res.destroy();
-          if (h.res.destroyed || h.res.writableEnded) resolve();
+          // Resolved once the last words are handed to the socket ("finish"), not when merely
+          // written: the server cuts every connection right after this.
+          if (h.res.destroyed || h.res.writableFinished) resolve();
         }),
     );
     await Promise.race([Promise.all(flushed), new Promise((r) => setTimeout(r, 1000))]);

@@ -1,6 +1,5 @@
 /**
- * One front per engine other than vLLM (vLLM is the server's built-in behaviour). The server asks
- * `createFront` once, and `ENGINE_CONFIG_DEFAULTS` for the engine core's defaults where the engine
+ * One front per engine. The server asks `createFront` once, and `ENGINE_CONFIG_DEFAULTS` for the engine core's defaults where the engine
  * differs from vLLM's (llama.cpp's --parallel, Ollama's OLLAMA_NUM_PARALLEL).
  */
 import type { EngineConfig } from "../engine";
@@ -8,6 +7,7 @@ import { LlamaCppFront } from "./llamacpp";
 import { OllamaFront } from "./ollama";
 import { SglangFront } from "./sglang";
 import { TgiFront } from "./tgi";
+import { VllmFront } from "./vllm";
 import { ENGINE_KINDS, type EngineFront, type EngineKind, type FrontContext } from "./types";
 
 export { ENGINE_KINDS, FRONT_MODES, type EngineFront, type EngineKind, type FrontMode, type FrontOptions, type FrontState } from "./types";
@@ -27,11 +27,11 @@ export function parseEngineKind(value: string | undefined, field = "engine"): En
   throw new Error(`${field} must be one of ${ENGINE_KINDS.join(", ")}, got ${JSON.stringify(value)}`);
 }
 
-/** The front of `kind`, or null for vLLM. */
-export function createFront(kind: EngineKind, ctx: FrontContext): EngineFront | null {
+/** The front of `kind`. */
+export function createFront(kind: EngineKind, ctx: FrontContext): EngineFront {
   switch (kind) {
     case "vllm":
-      return null;
+      return new VllmFront(ctx);
     case "llamacpp":
       return new LlamaCppFront(ctx);
     case "sglang":

@@ -94,6 +94,7 @@ interface LlamaAsk {
 export class LlamaCppFront extends HeldFront implements EngineFront {
   readonly kind = "llamacpp" as const;
   readonly listensWhileLoading = true;
+  readonly exposesProcessStartTime = false;
   private sleeping = false;
   private waking: Promise<void> | null = null;
   private blocked = false;

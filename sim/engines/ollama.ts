@@ -27,6 +27,7 @@ export class OllamaFront implements EngineFront {
   readonly kind = "ollama" as const;
   /** `ollama serve` is up in well under a second; models load per request, not at start. */
   readonly listensWhileLoading = true;
+  readonly exposesProcessStartTime = false;
   private readonly held: HeldRequests;
   private loaded = false;
   private loading: Promise<void> | null = null;

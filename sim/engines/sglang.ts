@@ -63,6 +63,7 @@ const sglError = (message: string, status = 400) => new EngineHttpError(status, 
 export class SglangFront extends ModelessFront implements EngineFront {
   readonly kind = "sglang" as const;
   readonly listensWhileLoading = false;
+  readonly exposesProcessStartTime = false;
   private logged!: Logged;
   private warmupUntil = 0;
   private readonly endpointsSeen = new Set<string>();

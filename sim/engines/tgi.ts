@@ -50,6 +50,7 @@ function linearBuckets(max: number): number[] {
 export class TgiFront extends ModelessFront implements EngineFront {
   readonly kind = "tgi" as const;
   readonly listensWhileLoading = false;
+  readonly exposesProcessStartTime = false;
   // Per process (metrics-rs registers a series on first use).
   /** Requests rejected before they reached the queue (tgi_request_count counts them too). */
   private validationFailures = 0;

@@ -1,33 +1,37 @@
 /**
- * What the simulator needs from one engine's "front": the HTTP surface and exposition of llama.cpp,
- * SGLang, TGI or Ollama, over the shared engine core (sim/model.ts: slots, queue, steps).
+ * What the simulator needs from one engine's "front": the HTTP surface and exposition of vLLM,
+ * llama.cpp, SGLang, TGI or Ollama, over the shared engine core (sim/model.ts: slots, queue, steps).
  *
  * The server (sim/server.ts) keeps the socket, the lifecycle (restart, crash, recover) and the
  * admin API for every engine; a front only answers the engine's own routes and keeps the counters
- * that engine keeps on top of the core. vLLM has no front: it is the server's built-in behaviour.
+ * that engine keeps on top of the core.
  * What each front reproduces, and from which source line, is in docs/engines.md ("Simulator").
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { LiveMode, VllmSimModel } from "../model";
+import type { VllmSimModel } from "../model";
+import type { FrontMode, LiveMode } from "../modes";
 
 export const ENGINE_KINDS = ["vllm", "llamacpp", "sglang", "tgi", "ollama"] as const;
 export type EngineKind = (typeof ENGINE_KINDS)[number];
 
-/**
- * Modes a front may add to the server's live modes. "sleep": llama.cpp's --sleep-idle-seconds
- * state, Ollama's unloaded model. "loading": the model is loading while the port answers (only
- * llama.cpp binds before it loads; for the others the server turns it into a restart).
- * "blocked": the engine loop is stuck inside a device call, so everything that goes through the
- * loop never answers (llama.cpp's /metrics is a task on that loop) while liveness routes still do.
- */
-export const FRONT_MODES = ["sleep", "loading", "blocked"] as const;
-export type FrontMode = (typeof FRONT_MODES)[number];
+export { FRONT_MODES, type FrontMode } from "../modes";
 
 /** Kinds of request in the simulator's received log (the server's RequestKind). */
 export type FrontRequestKind = "metrics" | "health" | "models" | "completion" | "admin" | "other";
 
-/** Engine-specific knobs; each front reads the ones that are its own. */
+/**
+ * Engine-specific knobs; each front reads the ones that are its own. vLLM's are also top-level
+ * options of startSimulator (SimulatorOptions, where they are described): they came first.
+ */
 export interface FrontOptions {
+  /** vLLM --api-key: /v1/* needs "Authorization: Bearer <apiKey>". */
+  apiKey?: string;
+  /** vLLM: a pooling (embedding) model: /v1/embeddings and no completion routes. Default false. */
+  pooling?: boolean;
+  /** vLLM: the sleep mode endpoints (/sleep, /wake_up, /is_sleeping). Default true. */
+  sleepMode?: boolean;
+  /** vLLM: in mode "slow-metrics", how long /metrics takes to answer (default 60 s). */
+  slowMetricsSeconds?: number;
   /**
    * llama.cpp --sleep-idle-seconds: sleep by itself after this many seconds without a task
    * (undefined: never, like the default -1). /metrics counts as a task in the versions that wake.
@@ -88,7 +92,9 @@ export interface EngineFront {
   readonly kind: EngineKind;
   /** llama.cpp binds its port first and answers 503 while the model loads; the others refuse. */
   readonly listensWhileLoading: boolean;
-  /** Answer one request outside /_sim/. The model has been advanced to now. */
+  /** Whether /metrics carries process_start_time_seconds (the simulator's state says so). */
+  readonly exposesProcessStartTime: boolean;
+  /** Answer one request outside /_sim/, errors included (in the engine's shape). The model has been advanced to now. */
   handle(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void>;
   kindOf(path: string): FrontRequestKind;
   /** A new process: the engine's own counters start again; it loads for `loadSeconds` if it listens meanwhile. */
@@ -102,5 +108,6 @@ export interface EngineFront {
   shutdown(kind: "restart" | "crash" | "close"): Promise<void>;
   /** Requests held open now (the server's httpInFlight). */
   inFlight(): number;
-  state(): FrontState;
+  /** What the engine adds to the simulator's state; null when nothing (vLLM). */
+  state(): FrontState | null;
 }
