@@ -6,9 +6,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import { DEFAULT_THRESHOLDS, PROBE_CHOICES, type ProbeChoice, type Thresholds } from "./core/types";
-import { ENGINE_CHOICES, type EngineChoice } from "./core/engine";
-import { CHANNEL_TYPES, NOTIFICATION_EVENTS, type NotificationEvent } from "./core/events";
+import { DEFAULT_THRESHOLDS, PROBE_CHOICES, type Thresholds } from "./core/types";
+import { ENGINE_CHOICES } from "./core/engine";
+import { CHANNEL_TYPES, NOTIFICATION_EVENTS } from "./core/events";
 import { buildNetPolicy } from "./net/net-policy";
 import { DomainError } from "./core/errors";
 
@@ -39,133 +39,39 @@ export const DEFAULTS = {
   },
 } as const;
 
-export type PasswordSpec =
-  | { kind: "scrypt"; hash: string }
-  /** A clear-text password: from an env var, or (demo only) written in the config itself. */
-  | { kind: "plain"; value: string; source: "env" | "inline" };
+/**
+ * The config as the schema leaves it: every default filled in, "env:NAME" resolved, `restart` and
+ * `maintenance` in their parsed forms. The types below are read off it, so the schema (buildSchema)
+ * is the one description of the config; a field is added there, never here.
+ */
+type Parsed = z.output<ReturnType<typeof buildSchema>>;
 
-export type RestartAction =
-  | { kind: "command"; command: string[]; timeoutSeconds: number }
-  | { kind: "webhook"; url: string; method: string; headers: Record<string, string>; timeoutSeconds: number };
-
+export type BackendConfig = Parsed["backends"][number];
+export type RestartAction = NonNullable<BackendConfig["restart"]>;
 /** Opt-in unattended restart (restart.unattended): off unless given. */
-export interface UnattendedConfig {
-  /** How long the backend must have been stuck (restart recommended) before stepwatch restarts it. */
-  afterSeconds: number;
-  /** At most this many unattended restarts of this backend in any 24 hours. */
-  maxPerDay: number;
-}
-
-export interface BackendConfig {
-  id: string;
-  url: string;
-  apiKey?: string;
-  model?: string;
-  /** Which engine it runs ("auto": detected from its answers, again after every restart). */
-  engine?: EngineChoice;
-  /** Which request the idle probe sends ("auto" by engine, learning from 404/405; "none": metrics alone). */
-  probe?: ProbeChoice;
-  restart?: RestartAction;
-  /** From restart.unattended; only with a restart action. */
-  unattended?: UnattendedConfig;
-}
-
-interface ChannelBase {
-  id: string;
-  /** null: every event. */
-  events: NotificationEvent[] | null;
-  /** null: every backend. */
-  backends: string[] | null;
-}
-export type ChannelConfig =
-  | (ChannelBase & { type: "webhook"; url: string; headers: Record<string, string> })
-  | (ChannelBase & { type: "slack"; url: string })
-  | (ChannelBase & { type: "ntfy"; url: string; token?: string })
-  | (ChannelBase & {
-      type: "email";
-      smtp: { host: string; port: number; secure: boolean; user?: string; password?: string };
-      from: string;
-      to: string[];
-    });
-
-export interface NotificationsConfig {
-  /** Where stepwatch is reached by people; links in messages are {publicUrl}/backends/{id}. */
-  publicUrl: string | null;
-  renotifyMinutes: number;
-  recoveredAfterSeconds: number;
-  channels: ChannelConfig[];
-}
-
+export type UnattendedConfig = NonNullable<BackendConfig["unattended"]>;
+export type NotificationsConfig = Parsed["notifications"];
+export type ChannelConfig = NotificationsConfig["channels"][number];
 /**
  * A maintenance window from the config: one-off (start/end) or weekly (days, at HH:MM UTC,
  * minutes). backends null: all.
  */
-export type MaintenanceWindowConfig = { backends: string[] | null; note: string | null } & (
-  | { kind: "once"; start: number; end: number }
-  | { kind: "weekly"; days: number[]; minuteOfDay: number; minutes: number }
-);
-
-export interface ProxyConfig {
-  id: string;
-  url: string;
-  apiKey?: string;
-  /** Ids of the backends this proxy fronts (each one is in `backends`): "1 of 2 healthy" beside its state. */
-  backends?: string[];
-}
-
+export type MaintenanceWindowConfig = Parsed["maintenance"][number];
+export type ProxyConfig = Parsed["proxies"][number];
+export type OperatorConfig = Parsed["operators"][number];
+export type PasswordSpec = OperatorConfig["password"];
 /** operator: reads and restarts. viewer: reads only (when access.read is "signed-in"), never restarts. */
-export type Role = "operator" | "viewer";
-
-export interface OperatorConfig {
-  name: string;
-  password: PasswordSpec;
-  role: Role;
-}
-
+export type Role = OperatorConfig["role"];
 /** An API token for scripts (`Authorization: Bearer <token>`); `name` is recorded as the actor. */
-export interface TokenConfig {
-  name: string;
-  token: string;
-  role: Role;
-}
+export type TokenConfig = Parsed["tokens"][number];
 
-export interface Config {
+/**
+ * The parsed config and what parseConfig adds after the schema: these fields are not in the file
+ * (where it came from, what resolving it saw, the file itself), so no schema field produces them.
+ */
+export type Config = Parsed & {
   /** The file it came from, or "demo" for the embedded demo config. */
   source: string;
-  pollIntervalSeconds: number;
-  stuckAfterSeconds: number;
-  probeTimeoutSeconds: number;
-  /**
-   * Threads that read the backends besides the watcher's own (lib/watcher/read-pool.ts): "auto"
-   * runs some only for a fleet one thread cannot read on time (lib/watcher/read-threads.ts), 0 none.
-   * Taken at start; a reload that would change it says so and keeps the running ones.
-   */
-  readThreads: "auto" | number;
-  idleProbeSeconds: number;
-  restartCooldownSeconds: number;
-  recoveryTimeoutSeconds: number;
-  startupGraceSeconds: number;
-  retention: { rawHours: number; rollupDays: number };
-  backends: BackendConfig[];
-  proxies: ProxyConfig[];
-  operators: OperatorConfig[];
-  /** GET /metrics: public (null) or requiring `Authorization: Bearer <bearerToken>`. */
-  metrics: { bearerToken: string | null };
-  notifications: NotificationsConfig;
-  maintenance: MaintenanceWindowConfig[];
-  tokens: TokenConfig[];
-  /** "public": anyone who reaches the port reads (the default); "signed-in": reading needs a viewer or operator. */
-  access: { read: "public" | "signed-in" };
-  /** Trusted reverse-proxy sign-in: the header (from server.trustProxy only) naming the signed-in user. */
-  auth: { proxyHeader?: string };
-  /**
-   * The URL operators open stepwatch at (behind a proxy): its host passes the Host check, and it is
-   * the base of messages' links. `notifications.publicUrl` is the same setting (issue 12's spelling);
-   * give either, or both alike.
-   */
-  publicUrl?: string;
-  /** Who may speak for clients (trustProxy) and under which names stepwatch is served (allowedHosts). */
-  server: { trustProxy: string[]; allowedHosts: string[] };
   /**
    * Every variable an "env:NAME" secret was read from, sorted. Restart commands run without them
    * (lib/restart/execute.ts restartCommandEnv): a command's output is shown to every reader.
@@ -178,7 +84,7 @@ export interface Config {
    * Configuration page (lib/api/config-view.ts), to show `env:NAME` instead of `***`; never sent.
    */
   raw: unknown;
-}
+};
 
 export class ConfigError extends Error {
   constructor(
@@ -242,7 +148,12 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
         })
         .optional(),
       unattended: z
-        .strictObject({ afterSeconds: seconds, maxPerDay: z.number().int().positive() })
+        .strictObject({
+          /** How long the backend must have been stuck (restart recommended) before stepwatch restarts it. */
+          afterSeconds: seconds,
+          /** At most this many unattended restarts of this backend in any 24 hours. */
+          maxPerDay: z.number().int().positive(),
+        })
         .optional(),
     })
     .superRefine((r, ctx) => {
@@ -251,11 +162,11 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       if (r.webhook !== undefined && r.timeoutSeconds !== undefined)
         ctx.addIssue({ code: "custom", path: ["timeoutSeconds"], message: "only applies to command; a webhook takes webhook.timeoutSeconds" });
     })
-    .transform((r): { action: RestartAction; unattended?: UnattendedConfig } => ({
+    .transform((r) => ({
       action: r.command
-        ? { kind: "command", command: r.command, timeoutSeconds: r.timeoutSeconds ?? DEFAULTS.restartCommandTimeoutSeconds }
+        ? { kind: "command" as const, command: r.command, timeoutSeconds: r.timeoutSeconds ?? DEFAULTS.restartCommandTimeoutSeconds }
         : {
-            kind: "webhook",
+            kind: "webhook" as const,
             url: r.webhook!.url,
             method: r.webhook!.method ?? DEFAULTS.webhookMethod,
             headers: r.webhook!.headers ?? {},
@@ -264,8 +175,8 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       ...(r.unattended ? { unattended: r.unattended } : {}),
     }));
 
-  const password = z.string().transform((s, ctx): PasswordSpec => {
-    if (s.startsWith("scrypt:")) return { kind: "scrypt", hash: s };
+  const password = z.string().transform((s, ctx) => {
+    if (s.startsWith("scrypt:")) return { kind: "scrypt" as const, hash: s };
     if (s.startsWith("env:")) {
       const resolved = secret.safeParse(s);
       if (!resolved.success) {
@@ -274,14 +185,15 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       }
       // The variable may itself hold a hash (npm run hash-password) or the password.
       return resolved.data.startsWith("scrypt:")
-        ? { kind: "scrypt", hash: resolved.data }
-        : { kind: "plain", value: resolved.data, source: "env" };
+        ? { kind: "scrypt" as const, hash: resolved.data }
+        : { kind: "plain" as const, value: resolved.data, source: "env" as const };
     }
     if (!allowInlinePasswords) {
       ctx.addIssue({ code: "custom", message: 'must be "env:NAME" or a "scrypt:..." hash (npm run hash-password), not a clear-text password' });
       return z.NEVER;
     }
-    return { kind: "plain", value: s, source: "inline" };
+    // A clear-text password: from an env var (above), or (demo only) written in the config itself.
+    return { kind: "plain" as const, value: s, source: "inline" as const };
   });
 
   const backend = z
@@ -290,11 +202,14 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       url: httpUrl,
       apiKey: secret.optional(),
       model: z.string().min(1).optional(),
+      /** Which engine it runs ("auto": detected from its answers, again after every restart). */
       engine: z.enum(ENGINE_CHOICES).default(DEFAULTS.engine),
+      /** Which request the idle probe sends ("auto" by engine, learning from 404/405; "none": metrics alone). */
       probe: z.enum(PROBE_CHOICES).default(DEFAULTS.probe),
       restart: restart.optional(),
     })
-    .transform(({ restart: r, ...b }): BackendConfig => ({
+    // restart.unattended moves up beside the action: only a backend with an action has it.
+    .transform(({ restart: r, ...b }) => ({
       ...b,
       ...(r ? { restart: r.action } : {}),
       ...(r?.unattended ? { unattended: r.unattended } : {}),
@@ -324,7 +239,8 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
         to: z.array(z.string().min(3)).min(1),
       }),
     ], { error: () => `type must be one of ${CHANNEL_TYPES.join(", ")}` })
-    .transform((c): ChannelConfig => {
+    .transform((c) => {
+      // events null: every event; backends null: every backend.
       const base = { id: c.id, events: c.events ?? null, backends: c.backends ?? null };
       switch (c.type) {
         case "webhook":
@@ -345,13 +261,14 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
     });
   const notifications = z
     .strictObject({
+      /** Where stepwatch is reached by people; links in messages are {publicUrl}/backends/{id}. */
       publicUrl: httpUrl.optional(),
       renotifyMinutes: z.number().positive().optional(),
       recoveredAfterSeconds: z.number().nonnegative().optional(),
       channels: z.array(channel).default([]),
     })
     .transform(
-      (n): NotificationsConfig => ({
+      (n) => ({
         publicUrl: n.publicUrl ?? null,
         renotifyMinutes: n.renotifyMinutes ?? DEFAULTS.notifications.renotifyMinutes,
         recoveredAfterSeconds: n.recoveredAfterSeconds ?? DEFAULTS.notifications.recoveredAfterSeconds,
@@ -380,15 +297,21 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       else if (once && (w.start === undefined || w.end === undefined)) ctx.addIssue({ code: "custom", message: "give both start and end" });
       else if (once && Date.parse(w.end!) <= Date.parse(w.start!)) ctx.addIssue({ code: "custom", path: ["end"], message: "must be after start" });
     })
-    .transform((w): MaintenanceWindowConfig => {
+    .transform((w) => {
       const base = { backends: w.backends ?? null, note: w.note ?? null };
       if (w.weekly) {
         const [h, m] = w.weekly.at.split(":").map(Number);
-        return { ...base, kind: "weekly", days: w.weekly.days.map((d) => WEEKDAYS.indexOf(d)), minuteOfDay: h * 60 + m, minutes: w.weekly.minutes };
+        return { ...base, kind: "weekly" as const, days: w.weekly.days.map((d) => WEEKDAYS.indexOf(d)), minuteOfDay: h * 60 + m, minutes: w.weekly.minutes };
       }
-      return { ...base, kind: "once", start: Date.parse(w.start!), end: Date.parse(w.end!) };
+      return { ...base, kind: "once" as const, start: Date.parse(w.start!), end: Date.parse(w.end!) };
     });
-  const proxy = z.strictObject({ id, url: httpUrl, apiKey: secret.optional(), backends: z.array(z.string()).optional() });
+  const proxy = z.strictObject({
+    id,
+    url: httpUrl,
+    apiKey: secret.optional(),
+    /** Ids of the backends this proxy fronts (each one is in `backends`): "1 of 2 healthy" beside its state. */
+    backends: z.array(z.string()).optional(),
+  });
   const role = z.enum(["operator", "viewer"]).default("operator");
   const operator = z.strictObject({ name: z.string().min(1).max(100), password, role });
   // Only "env:NAME" (the /metrics scrape token and API tokens): a token in a config file that is
@@ -426,6 +349,11 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       pollIntervalSeconds: seconds.default(DEFAULTS.pollIntervalSeconds),
       stuckAfterSeconds: seconds.default(DEFAULTS.stuckAfterSeconds),
       probeTimeoutSeconds: seconds.default(DEFAULTS.probeTimeoutSeconds),
+      /**
+       * Threads that read the backends besides the watcher's own (lib/watcher/read-pool.ts): "auto"
+       * runs some only for a fleet one thread cannot read on time (lib/watcher/read-threads.ts), 0 none.
+       * Taken at start; a reload that would change it says so and keeps the running ones.
+       */
       readThreads: z
         .union([z.literal("auto"), z.number().int(readThreadsError).min(0, readThreadsError).max(MAX_READ_THREADS, readThreadsError)], readThreadsError)
         .default(DEFAULTS.readThreads),
@@ -442,6 +370,7 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       backends: z.array(backend).default([]),
       proxies: z.array(proxy).default([]),
       operators: z.array(operator).default([]),
+      /** GET /metrics: public (bearerToken null) or requiring `Authorization: Bearer <bearerToken>`. */
       metrics: z
         .strictObject({ bearerToken: bearerToken.optional() })
         .default({})
@@ -449,7 +378,9 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       notifications: notifications.prefault({}),
       maintenance: z.array(maintenanceWindow).default([]),
       tokens: z.array(token).default([]),
+      /** "public": anyone who reaches the port reads (the default); "signed-in": reading needs a viewer or operator. */
       access: z.strictObject({ read: z.enum(["public", "signed-in"]).default("public") }).default({ read: "public" }),
+      /** Trusted reverse-proxy sign-in: the header (from server.trustProxy only) naming the signed-in user. */
       auth: z
         .strictObject({
           proxyHeader: z
@@ -459,7 +390,13 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
             .optional(),
         })
         .default({}),
+      /**
+       * The URL operators open stepwatch at (behind a proxy): its host passes the Host check, and it is
+       * the base of messages' links. `notifications.publicUrl` is the same setting (issue 12's spelling);
+       * give either, or both alike.
+       */
       publicUrl: httpUrl.optional(),
+      /** Who may speak for clients (trustProxy) and under which names stepwatch is served (allowedHosts). */
       server,
     })
     .superRefine((c, ctx) => {

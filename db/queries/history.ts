@@ -6,7 +6,7 @@ import type Database from "better-sqlite3";
 import { and, count, SQL } from "drizzle-orm";
 import type { BackendState } from "../../lib/core/states";
 import { LATENCY_FIELDS } from "../../lib/core/latency";
-import { columnsFrom, HISTORY_FIGURES } from "../../lib/core/history";
+import { columnsFrom, figureColumn, HISTORY_FIGURES } from "../../lib/core/history";
 import type { HistoryColumns } from "../../lib/core/history";
 import type { Db } from "../types";
 import { perConnection } from "../per-connection";
@@ -29,17 +29,13 @@ const RANKED = Object.entries(SEVERITY_RANK) as Array<[BackendState, number]>;
 const rankOf = (col: string) => `CASE ${col} ${RANKED.map(([s, r]) => `WHEN '${s}' THEN ${r}`).join(" ")} ELSE 0 END`;
 const stateOfRank = (expr: string) => `CASE ${expr} ${RANKED.map(([s, r]) => `WHEN ${r} THEN '${s}'`).join(" ")} ELSE 'unknown' END`;
 
-/** A figure's column: ttftP50 -> ttft_p50, preemptionsPerSecond -> preemptions_per_second. */
-const snake = (f: string) => f.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-/** The latency figures' columns, alike in samples and the rollups. */
-const LATENCY_COLUMNS = LATENCY_FIELDS.map((f) => [f, snake(f)] as const);
 const LATENCY = new Set<string>(LATENCY_FIELDS);
 /** A mean weighted by the readings that have the figure (a NULL is "not exposed", not zero). */
 const weightedMean = (c: string) => `SUM(${c} * n) / SUM(CASE WHEN ${c} IS NULL THEN 0 ELSE n END)`;
 
 /** Each history figure's column in `samples`, and in the rollups (where running is running_avg). */
-const SAMPLE_COLUMNS = HISTORY_FIGURES.map(snake);
-const ROLLUP_COLUMNS = HISTORY_FIGURES.map((f) => (f === "running" || f === "waiting" ? `${f}_avg` : snake(f)));
+const SAMPLE_COLUMNS = HISTORY_FIGURES.map(figureColumn);
+const ROLLUP_COLUMNS = HISTORY_FIGURES.map((f) => (f === "running" || f === "waiting" ? `${f}_avg` : figureColumn(f)));
 
 /**
  * Rollup rows (minutes or windows) merged into one, each figure's mean in HISTORY_FIGURES order.
@@ -254,23 +250,15 @@ export function applyRetention(db: Db, opts: { now: number; rawHours: number; ro
   const wavg = (col: string) =>
     `CASE WHEN ${col} IS NULL THEN excluded.${col} WHEN excluded.${col} IS NULL THEN ${col}
           ELSE (${col} * n + excluded.${col} * excluded.n) / (n + excluded.n) END`;
+  // A minute holds each history figure's mean (ROLLUP_COLUMNS, from HISTORY_FIGURES: a new figure
+  // is folded without a line here), and running's and waiting's maximum besides.
   const roll = client.prepare(
-    `INSERT INTO sample_minutes (backend_id, minute, n, running_avg, running_max, waiting_avg, waiting_max,
-            steps_per_second, generation_tokens_per_second, prompt_tokens_per_second, kv_cache_usage, worst_state
-            ${LATENCY_COLUMNS.map(([, c]) => `, ${c}`).join("")})
-     SELECT backend_id, (at / 60000) * 60000, COUNT(*), AVG(running), MAX(running), AVG(waiting), MAX(waiting),
-            AVG(steps_per_second), AVG(generation_tokens_per_second), AVG(prompt_tokens_per_second), AVG(kv_cache_usage),
-            ${stateOfRank(`MAX(${rankOf("state")})`)}
-            ${LATENCY_COLUMNS.map(([, c]) => `, AVG(${c})`).join("")}
+    `INSERT INTO sample_minutes (backend_id, minute, n, ${ROLLUP_COLUMNS.join(", ")}, running_max, waiting_max, worst_state)
+     SELECT backend_id, (at / 60000) * 60000, COUNT(*), ${SAMPLE_COLUMNS.map((c) => `AVG(${c})`).join(", ")},
+            MAX(running), MAX(waiting), ${stateOfRank(`MAX(${rankOf("state")})`)}
        FROM samples WHERE folded = 0 AND at < @cutoff ${scope.where} GROUP BY 1, 2
      ON CONFLICT (backend_id, minute) DO UPDATE SET
-       ${LATENCY_COLUMNS.map(([, c]) => `${c} = ${wavg(c)},`).join("\n       ")}
-       running_avg = ${wavg("running_avg")},
-       waiting_avg = ${wavg("waiting_avg")},
-       steps_per_second = ${wavg("steps_per_second")},
-       generation_tokens_per_second = ${wavg("generation_tokens_per_second")},
-       prompt_tokens_per_second = ${wavg("prompt_tokens_per_second")},
-       kv_cache_usage = ${wavg("kv_cache_usage")},
+       ${ROLLUP_COLUMNS.map((c) => `${c} = ${wavg(c)},`).join("\n       ")}
        running_max = MAX(COALESCE(running_max, excluded.running_max), COALESCE(excluded.running_max, running_max)),
        waiting_max = MAX(COALESCE(waiting_max, excluded.waiting_max), COALESCE(excluded.waiting_max, waiting_max)),
        worst_state = ${stateOfRank(`MAX(${rankOf("worst_state")}, ${rankOf("excluded.worst_state")})`)},

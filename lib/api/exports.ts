@@ -4,19 +4,16 @@
  */
 import { isoTime, toCsv, type CsvColumn } from "./csv";
 import type { Outage } from "../core/outages";
-import { toRows } from "../core/history";
+import { figureColumn, HISTORY_FIGURES, toRows } from "../core/history";
 import type { HistoryResponse, RestartEventDTO } from "./types";
 import type { HistoryPoint } from "../core/history";
 
 const HISTORY_COLUMNS: Array<CsvColumn<HistoryPoint>> = [
   { header: "time_utc", value: (p) => isoTime(p.at) },
   { header: "state", value: (p) => p.state },
-  { header: "running", value: (p) => p.running },
-  { header: "waiting", value: (p) => p.waiting },
-  { header: "steps_per_second", value: (p) => p.stepsPerSecond },
-  { header: "generation_tokens_per_second", value: (p) => p.generationTokensPerSecond },
-  { header: "prompt_tokens_per_second", value: (p) => p.promptTokensPerSecond },
-  { header: "kv_cache_usage", value: (p) => p.kvCacheUsage },
+  // Every figure of the history, in HISTORY_FIGURES order (the first six are the columns the CSV
+  // always had, so their places and names stay): a figure added there is exported without a line here.
+  ...HISTORY_FIGURES.map((f): CsvColumn<HistoryPoint> => ({ header: figureColumn(f), value: (p) => p[f] })),
 ];
 
 const OUTAGE_COLUMNS: Array<CsvColumn<Outage>> = [

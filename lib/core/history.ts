@@ -53,6 +53,13 @@ export const HISTORY_FIGURES = [
   ...LATENCY_FIELDS,
 ] as const satisfies ReadonlyArray<keyof Figures | keyof LatencySample>;
 
+/**
+ * A figure's snake_case name (ttftP50 -> ttft_p50, kvCacheUsage -> kv_cache_usage): its column in
+ * `samples` (db/schema.ts, the SQL in db/queries/history.ts) and its header in the CSV export, so
+ * a figure added to HISTORY_FIGURES is stored, rolled up and exported under one name.
+ */
+export const figureColumn = (f: HistoryFigure): string => f.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
 /** Exact powers of ten, 10^0 .. 10^22 (each a double with no rounding). */
 const POW10 = Array.from({ length: 23 }, (_, k) => Number(`1e${k}`));
 

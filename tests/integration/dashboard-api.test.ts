@@ -8,7 +8,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { toRows } from "@/lib/core/history";
+import { figureColumn, HISTORY_FIGURES, toRows } from "@/lib/core/history";
 import type { FleetResponse, HistoryResponse, RestartPlanDTO } from "@/lib/api/types";
 import type { OutagesResponse } from "@/lib/api/types";
 import { startSimulator, type Simulator } from "@/sim/server";
@@ -119,7 +119,9 @@ describe("CSV exports", () => {
     const h = await text(`/api/backends/busy/history?from=${Date.now() - 600_000}&to=${Date.now() + 60_000}&format=csv`);
     expect(h.status).toBe(200);
     const hl = h.body.trim().split("\r\n");
-    expect(hl[0]).toBe("time_utc,state,running,waiting,steps_per_second,generation_tokens_per_second,prompt_tokens_per_second,kv_cache_usage");
+    // The columns it always had, in their places, then the rest of the history's figures (vLLM's latency).
+    expect(hl[0]).toBe(["time_utc", "state", ...HISTORY_FIGURES.map(figureColumn)].join(","));
+    expect(hl[0]).toMatch(/^time_utc,state,running,waiting,steps_per_second,generation_tokens_per_second,prompt_tokens_per_second,kv_cache_usage,ttft_p50,/);
     expect(hl.length).toBeGreaterThan(2);
 
     const r = await text(`/api/restarts?format=csv`);

@@ -152,7 +152,7 @@ describe("callWebhook", () => {
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/restart?token=secret`;
     try {
-      const action = { kind: "webhook" as const, url, method: "POST", headers: { authorization: "Bearer s3" }, timeoutSeconds: 30 };
+      const action = { kind: "webhook" as const, url, method: "POST" as const, headers: { authorization: "Bearer s3" }, timeoutSeconds: 30 };
       const ok = await callWebhook(action, { backendId: "a", eventId: 7, requestedBy: "ana" });
       expect(ok).toMatchObject({ ok: true, exitCode: null, error: null });
       expect(ok.output).toBe("HTTP 202\nqueued");

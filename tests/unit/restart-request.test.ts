@@ -32,8 +32,8 @@ describe("requestRestart", () => {
   let calls: string[];
   let deps: RestartDeps;
   const backends: BackendConfig[] = [
-    { id: "gb10-a", url: "http://127.0.0.1:1", restart: { kind: "command", command: ["/bin/true"], timeoutSeconds: 5 } },
-    { id: "gb10-b", url: "http://127.0.0.1:2" },
+    { id: "gb10-a", url: "http://127.0.0.1:1", engine: "auto", probe: "auto", restart: { kind: "command", command: ["/bin/true"], timeoutSeconds: 5 } },
+    { id: "gb10-b", url: "http://127.0.0.1:2", engine: "auto", probe: "auto" },
   ];
 
   beforeEach(() => {
@@ -213,7 +213,7 @@ describe("requestRestart", () => {
   it("runs the configured command with deps.commandEnv, not stepwatch's own environment", async () => {
     delete deps.execute;
     const command = [process.execPath, "-e", "process.stdout.write(String(process.env.SW_UNIT_SECRET))"];
-    deps.backends = [{ id: "envy", url: "http://127.0.0.1:3", restart: { kind: "command", command, timeoutSeconds: 10 } }];
+    deps.backends = [{ id: "envy", url: "http://127.0.0.1:3", engine: "auto", probe: "auto", restart: { kind: "command", command, timeoutSeconds: 10 } }];
     process.env.SW_UNIT_SECRET = "in-stepwatch-only";
     try {
       await requestRestart({ backendId: "envy", operator: "ana", now: 1 }, deps).done;
