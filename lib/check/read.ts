@@ -1,24 +1,25 @@
 /**
  * Measure, never judge: turn a backend's answers into a Reading (or a ProbeResult, a
- * ProxyReading). A failed fetch is data in the Reading, never an exception. What is asked, per
- * engine (docs/engines.md has the table):
- * - GET /props first for llama.cpp (and on the first read of an `auto` backend): a sleeping
- *   llama-server is woken and reloads its model on any queued task, and /metrics queues one.
- * - GET /metrics (Ollama has none: GET /api/version and /api/ps instead).
- * - GET /health only when /metrics failed at the connection level or timed out ("down" needs
- *   /health failing too).
+ * ProxyReading). A failed fetch is data in the Reading, never an exception. One sequence for every
+ * engine; what each engine adds to it is declared by its adapter (`reads` in lib/engines/<engine>.ts,
+ * the `EngineReads` of lib/engines/adapter.ts; docs/engines.md has the table), so nothing here
+ * names an engine:
+ * - the adapter's look first (`before`: llama.cpp's GET /props), also on the first read of an
+ *   `auto` backend: a sleeping llama-server is woken and reloads its model on any queued task, and
+ *   /metrics queues one.
+ * - GET /metrics (an engine without one: its `withoutMetrics` reads instead).
+ * - the adapter's liveness path only when /metrics failed at the connection level or timed out
+ *   ("down" needs it failing too).
+ * - the adapter's `whenEmpty` GET when /metrics is empty (`auto` only).
  * - GET /v1/models only when /metrics is not an engine's, or to name the model for a probe.
  * - The probe itself, which the caller sends only after `shouldProbe` said so.
  */
 import type { Dispatcher } from "undici";
 import { ADAPTERS, DETECTION_ORDER, detectEngine, rulesOf } from "../engines/registry";
+import { isAnswer, type Ask, type EngineAdapter, type KnownAnswer, type ProbeStyle } from "../engines/adapter";
 import { readExposition } from "../engines/exposition";
 import { hasPrefix, type Index } from "../engines/series";
-import { isLlamacppLoading, LLAMACPP_NO_METRICS, parseLlamacppProps } from "../engines/llamacpp";
-import { parseOllamaPs, parseOllamaVersion } from "../engines/ollama";
-import { parseTgiInfo } from "../engines/tgi";
-import { ENGINE_LABELS, type EngineChoice, type EngineKind } from "../core/engine";
-import { extractVllmLatency } from "../metrics/vllm-latency";
+import { ENGINE_KINDS, ENGINE_LABELS, type EngineChoice, type EngineKind, type EngineMetrics } from "../core/engine";
 import { detach, type LineCache } from "../metrics/prometheus";
 import { httpRequest, type HttpResult } from "../net/http";
 import { capList, capText } from "../core/caps";
@@ -146,14 +147,42 @@ export function capReading(reading: Reading): Reading {
   return reading;
 }
 
+/** Every adapter, in ENGINE_KINDS order: where a read looks for an engine by its answers. */
+const ALL: readonly EngineAdapter[] = ENGINE_KINDS.map((kind) => ADAPTERS[kind]);
+
+/** The engine that declares this answer (the first that does), and its error text; null if none does. */
+function answerOf(pick: (a: EngineAdapter) => KnownAnswer | undefined, status: number | undefined, body: string): { kind: EngineKind; error: string } | null {
+  for (const adapter of ALL) {
+    const known = pick(adapter);
+    if (known && isAnswer(known, status, body)) return { kind: adapter.kind, error: known.error };
+  }
+  return null;
+}
+
+const loadingOf = (a: EngineAdapter) => a.reads.loading;
+const metricsOffOf = (a: EngineAdapter) => a.reads.metricsOff;
+
+/** An adapter's GET, through `get()`: the answer, and what its parse made of it (null unless it is ok and the engine's). */
+async function ask<T>(target: BackendTarget, question: Ask<T>, common: Common): Promise<{ res: HttpResult; value: T | null }> {
+  const res = await get(target, question.path, common, "application/json", question.maxBytes);
+  return { res, value: res.outcome === "ok" ? question.parse(res.body) : null };
+}
+
+/** "vllm:*, llamacpp:*, sglang:* or tgi_*": the prefixes detection knows, for a person. */
+function knownPrefixes(): string {
+  const names = DETECTION_ORDER.flatMap((kind) => (ADAPTERS[kind].prefix ? [`${ADAPTERS[kind].prefix}*`] : []));
+  return names.length > 1 ? `${names.slice(0, -1).join(", ")} or ${names[names.length - 1]}` : names.join("");
+}
+
 async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, common: Common): Promise<Reading> {
   const now = opts.now ?? Date.now;
   const at = now();
   const choice = target.engine ?? "auto";
   let hint: EngineKind | undefined = choice === "auto" ? opts.engineHint : choice;
-  if (hint === "ollama") {
-    const r = await readOllama(target, common, at);
-    // Detected Ollama before, but something else answers now (restarted into another engine):
+  const hinted = hint ? ADAPTERS[hint] : undefined;
+  if (hinted?.reads.withoutMetrics) {
+    const r = await readWithoutMetrics(hinted, hinted.reads.withoutMetrics, target, common, at);
+    // Seen as that engine before, but something else answers now (restarted into another engine):
     // detect again from the answers.
     const elsewhere = choice === "auto" && r.models?.outcome !== "ok" && (r.outcome === "http-error" || r.outcome === "error");
     if (!elsewhere) return r;
@@ -162,35 +191,40 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, com
 
   let bytes = 0;
   let engine: EngineKind | undefined = choice === "auto" ? undefined : choice;
-  let propsModel: string | null = null;
-  if (hint === "llamacpp" || (choice === "auto" && hint === undefined)) {
-    // /props is exempt from waking a sleeping llama-server; /metrics is not (PR ggml-org/llama.cpp#18228).
-    const props = await get(target, "/props", common, "application/json", 1024 * 1024);
-    bytes += props.bytes;
-    const p = props.outcome === "ok" ? parseLlamacppProps(props.body) : null;
-    if (p) {
-      engine = "llamacpp";
-      propsModel = p.model;
-      if (p.sleeping) {
+  let firstModel: string | null = null;
+  // The look before /metrics of the engine expected or, on an `auto` backend not known yet, of every
+  // engine that has one (llama.cpp's /props: /metrics would wake a sleeping llama-server).
+  for (const adapter of hint ? [ADAPTERS[hint]] : ALL) {
+    const before = adapter.reads.before;
+    if (!before) continue;
+    const { res: look, value: first } = await ask(target, before, common);
+    bytes += look.bytes;
+    if (first) {
+      engine = adapter.kind;
+      firstModel = first.model;
+      if (first.asleep !== undefined) {
         return {
           at,
-          latencyMs: props.latencyMs,
+          latencyMs: look.latencyMs,
           outcome: "ok",
-          status: props.status,
+          status: look.status,
           engine,
           asleep: true,
           metrics: null,
           bytes,
-          error: "llama.cpp is asleep (/props is_sleeping: true); /metrics is not read, it would wake the server and reload the model",
-          ...(p.model ? { models: { outcome: "ok" as const, status: props.status, ids: [p.model] } } : {}),
+          error: first.asleep,
+          ...(first.model ? { models: { outcome: "ok" as const, status: look.status, ids: [first.model] } } : {}),
         };
       }
-    } else if (isLlamacppLoading(props.status, props.body)) {
-      return { at, latencyMs: props.latencyMs, outcome: "http-error", status: 503, engine: "llamacpp", loading: true, metrics: null, bytes, error: "llama.cpp answers 503 Loading model" };
+      break;
     }
+    const loading = answerOf(loadingOf, look.status, look.body);
+    if (loading) return { at, latencyMs: look.latencyMs, outcome: "http-error", status: look.status, engine: loading.kind, loading: true, metrics: null, bytes, error: loading.error };
   }
 
-  const res = await get(target, "/metrics", common, "text/plain");
+  const known = engine ?? hint;
+  const metricsPath = (known ? ADAPTERS[known].reads.metricsPath : null) ?? "/metrics";
+  const res = await get(target, metricsPath, common, "text/plain");
   bytes += res.bytes;
   const reading: Reading = { at, latencyMs: res.latencyMs, outcome: res.outcome, status: res.status, metrics: null, bytes, ...(engine ? { engine } : {}) };
 
@@ -198,29 +232,23 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, com
     // "down" needs /health to fail too; it is cheap and takes no request slot. A /metrics that times
     // out while /health answers is a slow API server, not a dead one. (SGLang's and TGI's /health
     // may run a generation: for them a static route is asked, see rules.livenessPath.)
-    const health = await get(target, rulesOf(engine ?? hint).livenessPath, common, "*/*", 64 * 1024);
+    const health = await get(target, rulesOf(known).livenessPath, common, "*/*", 64 * 1024);
     reading.health = { outcome: health.outcome, status: health.status };
     reading.bytes = (reading.bytes ?? 0) + health.bytes;
     reading.error = res.error;
-    if (isLlamacppLoading(health.status, health.body)) Object.assign(reading, { loading: true, engine: "llamacpp" });
+    const loading = answerOf(loadingOf, health.status, health.body);
+    if (loading) Object.assign(reading, { loading: true, engine: loading.kind });
     return reading;
   }
 
   if (res.outcome === "ok") {
     // The engine configured, or seen on this backend last: parse only its adapter's families.
-    const expected = choice === "auto" ? (engine ?? hint) : choice;
-    if (expected && expected !== "ollama") {
+    const expected = choice === "auto" ? known : choice;
+    if (expected) {
       const fast = readFiltered(res.body, expected, choice === "auto", opts.lineCache);
       if (fast) {
         const parsed = ADAPTERS[expected].extract(fast, { headers: res.headers });
-        if (parsed.metrics) {
-          if (parsed.metrics.models.length === 0 && propsModel) parsed.metrics.models = [propsModel];
-          reading.metrics = parsed.metrics;
-          reading.engine = expected;
-          if (parsed.metrics.asleep) reading.asleep = true;
-          if (expected === "vllm") reading.latency = extractVllmLatency(fast);
-          return reading;
-        }
+        if (parsed.metrics) return withMetrics(reading, ADAPTERS[expected], parsed.metrics, fast, firstModel);
       }
       // Not that engine's body any more, or no metrics in it: the full parse below says why.
     }
@@ -230,16 +258,7 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, com
       const kind = choice === "auto" ? detected : choice;
       if (kind) {
         const parsed = ADAPTERS[kind].extract(exp.index, { headers: res.headers });
-        if (parsed.metrics) {
-          // llama-server names its model in /props, not in /metrics.
-          if (parsed.metrics.models.length === 0 && propsModel) parsed.metrics.models = [propsModel];
-          reading.metrics = parsed.metrics;
-          reading.engine = kind;
-          if (parsed.metrics.asleep) reading.asleep = true;
-          // vLLM's latency histograms, finish reasons and preemptions (the dashboard's figures).
-          if (kind === "vllm") reading.latency = extractVllmLatency(exp.index);
-          return reading;
-        }
+        if (parsed.metrics) return withMetrics(reading, ADAPTERS[kind], parsed.metrics, exp.index, firstModel);
         reading.engine = kind;
         // Texts kept in the Reading are copies (detach): a slice of the body would keep it alive.
         reading.error = detach(
@@ -248,41 +267,54 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, com
             : (parsed.error ?? `no ${ENGINE_LABELS[kind]} metrics`),
         );
       } else {
-        reading.error = `no known engine's metrics (found ${exp.sampleCount} series, none named vllm:*, llamacpp:*, sglang:* or tgi_*)`;
+        reading.error = `no known engine's metrics (found ${exp.sampleCount} series, none named ${knownPrefixes()})`;
       }
-    } else if (exp.sampleCount === 0 && exp.errorCount === 0 && res.body.trim() === "" && (choice === "tgi" || choice === "auto")) {
-      // TGI shows a metric only once it was recorded: before its first request /metrics is empty.
-      // Its /info (static, no slot) says whether this is TGI.
-      const info = choice === "tgi" ? null : await get(target, "/info", common, "application/json", 256 * 1024);
-      if (info) reading.bytes = (reading.bytes ?? 0) + info.bytes;
-      if (choice === "tgi" || (info?.outcome === "ok" && parseTgiInfo(info.body))) {
-        const parsed = ADAPTERS.tgi.extract(new Map(), { headers: res.headers });
+    } else if (exp.sampleCount === 0 && exp.errorCount === 0 && res.body.trim() === "") {
+      // An engine that shows a metric only once it was recorded (TGI) has an empty exposition before
+      // its first request: configured, that is it; for `auto` its `whenEmpty` GET says whose it is.
+      for (const adapter of choice === "auto" ? ALL : [ADAPTERS[choice]]) {
+        const whenEmpty = adapter.reads.whenEmpty;
+        if (!whenEmpty) continue;
+        let model: string | null = null;
+        if (choice === "auto") {
+          const { res: answer, value } = await ask(target, whenEmpty, common);
+          reading.bytes = (reading.bytes ?? 0) + answer.bytes;
+          if (!value) continue;
+          model = value.model;
+        }
+        const parsed = adapter.extract(new Map(), { headers: res.headers });
         if (parsed.metrics) {
-          const model = info?.outcome === "ok" ? parseTgiInfo(info.body)?.model : null;
           if (model) parsed.metrics.models = [model];
-          return { ...reading, engine: "tgi", metrics: parsed.metrics };
+          return { ...reading, engine: adapter.kind, metrics: parsed.metrics };
         }
       }
       reading.error = detach(exp.error);
     } else {
       reading.error = detach(exp.error);
     }
-  } else if (res.outcome === "http-error" && res.status === 501) {
-    // llama-server without --metrics.
-    reading.engine = "llamacpp";
-    reading.error = LLAMACPP_NO_METRICS;
-  } else if (res.outcome === "http-error" && isLlamacppLoading(res.status, res.body)) {
-    return { ...reading, engine: "llamacpp", loading: true, error: "llama.cpp answers 503 Loading model" };
-  } else if (res.outcome === "http-error" && (res.status === 404 || res.status === 405 || res.status === 410)) {
-    reading.error = `/metrics answered HTTP ${res.status}`;
-    if (choice === "auto") {
-      // Ollama has no /metrics: its /api/version says it is Ollama.
-      const ollama = await readOllama(target, common, at);
-      if (ollama.engine === "ollama" && ollama.models?.outcome === "ok") return { ...ollama, bytes: (ollama.bytes ?? 0) + bytes };
-    }
   } else {
-    reading.error = res.error;
-    return reading;
+    const off = res.outcome === "http-error" ? answerOf(metricsOffOf, res.status, res.body) : null;
+    const loading = res.outcome === "http-error" && !off ? answerOf(loadingOf, res.status, res.body) : null;
+    if (off) {
+      // An engine running without metrics (llama-server without --metrics).
+      reading.engine = off.kind;
+      reading.error = off.error;
+    } else if (loading) {
+      return { ...reading, engine: loading.kind, loading: true, error: loading.error };
+    } else if (res.outcome === "http-error" && (res.status === 404 || res.status === 405 || res.status === 410)) {
+      reading.error = `${metricsPath} answered HTTP ${res.status}`;
+      if (choice === "auto") {
+        // An engine without /metrics (Ollama) says who it is on its own routes.
+        for (const adapter of ALL) {
+          if (!adapter.reads.withoutMetrics) continue;
+          const r = await readWithoutMetrics(adapter, adapter.reads.withoutMetrics, target, common, at);
+          if (r.models?.outcome === "ok") return { ...r, bytes: (r.bytes ?? 0) + bytes };
+        }
+      }
+    } else {
+      reading.error = res.error;
+      return reading;
+    }
   }
 
   // Reachable, but no load metrics: liveness comes from /v1/models only.
@@ -293,17 +325,30 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, com
   return reading;
 }
 
+/** `reading` with `adapter`'s metrics from `index` (and what else its reads take from the same body). */
+function withMetrics(reading: Reading, adapter: EngineAdapter, metrics: EngineMetrics, index: Index, firstModel: string | null): Reading {
+  // llama-server names its model in /props, not in /metrics.
+  if (metrics.models.length === 0 && firstModel) metrics.models = [firstModel];
+  reading.metrics = metrics;
+  reading.engine = adapter.kind;
+  if (metrics.asleep) reading.asleep = true;
+  // vLLM's latency histograms, finish reasons and preemptions (the dashboard's figures).
+  if (adapter.reads.latency) reading.latency = adapter.reads.latency(index);
+  return reading;
+}
+
 /**
  * The series index of `body` with only `kind`'s families parsed, or null when the full parse must
- * decide: the body is not Prometheus text, carries none of `kind`'s series, or (for an `auto`
- * backend) carries series of an engine detection prefers, so the full parse would detect that one.
- * Anything the full parse would do differently falls through to it, so the filter changes what
- * is parsed, never what is concluded.
+ * decide: the engine has no exposition, the body is not Prometheus text, carries none of `kind`'s
+ * series, or (for an `auto` backend) carries series of an engine detection prefers, so the full
+ * parse would detect that one. Anything the full parse would do differently falls through to it,
+ * so the filter changes what is parsed, never what is concluded.
  */
 function readFiltered(body: string, kind: EngineKind, auto: boolean, cache: LineCache | undefined): Index | null {
   const adapter = ADAPTERS[kind];
+  if (adapter.prefix === null) return null;
   const exp = readExposition(body, adapter.families, cache);
-  if (!exp.ok || adapter.prefix === null || !hasPrefix(exp.index, adapter.prefix)) return null;
+  if (!exp.ok || !hasPrefix(exp.index, adapter.prefix)) return null;
   if (auto) {
     for (const other of DETECTION_ORDER) {
       if (other === kind) break;
@@ -317,29 +362,34 @@ function readFiltered(body: string, kind: EngineKind, auto: boolean, cache: Line
 }
 
 /**
- * Ollama (checked on v0.33): no /metrics and no load figure, so liveness only. /api/version is the
- * liveness (its failure is recorded as /health's, so two refusals are "down"), /api/ps the loaded
- * models for the card. Never probed.
+ * An engine without /metrics (Ollama, checked on v0.33): no load figure, so liveness only, and
+ * never probed (its rules say so). Its liveness GET's failure is recorded as /health's, so two
+ * refusals are "down"; its models GET names the loaded models for the card.
  */
-async function readOllama(target: BackendTarget, common: Common, at: number): Promise<Reading> {
-  const v = await get(target, "/api/version", common, "application/json", 64 * 1024);
-  const version = v.outcome === "ok" ? parseOllamaVersion(v.body) : null;
+async function readWithoutMetrics(
+  adapter: EngineAdapter,
+  reads: NonNullable<EngineAdapter["reads"]["withoutMetrics"]>,
+  target: BackendTarget,
+  common: Common,
+  at: number,
+): Promise<Reading> {
+  const label = ENGINE_LABELS[adapter.kind];
+  const { res: v, value: version } = await ask(target, reads.liveness, common);
   if (!version) {
-    const error = v.outcome === "ok" ? "/api/version is not Ollama's answer" : `/api/version: ${v.error ?? v.outcome}`;
-    return { at, latencyMs: v.latencyMs, outcome: v.outcome === "ok" ? "error" : v.outcome, status: v.status, engine: "ollama", metrics: null, bytes: v.bytes, error, health: { outcome: v.outcome, status: v.status } };
+    const error = v.outcome === "ok" ? `${reads.liveness.path} is not ${label}'s answer` : `${reads.liveness.path}: ${v.error ?? v.outcome}`;
+    return { at, latencyMs: v.latencyMs, outcome: v.outcome === "ok" ? "error" : v.outcome, status: v.status, engine: adapter.kind, metrics: null, bytes: v.bytes, error, health: { outcome: v.outcome, status: v.status } };
   }
-  const ps = await get(target, "/api/ps", common, "application/json", 1024 * 1024);
-  const ids = ps.outcome === "ok" ? (parseOllamaPs(ps.body) ?? []) : [];
+  const { res: ps, value: ids } = await ask(target, reads.models, common);
   return {
     at,
     latencyMs: v.latencyMs,
     outcome: "ok",
     status: v.status,
-    engine: "ollama",
+    engine: adapter.kind,
     metrics: null,
     noMetrics: true,
-    error: `Ollama ${version}`,
-    models: { outcome: "ok", status: v.status, ids },
+    error: `${label} ${version}`,
+    models: { outcome: "ok", status: v.status, ids: ids ?? [] },
     bytes: v.bytes + ps.bytes,
   };
 }
@@ -397,12 +447,15 @@ function probeBody(kind: ProbeKind, model: string | undefined): string {
   }
 }
 
-/** Which probe to send first: the config's, else what answered last, else the engine's. */
+/** The first probe of each engine's probe style (`never`: one is never sent, `shouldProbe` says so). */
+const STYLE_PROBE: Record<ProbeStyle, ProbeKind> = { openai: "completions", "tgi-generate": "generate", never: "completions" };
+
+/** Which probe to send first: the config's, else what answered last, else the engine's (`rules.probe`). */
 export function firstProbe(choice: ProbeChoice | undefined, engine: EngineKind | undefined, learned: ProbeKind | undefined): ProbeKind | null {
   if (choice === "none") return null;
   if (choice && choice !== "auto") return choice;
   if (learned) return learned;
-  return engine === "tgi" ? "generate" : "completions";
+  return STYLE_PROBE[rulesOf(engine).probe];
 }
 
 const noEndpoint = (status?: number) => status === 404 || status === 405;

@@ -5,6 +5,7 @@
  */
 import type { Index } from "./series";
 import type { EngineKind, EngineParse } from "../core/engine";
+import type { VllmLatency } from "../core/latency";
 
 /** How an idle server of this engine is asked for one token. */
 export type ProbeStyle = "openai" | "tgi-generate" | "never";
@@ -37,6 +38,72 @@ export interface ExtractContext {
   headers?: Record<string, string | string[] | undefined>;
 }
 
+/**
+ * One GET a read makes besides the exposition. lib/check/read.ts sends it through `get()` (the
+ * keep-alive retry, the lateness mark) with `accept: application/json`; `parse` is pure and says
+ * null when the body is not this engine's answer (a read never throws on one).
+ */
+export interface Ask<T> {
+  path: string;
+  /** The most of the answer that is kept (a real one is a few KB). */
+  maxBytes: number;
+  parse(body: string): T | null;
+}
+
+/** An answer recognised by its status (and body): llama-server's 503 "Loading model". */
+export interface KnownAnswer {
+  status: number;
+  body?: RegExp;
+  /** The reading's error, for a person. */
+  error: string;
+}
+
+/** What the look before the exposition found (llama.cpp's /props). */
+export interface FirstLook {
+  /** The served model, when the exposition does not name it. */
+  model: string | null;
+  /** Set when the server sleeps on purpose: why the exposition is not read (it would wake it). */
+  asleep?: string;
+}
+
+/**
+ * How this engine is asked, as data: lib/check/read.ts runs one sequence for every engine (look
+ * first, the exposition, liveness when it failed, /v1/models when there are no metrics) and takes
+ * each engine's part from here, so it names no engine. Every path here is a GET that takes no
+ * request slot; the probe (which does) is `rules.probe`, never a read.
+ */
+export interface EngineReads {
+  /**
+   * The exposition's path (and query) once the engine is known (configured, or seen on the last
+   * read); a backend not yet known is asked "/metrics". null: the engine has none, and
+   * `withoutMetrics` is read instead.
+   */
+  metricsPath: string | null;
+  /**
+   * Asked before the exposition whenever the engine may be this one (configured, seen last, or an
+   * `auto` backend not yet known): an answer `parse` accepts names the engine, and one saying the
+   * server sleeps ends the read there.
+   */
+  before?: Ask<FirstLook>;
+  /** An answer any route gives while the model loads (starting, not down); recognised on every answer of a read. */
+  loading?: KnownAnswer;
+  /** An exposition answer that says this engine runs without metrics (then liveness from /v1/models). */
+  metricsOff?: KnownAnswer;
+  /**
+   * For an engine whose exposition is empty until its first request: the GET that says an empty
+   * body is this engine's (asked only for `auto`), and its model.
+   */
+  whenEmpty?: Ask<{ model: string | null }>;
+  /**
+   * No exposition: `liveness` answers every read (its failure is recorded as /health's, so two
+   * refusals are "down"; its parse is the version shown), `models` lists the loaded models. For an
+   * `auto` backend whose exposition answers 404/405/410 these are tried too.
+   */
+  withoutMetrics?: { liveness: Ask<string>; models: Ask<string[]> };
+  /** Figures read from the same exposition besides `extract`'s: vLLM's latency histograms (the dashboard's charts). */
+  latency?(index: Index): VllmLatency;
+}
+
 export interface EngineAdapter {
   kind: EngineKind;
   /** The family prefix that identifies the engine's exposition (null: it has none). */
@@ -50,7 +117,13 @@ export interface EngineAdapter {
    */
   families: ReadonlySet<string>;
   rules: EngineRules;
+  reads: EngineReads;
   extract(index: Index, ctx: ExtractContext): EngineParse;
+}
+
+/** Whether `answer` is that known answer. */
+export function isAnswer(known: KnownAnswer | undefined, status: number | undefined, body: string): boolean {
+  return known !== undefined && status === known.status && (known.body === undefined || known.body.test(body));
 }
 
 export function headerValue(headers: ExtractContext["headers"], name: string): string | null {

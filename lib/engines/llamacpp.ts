@@ -11,12 +11,15 @@
  * No start-time metric: the `Process-Start-Time-Unix` response header of /metrics changes with
  * every process (treated as an opaque token).
  */
-import { headerValue, type EngineAdapter } from "./adapter";
+import { headerValue, isAnswer, type EngineAdapter } from "./adapter";
 import { optional, required } from "./series";
 import type { EngineMetrics } from "../core/engine";
 
 export const LLAMACPP_PREFIX = "llamacpp:";
 export const LLAMACPP_START_HEADER = "process-start-time-unix";
+const LLAMACPP_ASLEEP = "llama.cpp is asleep (/props is_sleeping: true); /metrics is not read, it would wake the server and reload the model";
+/** llama-server without --metrics answers /metrics 501. */
+export const LLAMACPP_NO_METRICS = "llama.cpp without metrics (/metrics answered 501): start llama-server with --metrics";
 
 export const llamacppAdapter: EngineAdapter = {
   kind: "llamacpp",
@@ -31,6 +34,21 @@ export const llamacppAdapter: EngineAdapter = {
   ]),
   // /metrics is a task on the same loop as decoding (server-context.cpp): a blocked loop never answers it.
   rules: { minStuckWindowSeconds: 0, livenessPath: "/health", probe: "openai", metricsFlag: "--metrics", metricsOnEngineLoop: true },
+  reads: {
+    metricsPath: "/metrics",
+    // /props is exempt from waking a sleeping llama-server; /metrics is not (PR ggml-org/llama.cpp#18228).
+    before: {
+      path: "/props",
+      maxBytes: 1024 * 1024,
+      parse(body) {
+        const p = parseLlamacppProps(body);
+        if (!p) return null;
+        return p.sleeping ? { model: p.model, asleep: LLAMACPP_ASLEEP } : { model: p.model };
+      },
+    },
+    loading: { status: 503, body: /loading model/i, error: "llama.cpp answers 503 Loading model" },
+    metricsOff: { status: 501, error: LLAMACPP_NO_METRICS },
+  },
   extract(index, ctx) {
     const warnings: string[] = [];
     const running = required(index, "llamacpp:requests_processing");
@@ -81,8 +99,5 @@ export function parseLlamacppProps(body: string): LlamacppProps | null {
 
 /** llama-server answers every endpoint 503 "Loading model" while it loads: not ready, not dead. */
 export function isLlamacppLoading(status: number | undefined, body: string): boolean {
-  return status === 503 && /loading model/i.test(body);
+  return isAnswer(llamacppAdapter.reads.loading, status, body);
 }
-
-/** llama-server without --metrics answers /metrics 501. */
-export const LLAMACPP_NO_METRICS = "llama.cpp without metrics (/metrics answered 501): start llama-server with --metrics";

@@ -12,6 +12,13 @@ export const ollamaAdapter: EngineAdapter = {
   prefix: null,
   families: new Set(), // no /metrics: read from /api/version and /api/ps
   rules: { minStuckWindowSeconds: 0, livenessPath: "/api/version", probe: "never", metricsFlag: null },
+  reads: {
+    metricsPath: null,
+    withoutMetrics: {
+      liveness: { path: "/api/version", maxBytes: 64 * 1024, parse: (body) => parseOllamaVersion(body) },
+      models: { path: "/api/ps", maxBytes: 1024 * 1024, parse: (body) => parseOllamaPs(body) },
+    },
+  },
   extract() {
     return { metrics: null, warnings: [], error: "Ollama exposes no load metrics" };
   },

@@ -66,6 +66,7 @@ export const sglangAdapter: EngineAdapter = {
     "sglang:gen_throughput",
   ]),
   rules: { minStuckWindowSeconds: 150, livenessPath: "/v1/models", probe: "openai", metricsFlag: "--enable-metrics" },
+  reads: { metricsPath: "/metrics" },
   extract(index) {
     const warnings: string[] = [];
     const load: Record<"running" | "waiting", number> = { running: 0, waiting: 0 };

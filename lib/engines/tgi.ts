@@ -20,6 +20,9 @@ export const tgiAdapter: EngineAdapter = {
   // Each also as `<name>_total` (count() below tries both; the filter keeps a family's _total).
   families: new Set(["tgi_request_count", "tgi_batch_current_size", "tgi_queue_size", "tgi_batch_inference_count", "tgi_batch_inference_success", "tgi_request_success"]),
   rules: { minStuckWindowSeconds: 0, livenessPath: "/info", probe: "tgi-generate", metricsFlag: null },
+  // TGI shows a metric only once it was recorded: before its first request /metrics is empty, and
+  // its /info (static, no slot) says whether this is TGI.
+  reads: { metricsPath: "/metrics", whenEmpty: { path: "/info", maxBytes: 256 * 1024, parse: (body) => parseTgiInfo(body) } },
   extract(index) {
     const warnings: string[] = [];
     const count = (name: string) => optional(index, name, "count", "sum", warnings) ?? optional(index, `${name}_total`, "count", "sum", warnings);

@@ -30,7 +30,7 @@ import type { EngineAdapter } from "./adapter";
 import { readExposition } from "./exposition";
 import { buildIndex, combine, hasPrefix, labelValues, optional, type Index, type Pick } from "./series";
 import { detach, type ParseResult } from "../metrics/prometheus";
-import { LATENCY_FAMILIES } from "../metrics/vllm-latency";
+import { extractVllmLatency, LATENCY_FAMILIES } from "../metrics/vllm-latency";
 import type { EngineMetrics, EngineSlice } from "../core/engine";
 
 /** What vLLM's own /metrics says (the engine-neutral shape; kept under its first name). */
@@ -225,6 +225,7 @@ export const vllmAdapter: EngineAdapter = {
   prefix: VLLM_PREFIX,
   families: VLLM_FAMILIES,
   rules: { minStuckWindowSeconds: 0, livenessPath: "/health", probe: "openai", metricsFlag: null },
+  reads: { metricsPath: "/metrics", latency: (index) => extractVllmLatency(index) },
   extract(index) {
     if (!hasPrefix(index, VLLM_PREFIX)) return { metrics: null, warnings: [], error: "no vLLM series" };
     return extractFromIndex(index);
