@@ -12,7 +12,7 @@ import { columnsFrom, HISTORY_FIGURES } from "../lib/api/history";
 import type { HistoryColumns } from "../lib/api/types";
 import type { Db } from "./client";
 import { perConnection } from "./per-connection";
-import { auditLog, restartEvents, samples, sessions, transitions, type AuditRow, type RestartEventRow, type RestartOutcome, type SessionRow, type TransitionRow } from "./schema";
+import { auditLog, restartEvents, samples, sessions, transitions, type AuditRow, type RestartEventRow, type RestartEvidence, type RestartOutcome, type SessionRow, type TransitionRow } from "./schema";
 
 export type NewSample = typeof samples.$inferInsert;
 export type NewTransition = typeof transitions.$inferInsert;
@@ -270,7 +270,7 @@ export interface NewRestartRequest {
   running: number | null;
   waiting: number | null;
   processStartTime: number | null;
-  evidence: { reasons: string[]; readings: unknown[] };
+  evidence: RestartEvidence;
   overrideCooldown: boolean;
   confirmedHealthy: boolean;
   action: string;

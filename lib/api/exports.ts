@@ -3,6 +3,7 @@
  * restart log, one row per point / outage / restart, times as ISO 8601 UTC.
  */
 import { isoTime, toCsv, type CsvColumn } from "../csv";
+import { reasonText } from "../check/types";
 import type { Outage } from "../outages";
 import { toRows } from "./history";
 import type { HistoryPoint, HistoryResponse, RestartEventDTO } from "./types";
@@ -37,7 +38,7 @@ const RESTART_COLUMNS: Array<CsvColumn<RestartEventDTO>> = [
   { header: "healthy_at_request", value: (r) => r.healthyAtRequest },
   { header: "running_at_request", value: (r) => r.runningAtRequest },
   { header: "waiting_at_request", value: (r) => r.waitingAtRequest },
-  { header: "evidence", value: (r) => r.evidence.reasons.join("; ") },
+  { header: "evidence", value: (r) => reasonText(r.evidence.reasons) },
   { header: "override_cooldown", value: (r) => r.overrideCooldown },
   { header: "action", value: (r) => r.action },
   { header: "exit_code", value: (r) => r.commandExitCode },

@@ -10,7 +10,7 @@ import { roundColumns } from "./history";
 import type { RestartEventRow, TransitionRow } from "../../db/schema";
 import type { ConfigErrorDTO, FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, SparkPoint, TransitionDTO } from "./types";
 import { STATE_INFO, restartRecommended } from "../check/states";
-import { figuresOf } from "../check/types";
+import { figuresOf, reason } from "../check/types";
 import { lastEngine } from "../check/read";
 import { publicUrl } from "../net/public-url";
 import type { OnCallBook } from "../oncall/book";
@@ -50,7 +50,7 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
     kvCacheUsage: shown(figures.kvCacheUsage),
     processStartTime: metrics?.processStartTime ?? null,
     lastReadAt: reading?.at ?? null,
-    reasons: verdict?.reasons ?? [`${STATE_INFO.unknown.description} Not read yet since stepwatch started.`],
+    reasons: verdict?.reasons ?? [reason("not-read-yet", `${STATE_INFO.unknown.description} Not read yet since stepwatch started.`)],
     restartConfigured: m.config.restart !== undefined,
     pendingRestartId: last && last.outcome === null ? last.id : null,
     cooldownUntil: cooldownUntil !== null && cooldownUntil > now ? cooldownUntil : null,

@@ -3,7 +3,7 @@
  * components and the tests; imports nothing server-side, so client files may import it.
  */
 import type { BackendState, ProxyState } from "../check/states";
-import type { Figures } from "../check/types";
+import type { Figures, Reason } from "../check/types";
 import type { EngineKind } from "../engines/types";
 import type { LatencySample } from "../metrics/vllm-latency";
 import type { Config } from "../config";
@@ -27,7 +27,8 @@ export interface FleetBackend extends Figures {
   processStartTime: number | null;
   lastReadAt: number | null;
   restartRecommended: boolean;
-  reasons: string[];
+  /** The verdict's evidence: each reason's rule id (`RULES`, docs/states.md) and its words. */
+  reasons: Reason[];
   /** Whether a restart action is configured for this backend. */
   restartConfigured: boolean;
   /** The pending restart, if any. */
@@ -160,7 +161,7 @@ export interface TransitionDTO {
   at: number;
   from: string | null;
   to: string;
-  reasons: string[];
+  reasons: Reason[];
 }
 
 export interface RestartEventDTO {
@@ -173,7 +174,7 @@ export interface RestartEventDTO {
   healthyAtRequest: boolean;
   runningAtRequest: number | null;
   waitingAtRequest: number | null;
-  evidence: { reasons: string[]; readings: unknown[] };
+  evidence: { reasons: Reason[]; readings: unknown[] };
   overrideCooldown: boolean;
   confirmedHealthy: boolean;
   action: string;

@@ -3,6 +3,7 @@
  * webhook JSON, the Slack-compatible body, ntfy's headers and the email's subject and text. No I/O.
  */
 import type { NotificationRow } from "../../db/schema";
+import type { Reason } from "../check/types";
 import { formatClock, formatDuration, zoneName, type TimeZone } from "../ui/format";
 import type { NotificationEvent } from "./events";
 
@@ -13,7 +14,8 @@ export interface NotificationPayload {
   backendId: string;
   state: string;
   previousState: string | null;
-  reasons: string[];
+  /** The evidence: each reason's rule id and its words. */
+  reasons: Reason[];
   /** ISO 8601. */
   at: string;
   /** {publicUrl}/backends/{id}, where the restart dialog is one click away; null without publicUrl. */
@@ -74,7 +76,7 @@ export function headline(p: NotificationPayload): string {
 
 /** The body lines under the headline: reasons, the note, the link. */
 export function bodyLines(p: NotificationPayload): string[] {
-  const lines = [`state: ${p.previousState ? `${p.previousState} -> ` : ""}${p.state}`, ...p.reasons.map((r) => `- ${r}`)];
+  const lines = [`state: ${p.previousState ? `${p.previousState} -> ` : ""}${p.state}`, ...p.reasons.map((r) => `- ${r.text}`)];
   const note = str(p.details.note);
   if (note) lines.push(`note: ${note}`);
   const resolution = str(p.details.resolution);

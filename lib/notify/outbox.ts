@@ -20,6 +20,7 @@ import {
 } from "../../db/queries-oncall";
 import type { NotificationRow } from "../../db/schema";
 import type { BackendState } from "../check/states";
+import type { Reason } from "../check/types";
 import type { ChannelConfig, NotificationsConfig } from "../config";
 import { sendToChannel, type AttemptResult, type Sender } from "./channels";
 import type { ChannelType, NotificationEvent } from "./events";
@@ -47,7 +48,7 @@ export interface NotificationDraft {
   backendId: string;
   state: BackendState;
   previousState: BackendState | null;
-  reasons: string[];
+  reasons: Reason[];
   at: number;
   details?: Record<string, unknown>;
 }

@@ -11,6 +11,7 @@ import { openDb, type DbHandle } from "@/db/client";
 import { recentNotifications } from "@/db/queries-oncall";
 import { parseConfig, type NotificationsConfig } from "@/lib/config";
 import { Outbox, retryDelayMs, type NotificationDraft } from "@/lib/notify/outbox";
+import { reason } from "@/lib/check/types";
 import { StepwatchMetrics } from "@/lib/export/metrics";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
 import { startWatcher } from "@/lib/watcher";
@@ -27,7 +28,7 @@ const draft = (over: Partial<NotificationDraft> = {}): NotificationDraft => ({
   backendId: "gb10-a",
   state: "stuck",
   previousState: "stalled",
-  reasons: ["2 running, 0 waiting, 0 new steps in 134 s across 3 reads"],
+  reasons: [reason("no-progress", "2 running, 0 waiting, 0 new steps in 134 s across 3 reads")],
   at: Date.parse("2026-12-01T03:05:00Z"),
   ...over,
 });
@@ -93,7 +94,8 @@ describe("notification channels against real receivers", () => {
       backendId: "gb10-a",
       state: "stuck",
       previousState: "stalled",
-      reasons: ["2 running, 0 waiting, 0 new steps in 134 s across 3 reads"],
+      // Each reason as the API gives it: the rule that fired and its words.
+      reasons: [{ rule: "no-progress", text: "2 running, 0 waiting, 0 new steps in 134 s across 3 reads" }],
       at: "2026-12-01T03:05:00.000Z",
       link: "https://sw.example.org/backends/gb10-a",
       details: {},
@@ -129,7 +131,7 @@ describe("notification channels against real receivers", () => {
     const db = freshDb("ntfy");
     const box = new Outbox(db.db, notificationsOf([{ id: "phone", type: "ntfy", url: `${hook.url}/stepwatch-alerts`, token: "env:NTFY" }], { NTFY: "tk_abc" }), { log: () => {} });
     box.write(draft());
-    box.write(draft({ event: "recovered", state: "busy", previousState: "stuck", reasons: ["progress: 12 steps/s"] }));
+    box.write(draft({ event: "recovered", state: "busy", previousState: "stuck", reasons: [reason("progress", "progress: 12 steps/s")] }));
     await deliverUntil(box, () => hook.received.length === 2);
     const byTitle = (t: string) => hook.received.find((r) => r.headers.title === t)!;
     const stuck = byTitle("gb10-a is stuck");
@@ -154,7 +156,7 @@ describe("notification channels against real receivers", () => {
       ),
       { log: () => {} },
     );
-    const row = box.write(draft({ event: "down", state: "down", previousState: "busy", reasons: ["connection refused on 2 consecutive reads"] }));
+    const row = box.write(draft({ event: "down", state: "down", previousState: "busy", reasons: [reason("down-refused", "connection refused on 2 consecutive reads")] }));
     await deliverUntil(box, () => smtp.mails.length === 1);
     const m = smtp.mails[0];
     expect(m.user).toBe("sw");

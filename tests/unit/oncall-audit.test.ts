@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openDb, type DbHandle } from "@/db/client";
 import { activeAcknowledgement, openMaintenance, recentNotifications } from "@/db/queries-oncall";
 import { listAudit, listRestartEvents } from "@/db/queries";
-import type { Verdict } from "@/lib/check/types";
+import { reason, type Verdict } from "@/lib/check/types";
 import { parseConfig } from "@/lib/config";
 import { OnCallBook } from "@/lib/oncall/book";
 import { acknowledge, endMaintenance, startMaintenance, type OnCallVerbDeps } from "@/lib/oncall/verbs";
@@ -24,7 +24,7 @@ const stuck: Verdict = {
   health: "no",
   healthy: false,
   restartRecommended: true,
-  reasons: ["2 running, 0 new steps in 134 s across 3 reads"],
+  reasons: [reason("no-progress", "2 running, 0 new steps in 134 s across 3 reads"), reason("no-progress-stuck", "no progress across 2 waits and at least 120 s")],
   rates: { stepsPerSecond: 0, generationTokensPerSecond: 0, promptTokensPerSecond: 0 },
   basis: [],
 };

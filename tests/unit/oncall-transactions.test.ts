@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openDb, type DbHandle } from "@/db/client";
 import { lastTransition, listRestartEvents } from "@/db/queries";
 import { recentNotifications } from "@/db/queries-oncall";
-import type { Verdict } from "@/lib/check/types";
+import { reason, type Verdict } from "@/lib/check/types";
 import { parseConfig } from "@/lib/config";
 import { Outbox } from "@/lib/notify/outbox";
 import { requestRestart, type RestartDeps } from "@/lib/restart/request";
@@ -21,7 +21,7 @@ const stuck: Verdict = {
   health: "no",
   healthy: false,
   restartRecommended: true,
-  reasons: ["2 running, 0 new steps in 134 s across 3 reads"],
+  reasons: [reason("no-progress", "2 running, 0 new steps in 134 s across 3 reads"), reason("no-progress-stuck", "no progress across 2 waits and at least 120 s")],
   rates: { stepsPerSecond: 0, generationTokensPerSecond: 0, promptTokensPerSecond: 0 },
   basis: [],
 };
