@@ -31,6 +31,7 @@ import { DEFAULT_ENGINE_CONFIG, type RequestSpec } from "../sim/engine";
 import { renderMetrics } from "../sim/metrics";
 import { VllmSimModel, type SubmittedRequest } from "../sim/model";
 import { HOUSEKEEPING_LOOPS, startWatcher } from "../lib/watcher";
+import { reasonText, type Reason } from "../lib/core/types";
 import { between, rng } from "./stats";
 import { VirtualClock } from "./virtual-clock";
 
@@ -401,7 +402,7 @@ async function runStepwatchWorld(
   let reads = 0;
   let bytesRead = 0;
   const states: Record<string, number> = {};
-  const recs: Array<{ at: number; state: string; reasons: string[] }> = [];
+  const recs: Array<{ at: number; state: string; reasons: Reason[] }> = [];
   let recommending = false;
   let lastReadAt = -1;
   try {
@@ -451,7 +452,7 @@ async function runStepwatchWorld(
     probesToBusyServer: probesToBusy,
     slotRequests: probes,
     restartRecommendations: recs.filter((r) => hangAt === null || r.at < hangAt).length,
-    recommendationStates: recs.map((r) => `${new Date(r.at).toISOString()} ${r.state}: ${r.reasons.join("; ")}`),
+    recommendationStates: recs.map((r) => `${new Date(r.at).toISOString()} ${r.state}: ${reasonText(r.reasons)}`),
     transitionsToRecommendingStates: recommendingTransitions.filter((r) => hangAt === null || r.at < hangAt).length,
     downtimeMinutes: 0,
     bytesRead,

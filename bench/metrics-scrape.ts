@@ -15,7 +15,7 @@ import os from "node:os";
 import path from "node:path";
 import { openDb } from "../db/client";
 import { BACKEND_STATES, STATE_INFO, restartRecommended } from "../lib/core/states";
-import type { ProxyReading, Reading, Verdict } from "../lib/core/types";
+import { type ProxyReading, type Reading, type Verdict, reason } from "../lib/core/types";
 import { parseConfig } from "../lib/config";
 import { StepwatchMetrics } from "../lib/api/export/metrics";
 import { startWatcher } from "../lib/watcher";
@@ -94,7 +94,7 @@ export async function runMetricsScrapeBench(opts: { quick: boolean }): Promise<M
           health: STATE_INFO[state].health,
           healthy: STATE_INFO[state].health === "yes",
           restartRecommended: restartRecommended(state),
-          reasons: [`${state}: fixed reading for the benchmark`],
+          reasons: [reason("unclassified", `${state}: fixed reading for the benchmark`)],
           rates: { stepsPerSecond: i % 50, generationTokensPerSecond: i % 400, promptTokensPerSecond: i % 3000 },
           basis: [reading],
         };

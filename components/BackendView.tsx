@@ -5,7 +5,7 @@ import { usePathname, useRouter } from "next/navigation";
 import { useEffect, useMemo, useState } from "react";
 import useSWR from "swr";
 import type uPlot from "uplot";
-import type { FleetResponse, HistoryResponse } from "@/lib/api/types";
+import type { FleetResponse, HistoryResponse, TransitionDTO } from "@/lib/api/types";
 import { BACKEND_STATES, type BackendState } from "@/lib/core/states";
 import { chartText, hasData, RANGES, rangeMs, toHistorySeries, toMarkers, type HistorySeries, type RangeKey } from "@/lib/ui/chart";
 import { collapseBlips, filterTransitions, BLIP_SECONDS } from "@/lib/ui/timeline";
@@ -20,6 +20,7 @@ import { RestartDialog } from "./RestartDialog";
 import { RestartsTable } from "./RestartsTable";
 import { ErrorBanner } from "./Review";
 import { StateBadge } from "./StateBadge";
+import { ReasonList } from "./Reasons";
 import { TimeChart, type ChartSeries } from "./TimeChart";
 import { FLEET_REFRESH_MS } from "./FleetView";
 
@@ -137,7 +138,7 @@ const isState = (s: string | null): s is BackendState => s !== null && (BACKEND_
 /** A fixed window from the URL (?from=&to=, ms since epoch), so a shared link shows the same incident. */
 export type FixedWindow = { from: number; to: number } | null;
 
-function TimelineItem({ t }: { t: { at: number; from: string | null; to: string; reasons: string[] } }) {
+function TimelineItem({ t }: { t: TransitionDTO }) {
   return (
     <li>
       <span className="when">
@@ -145,11 +146,7 @@ function TimelineItem({ t }: { t: { at: number; from: string | null; to: string;
       </span>
       <div>
         {isState(t.from) ? <StateBadge state={t.from} /> : <span className="muted small">start</span>} → {isState(t.to) ? <StateBadge state={t.to} /> : t.to}
-        <ul className="reasons">
-          {t.reasons.map((r, j) => (
-            <li key={j}>{r}</li>
-          ))}
-        </ul>
+        <ReasonList reasons={t.reasons} />
       </div>
     </li>
   );
@@ -329,11 +326,7 @@ export function BackendView({
               <strong>Restart recommended</strong>
             </div>
           ) : null}
-          <ul className="reasons" style={{ marginTop: ".5rem" }}>
-            {b.reasons.map((r, i) => (
-              <li key={i}>{r}</li>
-            ))}
-          </ul>
+          <ReasonList reasons={b.reasons} style={{ marginTop: ".5rem" }} />
         </div>
       ) : null}
 

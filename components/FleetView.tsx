@@ -27,6 +27,7 @@ import { ConfigErrorBanner } from "./ConfigErrorBanner";
 import { useTimeZone } from "./TimeZone";
 import { FailingChannels, OnCallStatus } from "./OnCallStatus";
 import { ProxyBadge, StateBadge } from "./StateBadge";
+import { ReasonList } from "./Reasons";
 import { RestartDialog } from "./RestartDialog";
 import { TimeChart } from "./TimeChart";
 
@@ -129,15 +130,11 @@ function BackendCard({ b, points, now, onRestart }: { b: FleetBackend; points: S
       {b.restartRecommended ? (
         <div className="recommend" data-testid={`recommend-${b.id}`}>
           <strong>Restart recommended</strong>
-          {b.reasons[0] ?? "No progress shown."}
+          <span data-rule={b.reasons[0]?.rule}>{b.reasons[0]?.text ?? "No progress shown."}</span>
         </div>
       ) : null}
       {b.reasons.length > (b.restartRecommended ? 1 : 0) ? (
-        <ul className="reasons" data-testid={`reasons-${b.id}`}>
-          {b.reasons.slice(b.restartRecommended ? 1 : 0).map((r, i) => (
-            <li key={i}>{r}</li>
-          ))}
-        </ul>
+        <ReasonList reasons={b.reasons.slice(b.restartRecommended ? 1 : 0)} testId={`reasons-${b.id}`} />
       ) : null}
       <div className="card-foot">
         <span className="muted small">read {formatAgo(b.lastReadAt, now)}</span>

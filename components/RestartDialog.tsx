@@ -15,6 +15,7 @@ import { formatDuration } from "@/lib/core/format";
 import { Time } from "./TimeZone";
 import { inFlightWarning, needsTypedConfirmation } from "@/lib/ui/state";
 import { StateBadge } from "./StateBadge";
+import { ReasonList } from "./Reasons";
 
 export interface RestartDialogProps {
   backend: FleetBackend;
@@ -79,11 +80,7 @@ export function RestartDialog({ backend, operator, now, onClose, onAccepted }: R
           </div>
           <div>
             <strong className="small">Evidence</strong>
-            <ul className="reasons" data-testid="restart-evidence">
-              {backend.reasons.map((r, i) => (
-                <li key={i}>{r}</li>
-              ))}
-            </ul>
+            <ReasonList reasons={backend.reasons} testId="restart-evidence" />
           </div>
           <div className="warn-box" data-testid="restart-inflight">
             {inFlightWarning(backend.running, backend.waiting)} The model is unavailable until it has loaded again.

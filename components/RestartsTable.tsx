@@ -3,6 +3,7 @@ import { formatCount, formatDuration, truncate } from "@/lib/core/format";
 import { BackendCell, LogTable } from "./Review";
 import { Time } from "./TimeZone";
 import { StateBadge } from "./StateBadge";
+import { ReasonList } from "./Reasons";
 
 const OUTCOME_TONE = { recovered: "ok", failed: "bad", "timed-out": "bad" } as const;
 
@@ -57,11 +58,7 @@ export function RestartsTable({ restarts, showBackend = true }: { restarts: Rest
             <span className="muted small">
               {formatCount(r.runningAtRequest)} running, {formatCount(r.waitingAtRequest)} waiting
             </span>
-            <ul className="reasons">
-              {r.evidence.reasons.map((x, i) => (
-                <li key={i}>{x}</li>
-              ))}
-            </ul>
+            <ReasonList reasons={r.evidence.reasons} />
             {r.note ? <div className="small">Note: {r.note}</div> : null}
           </td>
           <td data-label="Checks" className="small">

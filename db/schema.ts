@@ -1,10 +1,36 @@
 import { sql } from "drizzle-orm";
-import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex, customType } from "drizzle-orm/sqlite-core";
 import { BACKEND_STATES, PROXY_STATES } from "../lib/core/states";
 import { CHANNEL_TYPES, DELIVERY_STATUSES, NOTIFICATION_EVENTS } from "../lib/core/events";
+import { normaliseReasons, type Reason } from "../lib/core/types";
 
 /** Every state a transition row can hold: a backend's states and a proxy's. */
 const TRANSITION_STATES = [...new Set([...BACKEND_STATES, ...PROXY_STATES])] as [string, ...string[]];
+
+/**
+ * A JSON text column whose reasons are read back through normaliseReasons: rows written before
+ * reasons had rule ids hold plain strings, and every read of the table (drizzle maps each row)
+ * sees `{ rule: "unclassified", text }` for them. The SQL type is text, as before: no migration.
+ */
+const reasonsJson = customType<{ data: Reason[]; driverData: string }>({
+  dataType: () => "text",
+  toDriver: (v) => JSON.stringify(v),
+  fromDriver: (v) => normaliseReasons(JSON.parse(v)),
+});
+
+/** A restart's evidence (JSON text): its reasons read back as reasonsJson's, the readings as stored. */
+export interface RestartEvidence {
+  reasons: Reason[];
+  readings: unknown[];
+}
+const evidenceJson = customType<{ data: RestartEvidence; driverData: string }>({
+  dataType: () => "text",
+  toDriver: (v) => JSON.stringify(v),
+  fromDriver: (v) => {
+    const e = JSON.parse(v) as Partial<RestartEvidence> | null;
+    return { reasons: normaliseReasons(e?.reasons), readings: Array.isArray(e?.readings) ? e.readings : [] };
+  },
+});
 
 export const RESTART_OUTCOMES = ["recovered", "failed", "timed-out"] as const;
 export type RestartOutcome = (typeof RESTART_OUTCOMES)[number];
@@ -139,7 +165,7 @@ export const transitions = sqliteTable(
     at: integer("at").notNull(),
     fromState: text("from_state", { enum: TRANSITION_STATES }),
     toState: text("to_state", { enum: TRANSITION_STATES }).notNull(),
-    reasons: text("reasons", { mode: "json" }).$type<string[]>().notNull(),
+    reasons: reasonsJson("reasons").notNull(),
   },
   (t) => [index("transitions_target_at").on(t.kind, t.targetId, t.at)],
 );
@@ -163,7 +189,7 @@ export const restartEvents = sqliteTable(
     waitingAtRequest: real("waiting_at_request"),
     processStartTimeAtRequest: real("process_start_time_at_request"),
     /** Reasons and the readings the verdict was decided from, as JSON. */
-    evidence: text("evidence", { mode: "json" }).$type<{ reasons: string[]; readings: unknown[] }>().notNull(),
+    evidence: evidenceJson("evidence").notNull(),
     overrideCooldown: integer("override_cooldown", { mode: "boolean" }).notNull().default(false),
     confirmedHealthy: integer("confirmed_healthy", { mode: "boolean" }).notNull().default(false),
     action: text("action").notNull(), // "command: argv0 ..." or "webhook: POST url" (no secrets)
@@ -248,7 +274,7 @@ export const notifications = sqliteTable(
     backendId: text("backend_id").notNull(),
     state: text("state", { enum: BACKEND_STATES }).notNull(),
     previousState: text("previous_state", { enum: BACKEND_STATES }),
-    reasons: text("reasons", { mode: "json" }).$type<string[]>().notNull(),
+    reasons: reasonsJson("reasons").notNull(),
     at: integer("at").notNull(),
     link: text("link"),
     /** Event-specific facts: who/note (restart-requested), outcome/downtime, scheduledAt, reminder. */

@@ -29,7 +29,7 @@ function worse(a: string, b: string): string {
 }
 
 function causeOf(t: Transition): string {
-  const why = t.reasons[0] ?? "";
+  const why = t.reasons[0]?.text ?? "";
   if (t.to === "starting") return `restarted outside stepwatch (a new process while it was ${t.from})${why ? `: ${why}` : ""}`;
   if (t.to === "restarting") return `restart asked for from stepwatch${why ? `: ${why}` : ""}`;
   return why ? `${t.to}: ${why}` : t.to;

@@ -7,7 +7,7 @@ import { and, count, desc, eq, gte, isNotNull, isNull, lt, lte, sql } from "driz
 import type { BackendState } from "../../lib/core/states";
 import type { Db } from "../types";
 import { perConnection } from "../per-connection";
-import { restartEvents, type RestartEventRow, type RestartOutcome } from "../schema";
+import { restartEvents, type RestartEventRow, type RestartEvidence, type RestartOutcome } from "../schema";
 import { statementsOf } from "./readings";
 import { recordAudit, type AuditEntry } from "./auth";
 
@@ -95,7 +95,7 @@ export interface NewRestartRequest {
   running: number | null;
   waiting: number | null;
   processStartTime: number | null;
-  evidence: { reasons: string[]; readings: unknown[] };
+  evidence: RestartEvidence;
   overrideCooldown: boolean;
   confirmedHealthy: boolean;
   action: string;

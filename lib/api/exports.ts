@@ -7,6 +7,7 @@ import type { Outage } from "../core/outages";
 import { figureColumn, HISTORY_FIGURES, toRows } from "../core/history";
 import type { HistoryResponse, RestartEventDTO } from "./types";
 import type { HistoryPoint } from "../core/history";
+import { reasonText } from "../core/types";
 
 const HISTORY_COLUMNS: Array<CsvColumn<HistoryPoint>> = [
   { header: "time_utc", value: (p) => isoTime(p.at) },
@@ -35,7 +36,7 @@ const RESTART_COLUMNS: Array<CsvColumn<RestartEventDTO>> = [
   { header: "healthy_at_request", value: (r) => r.healthyAtRequest },
   { header: "running_at_request", value: (r) => r.runningAtRequest },
   { header: "waiting_at_request", value: (r) => r.waitingAtRequest },
-  { header: "evidence", value: (r) => r.evidence.reasons.join("; ") },
+  { header: "evidence", value: (r) => reasonText(r.evidence.reasons) },
   { header: "override_cooldown", value: (r) => r.overrideCooldown },
   { header: "action", value: (r) => r.action },
   { header: "exit_code", value: (r) => r.commandExitCode },

@@ -12,7 +12,7 @@ import { roundColumns } from "../core/history";
 import type { RestartEventRow, TransitionRow } from "../../db/schema";
 import type { ConfigErrorDTO, FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, SparkPoint, TransitionDTO } from "./types";
 import { STATE_INFO, restartRecommended } from "../core/states";
-import { figuresOf } from "../core/types";
+import { figuresOf, reason } from "../core/types";
 import { lastEngine } from "../check/read";
 import { publicUrl } from "../net/public-url";
 import type { OnCallBook } from "../oncall/book";
@@ -52,7 +52,7 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
     kvCacheUsage: shown(figures.kvCacheUsage),
     processStartTime: metrics?.processStartTime ?? null,
     lastReadAt: reading?.at ?? null,
-    reasons: verdict?.reasons ?? [`${STATE_INFO.unknown.description} Not read yet since stepwatch started.`],
+    reasons: verdict?.reasons ?? [reason("not-read-yet", `${STATE_INFO.unknown.description} Not read yet since stepwatch started.`)],
     restartConfigured: m.config.restart !== undefined,
     pendingRestartId: last && last.outcome === null ? last.id : null,
     cooldownUntil: cooldownUntil !== null && cooldownUntil > now ? cooldownUntil : null,

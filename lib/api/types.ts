@@ -3,7 +3,7 @@
  * components and the tests; imports nothing server-side, so client files may import it.
  */
 import type { BackendState, ProxyState } from "../core/states";
-import type { Figures } from "../core/types";
+import type { Figures, Reason } from "../core/types";
 import type { EngineKind } from "../core/engine";
 import type { LatencySample } from "../core/latency";
 import type { Config } from "../config";
@@ -30,7 +30,8 @@ export interface FleetBackend extends Figures {
   processStartTime: number | null;
   lastReadAt: number | null;
   restartRecommended: boolean;
-  reasons: string[];
+  /** The verdict's evidence: each reason's rule id (`RULES`, docs/states.md) and its words. */
+  reasons: Reason[];
   /** Whether a restart action is configured for this backend. */
   restartConfigured: boolean;
   /** The pending restart, if any. */
@@ -147,7 +148,7 @@ export interface RestartEventDTO {
   healthyAtRequest: boolean;
   runningAtRequest: number | null;
   waitingAtRequest: number | null;
-  evidence: { reasons: string[]; readings: unknown[] };
+  evidence: { reasons: Reason[]; readings: unknown[] };
   overrideCooldown: boolean;
   confirmedHealthy: boolean;
   action: string;

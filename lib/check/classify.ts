@@ -3,8 +3,8 @@
  * in), no mutable counters. Every debounce ("two waits", "two refused reads", "probe failed twice",
  * "refused for startupGraceSeconds") is computed from the readings handed in, so a restart of
  * stepwatch that reloads its history decides exactly as before. The rules are the state table of
- * docs/states.md plus the real-server cases of docs/engines.md; each one that fires leaves a reason
- * a person can read. It is engine-blind except for what an adapter states (lib/engines/adapter.ts
+ * docs/states.md plus the real-server cases of docs/engines.md; each one that fires leaves a reason:
+ * its rule id (`RULES`, lib/core/types.ts, named in docs/states.md) and words a person can read. It is engine-blind except for what an adapter states (lib/engines/adapter.ts
  * rules, and each reading's `evidence`).
  */
 import { rulesOf } from "../engines/registry";
@@ -12,7 +12,7 @@ import { ENGINE_LABELS, PROGRESS_COUNTERS, type EngineMetrics, type EngineSlice,
 import { countOf, namesOf } from "../core/caps";
 import { lateReason, seenLate } from "./late";
 import { STATE_INFO, restartRecommended, type BackendState } from "../core/states";
-import { DEFAULT_THRESHOLDS, type PendingRestart, type ProbeChoice, type Rates, type Reading, type Thresholds, type Verdict } from "../core/types";
+import { DEFAULT_THRESHOLDS, type PendingRestart, type ProbeChoice, type Rates, type Reading, type Thresholds, type Verdict, reason, reasonText, type Reason } from "../core/types";
 
 export interface ClassifyInput {
   /** Earlier readings of this backend, oldest first, not including `reading`. */
@@ -25,7 +25,7 @@ export interface ClassifyInput {
   probe?: ProbeChoice;
 }
 
-type Judgement = { state: BackendState; reasons: string[]; restartRecommended?: boolean; configProblem?: string };
+type Judgement = { state: BackendState; reasons: Reason[]; restartRecommended?: boolean; configProblem?: string };
 
 export function classify(input: ClassifyInput): Verdict {
   const all = [...input.history, input.reading];
@@ -44,12 +44,13 @@ export function classify(input: ClassifyInput): Verdict {
     return {
       ...verdict(core, rates, all),
       recovered: true,
-      reasons: [`restart recovered: a new process is serving ${since} after the restart was asked for`, ...core.reasons],
+      reasons: [reason("restart-recovered", `restart recovered: a new process is serving ${since} after the restart was asked for`), ...core.reasons],
     };
   }
-  const waiting = newProcess
-    ? `restart asked for ${since} ago: a new process is up, not yet shown serving`
-    : `restart asked for ${since} ago: waiting for a new process`;
+  const waiting = reason(
+    "restart-waiting",
+    newProcess ? `restart asked for ${since} ago: a new process is up, not yet shown serving` : `restart asked for ${since} ago: waiting for a new process`,
+  );
   return verdict({ state: "restarting", reasons: [waiting, ...core.reasons] }, rates, all);
 }
 
@@ -107,7 +108,7 @@ function judge(all: Reading[], t: Thresholds, probe: ProbeChoice): Judgement {
   // Until the new process shows it serves (progress or an answered probe), it is "starting".
   const unproven = previousProcess !== undefined && !servedInSegment(segment);
   const restartNote =
-    previousProcess && segment.length === 1 ? [describeRestart(previousProcess.metrics!, cur.metrics)] : [];
+    previousProcess && segment.length === 1 ? [reason("new-process", describeRestart(previousProcess.metrics!, cur.metrics))] : [];
   const m = cur.metrics;
 
   if (m.running === 0 && m.waiting === 0) return judgeNoWork(segment, unproven, restartNote, t, probe, cur);
@@ -119,19 +120,19 @@ function judge(all: Reading[], t: Thresholds, probe: ProbeChoice): Judgement {
     // engine; it is not idle either (a probe would queue), so: busy, never stuck, never probed.
     return {
       state: "busy",
-      reasons: [...restartNote, `0 running, ${fmt(m.waiting)} waiting, all deferred (waiting on a grammar, a KV transfer or a streaming client, not on the engine): no progress expected`],
+      reasons: [...restartNote, reason("deferred-only", `0 running, ${fmt(m.waiting)} waiting, all deferred (waiting on a grammar, a KV transfer or a streaming client, not on the engine): no progress expected`)],
     };
   }
   if (unproven && !(prev && progressed(prev.metrics!, m))) {
-    return { state: "starting", reasons: [...restartNote, `${load(m)}; no progress yet from the new process`] };
+    return { state: "starting", reasons: [...restartNote, reason("starting-no-progress", `${load(m)}; no progress yet from the new process`)] };
   }
-  if (!prev) return { state: "unknown", reasons: [`first read: ${load(m)}; progress needs a second read`] };
+  if (!prev) return { state: "unknown", reasons: [reason("first-read", `first read: ${load(m)}; progress needs a second read`)] };
 
   const minWindow = rulesOf(cur.engine).minStuckWindowSeconds;
   const ids = Object.keys(m.engines ?? {});
   if (ids.length < 2) {
     const j = judgeSlice(segment, null, t, minWindow);
-    if (j.state === "none") return { state: "unknown", reasons: [...restartNote, `${load(m)}: no figure the engine can be judged by`] };
+    if (j.state === "none") return { state: "unknown", reasons: [...restartNote, reason("no-judgeable-figure", `${load(m)}: no figure the engine can be judged by`)] };
     return { state: j.state, reasons: [...restartNote, ...j.reasons] };
   }
   return judgeEngines(segment, ids.sort(numericOrder), t, minWindow, restartNote);
@@ -145,7 +146,7 @@ function judgeAsleep(cur: Reading): Judgement {
   const name = cur.engine ? ENGINE_LABELS[cur.engine] : "the server";
   return {
     state: "sleeping",
-    reasons: [`${name} ${which}${level}: put to sleep on purpose, so it is never probed (a request would wait until it is woken) and never called stuck`],
+    reasons: [reason("sleeping", `${name} ${which}${level}: put to sleep on purpose, so it is never probed (a request would wait until it is woken) and never called stuck`)],
   };
 }
 
@@ -157,7 +158,7 @@ function hasWork(m: EngineSlice): boolean {
   return m.running > 0 || capacityWaiting(m) > 0;
 }
 
-type SliceVerdict = { state: "busy" | "stalled" | "stuck" | "unknown" | "none"; reasons: string[]; waits: number; line: string };
+type SliceVerdict = { state: "busy" | "stalled" | "stuck" | "unknown" | "none"; reasons: Reason[]; waits: number; line: string };
 
 /** The figures of one engine core (`id`) or of the whole server (null) in a reading. */
 function sliceOf(r: Reading, id: string | null): EngineSlice | null {
@@ -179,7 +180,7 @@ function judgeSlice(segment: Reading[], id: string | null, t: Thresholds, minWin
   const prev = segment.at(-2);
   const pm = prev ? sliceOf(prev, id) : null;
   if (pm && progressed(pm, m)) {
-    return { state: "busy", reasons: [`${load(m)}; ${describeProgress(pm, m, (cur.at - prev!.at) / 1000)}`], waits: 0, line: load(m) };
+    return { state: "busy", reasons: [reason("progress", `${load(m)}; ${describeProgress(pm, m, (cur.at - prev!.at) / 1000)}`)], waits: 0, line: load(m) };
   }
   const slices = segment.map((r) => sliceOf(r, id));
   const base = flatBase(slices);
@@ -187,27 +188,27 @@ function judgeSlice(segment: Reading[], id: string | null, t: Thresholds, minWin
   const flatFor = (cur.at - segment[base].at) / 1000;
   if (waits === 0) {
     // Work arrived after an idle read: the first wait that counts towards "stuck" starts now.
-    return { state: "stalled", reasons: [`${load(m)}: work arrived since the last read, no progress yet`], waits, line: load(m) };
+    return { state: "stalled", reasons: [reason("work-arrived", `${load(m)}: work arrived since the last read, no progress yet`)], waits, line: load(m) };
   }
   const window = slices.slice(base) as EngineSlice[];
   if (!flatIsEvidence(window, evidence)) {
     // "No progress" would be a guess, and a restart needs evidence: garbage metrics are never "stuck".
     return {
       state: "unknown",
-      reasons: [`${load(m)}; progress cannot be read: ${describeEvidence(evidence)} not readable at both ends of the last ${fmtSeconds(flatFor)}`],
+      reasons: [reason("progress-unreadable", `${load(m)}; progress cannot be read: ${describeEvidence(evidence)} not readable at both ends of the last ${fmtSeconds(flatFor)}`)],
       waits,
       line: load(m),
     };
   }
   const line = `${load(m)}, 0 new steps in ${fmtSeconds(flatFor)} across ${waits + 1} reads`;
-  const evidenceLine = `${line}; ${describeFlat(m, window)}`;
-  const queuedOnly = m.running === 0 ? ["queued requests are not being scheduled (a known vLLM hang pattern, not idle)"] : [];
+  const evidenceLine = reason("no-progress", `${line}; ${describeFlat(m, window)}`);
+  const queuedOnly = m.running === 0 ? [reason("queued-not-scheduled", "queued requests are not being scheduled (a known vLLM hang pattern, not idle)")] : [];
   const need = Math.max(t.stuckAfterSeconds, minWindow);
   const longer = minWindow > t.stuckAfterSeconds ? ` (this engine refreshes its figures slowly: at least ${minWindow} s)` : "";
   if (waits >= 2 && flatFor >= need) {
-    return { state: "stuck", reasons: [evidenceLine, ...queuedOnly, `no progress across ${waits} waits and at least ${need} s${longer}`], waits, line };
+    return { state: "stuck", reasons: [evidenceLine, ...queuedOnly, reason("no-progress-stuck", `no progress across ${waits} waits and at least ${need} s${longer}`)], waits, line };
   }
-  return { state: "stalled", reasons: [evidenceLine, ...queuedOnly, `would be called stuck after 2 waits and ${need} s without progress${longer}`], waits, line };
+  return { state: "stalled", reasons: [evidenceLine, ...queuedOnly, reason("no-progress-stalled", `would be called stuck after 2 waits and ${need} s without progress${longer}`)], waits, line };
 }
 
 /**
@@ -251,17 +252,17 @@ export function flatRunStart(all: Reading[]): Reading | null {
  * because one engine that holds requests and never steps hides behind the others' progress in the
  * sums. Any engine stuck makes the server stuck, and the reason names it.
  */
-function judgeEngines(segment: Reading[], ids: string[], t: Thresholds, minWindow: number, restartNote: string[]): Judgement {
+function judgeEngines(segment: Reading[], ids: string[], t: Thresholds, minWindow: number, restartNote: Reason[]): Judgement {
   const m = segment[segment.length - 1].metrics!;
   const n = ids.length;
   const judged = ids.map((id) => ({ id, v: judgeSlice(segment, id, t, minWindow) }));
   const name = (id: string) => `engine ${id} of ${n}`;
-  const total = `${load(m)} over ${n} engines`;
+  const total = reason("dp-total", `${load(m)} over ${n} engines`);
   const stuck = judged.filter((j) => j.v.state === "stuck");
   if (stuck.length > 0) {
     return {
       state: "stuck",
-      reasons: [...restartNote, ...stuck.map((j) => `${name(j.id)}: ${j.v.line}`), ...stuck[0].v.reasons.slice(1), total],
+      reasons: [...restartNote, ...stuck.map((j) => reason("dp-stuck", `${name(j.id)}: ${j.v.line}`)), ...stuck[0].v.reasons.slice(1), total],
     };
   }
   // An engine flat for a wait or more is worth watching even while the others progress; one whose
@@ -272,59 +273,65 @@ function judgeEngines(segment: Reading[], ids: string[], t: Thresholds, minWindo
     const state = watching.some((j) => j.v.state === "stalled") ? "stalled" : "unknown";
     return {
       state,
-      reasons: [...restartNote, ...watching.map((j) => `${name(j.id)}: ${j.v.reasons.join("; ")}`), ...busy.map((j) => `${name(j.id)}: ${j.v.reasons[0]}`), total],
+      reasons: [
+        ...restartNote,
+        ...watching.map((j) => reason(j.v.state === "stalled" ? "dp-stalled" : "dp-unreadable", `${name(j.id)}: ${reasonText(j.v.reasons)}`)),
+        ...busy.map((j) => reason("dp-progress", `${name(j.id)}: ${j.v.reasons[0].text}`)),
+        total,
+      ],
     };
   }
-  if (busy.length > 0) return { state: "busy", reasons: [...restartNote, `${total}; ${busy.map((j) => `${name(j.id)}: ${j.v.reasons[0]}`).join("; ")}`] };
+  if (busy.length > 0) return { state: "busy", reasons: [...restartNote, reason("dp-all-progress", `${total.text}; ${busy.map((j) => `${name(j.id)}: ${j.v.reasons[0].text}`).join("; ")}`)] };
   const arrived = judged.filter((j) => j.v.state === "stalled");
-  if (arrived.length > 0) return { state: "stalled", reasons: [...restartNote, ...arrived.map((j) => `${name(j.id)}: ${j.v.reasons[0]}`)] };
+  if (arrived.length > 0) return { state: "stalled", reasons: [...restartNote, ...arrived.map((j) => reason("dp-work-arrived", `${name(j.id)}: ${j.v.reasons[0].text}`))] };
   // Work only in the sums (an engine set that changed between reads): judge the sums.
   const whole = judgeSlice(segment, null, t, minWindow);
-  if (whole.state === "none") return { state: "unknown", reasons: [...restartNote, `${load(m)}: no figure the engine can be judged by`] };
+  if (whole.state === "none") return { state: "unknown", reasons: [...restartNote, reason("no-judgeable-figure", `${load(m)}: no figure the engine can be judged by`)] };
   return { state: whole.state, reasons: [...restartNote, ...whole.reasons] };
 }
 
-function judgeNoWork(segment: Reading[], unproven: boolean, restartNote: string[], t: Thresholds, probe: ProbeChoice, cur: Reading): Judgement {
+function judgeNoWork(segment: Reading[], unproven: boolean, restartNote: Reason[], t: Thresholds, probe: ProbeChoice, cur: Reading): Judgement {
   if (probe === "none") {
     return {
       state: "idle",
-      reasons: [...restartNote, "0 running, 0 waiting; probe: none in the config, so idle is judged from the metrics alone"],
+      reasons: [...restartNote, reason("probe-none", "0 running, 0 waiting; probe: none in the config, so idle is judged from the metrics alone")],
     };
   }
   const probed = segment.filter((r) => r.probe);
   const last = probed.at(-1)?.probe;
   if (!last) {
-    if (unproven) return { state: "starting", reasons: [...restartNote, "nothing running or waiting; not yet probed"] };
-    return { state: "unknown", reasons: ["nothing running or waiting; not yet probed"] };
+    const notProbed = reason("not-probed", "nothing running or waiting; not yet probed");
+    if (unproven) return { state: "starting", reasons: [...restartNote, notProbed] };
+    return { state: "unknown", reasons: [notProbed] };
   }
   const fallback = last.fallbackFrom ? ` (${last.kind}: ${last.fallbackFrom} answered 404/405)` : "";
   if (last.ok) {
     const ago = cur.probe ? "" : ` ${fmtSeconds((cur.at - last.at) / 1000)} ago`;
-    return { state: "idle", reasons: [...restartNote, `0 running, 0 waiting; the probe answered${ago} in ${last.latencyMs} ms${fallback}`] };
+    return { state: "idle", reasons: [...restartNote, reason("probe-answered", `0 running, 0 waiting; the probe answered${ago} in ${last.latencyMs} ms${fallback}`)] };
   }
   if (last.cannotSucceed === "auth") {
     // /metrics needs no key, /v1/* does (vLLM --api-key): the engine is not at fault.
     const problem = `the probe needs the API key: ${last.status ?? 401}`;
-    return { state: "unknown", configProblem: problem, reasons: [...restartNote, `0 running, 0 waiting; ${problem} (set apiKey for this backend); never called stuck for it`] };
+    return { state: "unknown", configProblem: problem, reasons: [...restartNote, reason("probe-auth", `0 running, 0 waiting; ${problem} (set apiKey for this backend); never called stuck for it`)] };
   }
   if (last.cannotSucceed === "no-endpoint") {
     const problem = `no probe endpoint answers (${last.error ?? `HTTP ${last.status}`}): set probe in the config ("none" judges idle from metrics alone)`;
-    return { state: "unknown", configProblem: problem, reasons: [...restartNote, `0 running, 0 waiting; ${problem}`] };
+    return { state: "unknown", configProblem: problem, reasons: [...restartNote, reason("probe-no-endpoint", `0 running, 0 waiting; ${problem}`)] };
   }
   const failed = trailingFailedProbes(probed);
   const why = last.error ?? (last.status ? `HTTP ${last.status}` : "no answer");
   const up = (cur.at - segment[0].at) / 1000;
   if (unproven && !(failed >= 2 && up >= t.stuckAfterSeconds)) {
     // A fresh process may refuse work while it warms up; give it stuckAfterSeconds.
-    return { state: "starting", reasons: [...restartNote, `nothing running or waiting; the probe failed (${why}) ${failed} time${failed === 1 ? "" : "s"} since the new process came up`] };
+    return { state: "starting", reasons: [...restartNote, reason("starting-probe-failed", `nothing running or waiting; the probe failed (${why}) ${failed} time${failed === 1 ? "" : "s"} since the new process came up`)] };
   }
   if (failed >= 2) {
     return {
       state: "stuck",
-      reasons: [...restartNote, `0 running, 0 waiting, but the probe failed on ${failed} consecutive reads (last: ${why})`],
+      reasons: [...restartNote, reason("probe-failed-stuck", `0 running, 0 waiting, but the probe failed on ${failed} consecutive reads (last: ${why})`)],
     };
   }
-  return { state: "stalled", reasons: [...restartNote, `0 running, 0 waiting, but the probe failed once (${why}); re-probing`] };
+  return { state: "stalled", reasons: [...restartNote, reason("probe-failed-once", `0 running, 0 waiting, but the probe failed once (${why}); re-probing`)] };
 }
 
 const CONNECTION_FAILURES = new Set(["refused", "reset"]);
@@ -332,7 +339,7 @@ const CONNECTION_FAILURES = new Set(["refused", "reset"]);
 function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
   const cur = all[all.length - 1];
   if (cur.loading) {
-    return { state: "starting", reasons: [`${cur.error ?? "loading the model"}: it answers but is not ready yet (not down)`] };
+    return { state: "starting", reasons: [reason("loading", `${cur.error ?? "loading the model"}: it answers but is not ready yet (not down)`)] };
   }
   if (cur.noMetrics) return judgeNoMetrics(cur);
 
@@ -349,15 +356,15 @@ function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
     // dead one, and confirming a restart then starts the load over (checked on vLLM 0.29).
     const span = (cur.at - streak[streak.length - refusedInARow].at) / 1000;
     const grace = t.startupGraceSeconds ?? DEFAULT_THRESHOLDS.startupGraceSeconds ?? 600;
-    const fact = `${cur.error ?? cur.outcome} on /metrics and /health on ${refusedInARow} consecutive reads over ${fmtSeconds(span)}`;
+    const fact = reason("down-refused", `${cur.error ?? cur.outcome} on /metrics and /health on ${refusedInARow} consecutive reads over ${fmtSeconds(span)}`);
     if (span < grace) {
       return {
         state: "down",
         restartRecommended: false,
-        reasons: [`down for ${fmtDuration(span)}; may be loading weights; restart recommended after ${fmtDuration(grace)}`, fact],
+        reasons: [reason("down-grace", `down for ${fmtDuration(span)}; may be loading weights; restart recommended after ${fmtDuration(grace)}`), fact],
       };
     }
-    return { state: "down", restartRecommended: true, reasons: [`down for ${fmtDuration(span)} (refused for longer than startupGraceSeconds, ${grace} s): restart recommended`, fact] };
+    return { state: "down", restartRecommended: true, reasons: [reason("down-past-grace", `down for ${fmtDuration(span)} (refused for longer than startupGraceSeconds, ${grace} s): restart recommended`), fact] };
   }
   // A /metrics that times out while /health answers is a slow API server (a huge tokenization, a
   // blocked event loop), not a dead one. Only timeouts with /health failing too count towards down.
@@ -370,7 +377,7 @@ function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
       return {
         state: "down",
         restartRecommended: true,
-        reasons: [`no answer from /metrics and /health on ${dead.length} reads in a row for ${fmtSeconds(span)} (over ${t.stuckAfterSeconds} s)`],
+        reasons: [reason("down-timeout", `no answer from /metrics and /health on ${dead.length} reads in a row for ${fmtSeconds(span)} (over ${t.stuckAfterSeconds} s)`)],
       };
     }
   }
@@ -381,24 +388,27 @@ function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
     while (k >= 0 && all[k].outcome === "timeout" && all[k].health?.outcome === "ok" && !all[k].metrics) k--;
     const blocked = all.slice(k + 1);
     const span = (cur.at - blocked[0].at) / 1000;
-    const fact = `${ENGINE_LABELS[cur.engine!]} answers /health but not /metrics (a task on its engine loop) on ${blocked.length} read${blocked.length === 1 ? "" : "s"} over ${fmtSeconds(span)}: the loop is blocked`;
+    const fact = reason(
+      "loop-blocked",
+      `${ENGINE_LABELS[cur.engine!]} answers /health but not /metrics (a task on its engine loop) on ${blocked.length} read${blocked.length === 1 ? "" : "s"} over ${fmtSeconds(span)}: the loop is blocked`,
+    );
     if (blocked.length >= 3 && span >= t.stuckAfterSeconds) {
-      return { state: "stuck", reasons: [fact, `no answer from the engine loop across ${blocked.length - 1} waits and at least ${t.stuckAfterSeconds} s`] };
+      return { state: "stuck", reasons: [fact, reason("loop-blocked-stuck", `no answer from the engine loop across ${blocked.length - 1} waits and at least ${t.stuckAfterSeconds} s`)] };
     }
-    return { state: "stalled", reasons: [fact, `would be called stuck after 2 waits and ${t.stuckAfterSeconds} s`] };
+    return { state: "stalled", reasons: [fact, reason("loop-blocked-stalled", `would be called stuck after 2 waits and ${t.stuckAfterSeconds} s`)] };
   }
   const what = describeFailure(cur);
   if (streak.length >= 1 && isConnectionFailure(cur)) {
-    return { state: "unknown", reasons: [`${what}; one failed read is not "down"`] };
+    return { state: "unknown", reasons: [reason("one-failed-read", `${what}; one failed read is not "down"`)] };
   }
   if (cur.outcome === "timeout") {
     const slow = cur.health?.outcome === "ok" ? "/health answers 200: a slow API server, not a dead one" : "a slow answer from a loaded API server is not a dead one";
     return {
       state: "unknown",
-      reasons: [`${what} (${streak.length} read${streak.length === 1 ? "" : "s"} in a row); ${slow}`],
+      reasons: [reason("metrics-timeout", `${what} (${streak.length} read${streak.length === 1 ? "" : "s"} in a row); ${slow}`)],
     };
   }
-  return { state: "unknown", reasons: [`${what}; cannot judge from this read`] };
+  return { state: "unknown", reasons: [reason("cannot-judge", `${what}; cannot judge from this read`)] };
 }
 
 function judgeNoMetrics(cur: Reading): Judgement {
@@ -407,19 +417,22 @@ function judgeNoMetrics(cur: Reading): Judgement {
   const n = countOf(cur.models?.ids ?? []);
   const models = `${n} model${n === 1 ? "" : "s"}${n > 0 ? ` (${namesOf(cur.models!.ids).slice(0, 5).join(", ")}${n > 5 ? ", …" : ""})` : ""}`;
   if (cur.engine === "ollama") {
-    if (!alive) return { state: "unknown", reasons: [`Ollama: /api/version failed (${cur.error ?? cur.models?.outcome ?? "not asked"})`] };
-    return { state: "no-metrics", reasons: [`${cur.error ?? "Ollama"}: Ollama exposes no load metrics: liveness only, never probed, never called stuck`, `alive: /api/version answers; loaded: ${models}`] };
+    if (!alive) return { state: "unknown", reasons: [reason("no-metrics-unreachable", `Ollama: /api/version failed (${cur.error ?? cur.models?.outcome ?? "not asked"})`)] };
+    return { state: "no-metrics", reasons: [
+        reason("no-metrics", `${cur.error ?? "Ollama"}: Ollama exposes no load metrics: liveness only, never probed, never called stuck`),
+        reason("no-metrics-alive", `alive: /api/version answers; loaded: ${models}`),
+      ], };
   }
   if (alive) {
     return {
       state: "no-metrics",
       reasons: [
-        `/metrics is not readable as an engine's (${cur.error ?? "no known engine's series"}); load cannot be judged, so it is never called stuck`,
-        `alive: /v1/models answers with ${models}`,
+        reason("no-metrics", `/metrics is not readable as an engine's (${cur.error ?? "no known engine's series"}); load cannot be judged, so it is never called stuck`),
+        reason("no-metrics-alive", `alive: /v1/models answers with ${models}`),
       ],
     };
   }
-  return { state: "unknown", reasons: [`${cur.error ?? "/metrics is not an engine's"} and /v1/models failed (${cur.models?.outcome ?? "not asked"})`] };
+  return { state: "unknown", reasons: [reason("no-metrics-unreachable", `${cur.error ?? "/metrics is not an engine's"} and /v1/models failed (${cur.models?.outcome ?? "not asked"})`)] };
 }
 
 function isConnectionFailure(r: Reading): boolean {

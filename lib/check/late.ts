@@ -6,7 +6,7 @@
  * carries it) is stored and shown, and never judged: a watcher's overload must never make a
  * healthy server stalled, stuck or down, nor earn it a restart.
  */
-import type { ProxyReading, Reading } from "../core/types";
+import { type ProxyReading, type Reading, reason, type Reason } from "../core/types";
 
 /** How late this process saw the read's worst timeout (its GETs', or its probe's), 0 if none was seen late. */
 export function lateMsOf(r: Reading | ProxyReading): number {
@@ -19,7 +19,7 @@ export function seenLate(r: Reading | ProxyReading): boolean {
 }
 
 /** The reason a late read gives, first in its verdict's reasons. */
-export function lateReason(r: Reading | ProxyReading): string {
+export function lateReason(r: Reading | ProxyReading): Reason {
   const s = (lateMsOf(r) / 1000).toFixed(1);
-  return `this read is not judged: a request timed out while stepwatch itself was ${s} s late to see it (its own event loop was busy), so the timeout says nothing about the server`;
+  return reason("watcher-late", `this read is not judged: a request timed out while stepwatch itself was ${s} s late to see it (its own event loop was busy), so the timeout says nothing about the server`);
 }

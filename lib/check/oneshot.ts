@@ -15,7 +15,7 @@ import { ENGINE_LABELS, type EngineKind } from "../core/engine";
 import { readProxy, type BackendTarget, type ReadOptions } from "./read";
 import type { BackendState, ProxyState } from "../core/states";
 import { sameProcess } from "./classify";
-import { DEFAULT_THRESHOLDS, figuresOf, type Figures, type Reading, type Verdict } from "../core/types";
+import { DEFAULT_THRESHOLDS, figuresOf, type Figures, type Reading, type Verdict, reason, type Reason } from "../core/types";
 
 export interface CheckOptions {
   waitSeconds: number;
@@ -45,7 +45,7 @@ export interface CheckResult extends Figures {
   waitSeconds?: number;
   probeSent: boolean;
   reads: number;
-  reasons: string[];
+  reasons: Reason[];
   models?: string[];
   /** Signs that the reads did not all come from one server (a load balancer in front); also on stderr. */
   warnings: string[];
@@ -131,7 +131,7 @@ export async function checkBackend(target: BackendTarget, opts: CheckOptions): P
   const sleep = opts.sleep ?? realSleep;
   const given = opts.waitGiven ?? false;
   let wait = opts.waitSeconds;
-  const notes: string[] = [];
+  const notes: Reason[] = [];
   // The engine known before any read (--engine) is checked at once; a detected one after the first read.
   let engineChecked: EngineKind | null = null;
   const fitEngine = (engine: EngineKind | null | undefined) => {
@@ -140,7 +140,10 @@ export async function checkBackend(target: BackendTarget, opts: CheckOptions): P
     const fitted = waitForEngine(engine, wait, given);
     if (fitted !== wait) {
       notes.push(
-        `waits ${fitted} s between reads, not the default ${wait} s: ${ENGINE_LABELS[engine]} needs at least ${rulesOf(engine).minStuckWindowSeconds} s without progress before it can be called stuck`,
+        reason(
+          "check-wait-widened",
+          `waits ${fitted} s between reads, not the default ${wait} s: ${ENGINE_LABELS[engine]} needs at least ${rulesOf(engine).minStuckWindowSeconds} s without progress before it can be called stuck`,
+        ),
       );
       wait = fitted;
     }

@@ -8,11 +8,11 @@
 import { countOf } from "../core/caps";
 import { lateReason, seenLate } from "./late";
 import type { ProxyState } from "../core/states";
-import type { ProxyReading } from "../core/types";
+import { type ProxyReading, reason, type Reason } from "../core/types";
 
 export interface ProxyJudgement {
   state: ProxyState;
-  reasons: string[];
+  reasons: Reason[];
 }
 
 /** Pure: `previous` is the last reading judged before this one (null on the first). One miss is not "down". */
@@ -20,9 +20,9 @@ export function judgeProxy(previous: ProxyReading | null, reading: ProxyReading)
   // Seen late (lib/check/late.ts): never "down"; the caller keeps `previous` as the read that counts.
   if (seenLate(reading)) return { state: "unknown", reasons: [lateReason(reading)] };
   if (reading.outcome === "ok") {
-    return { state: "up", reasons: [`/v1/models answered in ${Math.round(reading.latencyMs)} ms: ${countOf(reading.models)} model(s)`] };
+    return { state: "up", reasons: [reason("proxy-up", `/v1/models answered in ${Math.round(reading.latencyMs)} ms: ${countOf(reading.models)} model(s)`)] };
   }
-  const why = `/v1/models failed: ${reading.error ?? reading.outcome}${reading.status ? ` (HTTP ${reading.status})` : ""}`;
-  if (previous && previous.outcome !== "ok") return { state: "down", reasons: [why, "failed on two consecutive reads"] };
-  return { state: "unknown", reasons: [why, "one failed read is not down"] };
+  const why = reason("proxy-failed", `/v1/models failed: ${reading.error ?? reading.outcome}${reading.status ? ` (HTTP ${reading.status})` : ""}`);
+  if (previous && previous.outcome !== "ok") return { state: "down", reasons: [why, reason("proxy-down", "failed on two consecutive reads")] };
+  return { state: "unknown", reasons: [why, reason("proxy-one-miss", "one failed read is not down")] };
 }

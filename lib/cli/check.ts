@@ -130,7 +130,7 @@ function human(r: CheckResult): string {
   ].filter(Boolean);
   const engine = r.engine ? ` [${ENGINE_LABELS[r.engine]}]` : "";
   const problem = r.configProblem ? `  ! configuration: ${r.configProblem}\n` : "";
-  return `${r.url}${engine}: ${label.toUpperCase()} (${facts.join(", ")})\n${problem}${r.reasons.map((x) => `  - ${x}\n`).join("")}`;
+  return `${r.url}${engine}: ${label.toUpperCase()} (${facts.join(", ")})\n${problem}${r.reasons.map((x) => `  - ${x.text}\n`).join("")}`;
 }
 
 main().catch((err) => {

@@ -3,6 +3,7 @@
  * the API types and the UI derive from these arrays. Imports nothing: client files may use it.
  */
 import type { BackendState } from "./states";
+import type { Reason } from "./types";
 export const NOTIFICATION_EVENTS = [
   "stuck",
   "down",
@@ -40,7 +41,7 @@ export interface NotificationDraft {
   backendId: string;
   state: BackendState;
   previousState: BackendState | null;
-  reasons: string[];
+  reasons: Reason[];
   at: number;
   details?: Record<string, unknown>;
 }

@@ -9,7 +9,7 @@
  * integers stay exact). The CSV export reads the same columns unrounded (`exact`).
  */
 import type { BackendState } from "./states";
-import type { Figures } from "./types";
+import type { Figures, Reason } from "./types";
 import { LATENCY_FIELDS, type LatencySample } from "./latency";
 
 /** A point of a backend's history; the vLLM latency figures are absent or null where not exposed. */
@@ -40,7 +40,7 @@ export interface Transition {
   at: number;
   from: string | null;
   to: string;
-  reasons: string[];
+  reasons: Reason[];
 }
 
 export const HISTORY_FIGURES = [

@@ -128,13 +128,127 @@ export interface PendingRestart {
   processStartTime: number | null;
 }
 
+/**
+ * The id of every rule that leaves a reason, kebab-case, one per distinct rule: tests assert the id,
+ * people read the text. docs/states.md names each id beside its rule (a test holds the two to one
+ * list). Grouped by the rule numbers of docs/states.md.
+ */
+export const RULES = [
+  // 1. the probe, and probes that cannot succeed (a configuration problem)
+  "probe-none",
+  "probe-auth",
+  "probe-no-endpoint",
+  // 2. idle
+  "probe-answered",
+  "not-probed",
+  // 3. busy
+  "progress",
+  // 4. stalled / stuck (and llama.cpp's blocked engine loop)
+  "work-arrived",
+  "no-progress",
+  "queued-not-scheduled",
+  "no-progress-stalled",
+  "no-progress-stuck",
+  "progress-unreadable",
+  "no-judgeable-figure",
+  "loop-blocked",
+  "loop-blocked-stalled",
+  "loop-blocked-stuck",
+  // 5. idle and the probe fails
+  "probe-failed-once",
+  "probe-failed-stuck",
+  // 6. starting
+  "new-process",
+  "starting-no-progress",
+  "starting-probe-failed",
+  "loading",
+  // 7. down, and a slow /metrics that is not
+  "down-refused",
+  "down-grace",
+  "down-past-grace",
+  "down-timeout",
+  "metrics-timeout",
+  // 8. sleeping
+  "sleeping",
+  // 9. deferred waiting
+  "deferred-only",
+  // 10. data parallel: one line per engine, and the sums
+  "dp-stuck",
+  "dp-stalled",
+  "dp-unreadable",
+  "dp-progress",
+  "dp-work-arrived",
+  "dp-all-progress",
+  "dp-total",
+  // 11. no metrics
+  "no-metrics",
+  "no-metrics-alive",
+  "no-metrics-unreachable",
+  // 12. unknown
+  "first-read",
+  "one-failed-read",
+  "cannot-judge",
+  // 13. restarting
+  "restart-recovered",
+  "restart-waiting",
+  // 14. seen late
+  "watcher-late",
+  // proxies (lib/check/proxy.ts)
+  "proxy-up",
+  "proxy-failed",
+  "proxy-one-miss",
+  "proxy-down",
+  // outside the classifier: nothing read yet (the fleet, a restart's evidence), the CLI's widened
+  // --wait, a restart action that failed (its notification), and a row stored before reasons had ids
+  "not-read-yet",
+  "check-wait-widened",
+  "restart-action-failed",
+  "unclassified",
+] as const;
+export type RuleId = (typeof RULES)[number];
+
+/** One line of a verdict's evidence: the rule that fired (for code and tests) and its words (for people). */
+export interface Reason {
+  rule: RuleId;
+  text: string;
+}
+
+export function reason(rule: RuleId, text: string): Reason {
+  return { rule, text };
+}
+
+const RULE_SET: ReadonlySet<string> = new Set(RULES);
+
+/**
+ * Reasons as read back from a stored row (a transition, a restart's evidence, a notification): rows
+ * written before reasons had ids hold plain strings, which become `unclassified`; anything else
+ * that is not a reason (a hand-edited row) is dropped, never thrown on.
+ */
+export function normaliseReasons(x: unknown): Reason[] {
+  if (!Array.isArray(x)) return [];
+  const out: Reason[] = [];
+  for (const r of x) {
+    if (typeof r === "string") out.push({ rule: "unclassified", text: r });
+    else if (r && typeof r === "object" && typeof (r as Reason).text === "string") {
+      const rule = (r as Reason).rule;
+      out.push({ rule: typeof rule === "string" && RULE_SET.has(rule) ? rule : "unclassified", text: (r as Reason).text });
+    }
+  }
+  return out;
+}
+
+/** The reasons' words, for a person: one line per reason joined by `sep`. */
+export function reasonText(reasons: readonly Reason[], sep = "; "): string {
+  return reasons.map((r) => r.text).join(sep);
+}
+
 export interface Verdict {
   state: BackendState;
   health: Health;
   healthy: boolean;
   restartRecommended: boolean;
-  /** Human-readable evidence, one line per rule that fired. */
-  reasons: string[];
+  /** The evidence, one reason per rule that fired: its rule id and a line a person can read. */
+  reasons: Reason[];
   /** A configuration problem that keeps stepwatch from judging (the probe needs the API key), in words. */
   configProblem?: string;
   rates: Rates;

@@ -5,6 +5,7 @@
 import type { NotificationRow } from "../../db/schema";
 import { formatClock, formatDuration, zoneName, type TimeZone } from "../core/format";
 import type { NotificationEvent } from "../core/events";
+import { type Reason } from "../core/types";
 
 /** The webhook body (README "Notifications" documents it). `id` is the same on every retry. */
 export interface NotificationPayload {
@@ -13,7 +14,8 @@ export interface NotificationPayload {
   backendId: string;
   state: string;
   previousState: string | null;
-  reasons: string[];
+  /** The evidence: each reason's rule id and its words. */
+  reasons: Reason[];
   /** ISO 8601. */
   at: string;
   /** {publicUrl}/backends/{id}, where the restart dialog is one click away; null without publicUrl. */
@@ -74,7 +76,7 @@ export function headline(p: NotificationPayload): string {
 
 /** The body lines under the headline: reasons, the note, the link. */
 export function bodyLines(p: NotificationPayload): string[] {
-  const lines = [`state: ${p.previousState ? `${p.previousState} -> ` : ""}${p.state}`, ...p.reasons.map((r) => `- ${r}`)];
+  const lines = [`state: ${p.previousState ? `${p.previousState} -> ` : ""}${p.state}`, ...p.reasons.map((r) => `- ${r.text}`)];
   const note = str(p.details.note);
   if (note) lines.push(`note: ${note}`);
   const resolution = str(p.details.resolution);

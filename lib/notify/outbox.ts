@@ -20,6 +20,7 @@ import {
 } from "../../db/queries/oncall";
 import type { NotificationRow } from "../../db/schema";
 import type { BackendState } from "../core/states";
+import { type Reason } from "../core/types";
 import type { ChannelConfig, NotificationsConfig } from "../config";
 import { sendToChannel, type AttemptResult, type Sender } from "./channels";
 import type { ChannelStatus, ChannelType, NotificationDraft, NotificationEvent } from "../core/events";

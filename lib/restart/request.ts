@@ -14,7 +14,7 @@
  *    resolves the event as "failed" at once; success leaves it pending for the watcher to resolve
  *    (recovered / timed-out). Nothing is retried without an operator.
  */
-import type { Reading, Verdict, PendingRestart } from "../core/types";
+import { type Reading, type Verdict, type PendingRestart, reason } from "../core/types";
 import { isHealthy } from "../core/states";
 import { backendOrThrow, type BackendConfig, type RestartAction } from "../config";
 import type { DbHandle } from "../../db/types";
@@ -115,7 +115,7 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
     processStartTime: metrics?.processStartTime ?? null,
     // The readings as stored for samples: without the in-memory latency histograms and finish
     // reasons (kept only for the next read's deltas; a hostile backend's could be megabytes).
-    evidence: { reasons: verdict?.reasons ?? ["no reading yet"], readings: (verdict?.basis ?? []).map((r) => ({ ...r, latency: undefined })) },
+    evidence: { reasons: verdict?.reasons ?? [reason("not-read-yet", "no reading yet")], readings: (verdict?.basis ?? []).map((r) => ({ ...r, latency: undefined })) },
     overrideCooldown: override,
     confirmedHealthy: healthy,
     action: describeAction(backend.restart),
@@ -224,7 +224,7 @@ async function runAndRecord(row: RestartEventRow, action: RestartAction, deps: R
         backendId: row.backendId,
         state: deps.current(row.backendId)?.verdict?.state ?? row.stateAtRequest,
         previousState: "restarting",
-        reasons: [failed!.resolution],
+        reasons: [reason("restart-action-failed", failed!.resolution)],
         at: result.finishedAt,
         details: { restartId: row.id, requestedBy: row.requestedBy, outcome: "failed", downtimeSeconds: null, resolution: failed!.resolution },
       }),

@@ -11,6 +11,7 @@ import type { HistoryColumns, HistoryFigure } from "../core/history";
 import type { BackendState } from "../core/states";
 import { BACKEND_STATES } from "../core/states";
 import { LATENCY_FIELDS, type LatencySample } from "../core/latency";
+import { reasonText } from "../core/types";
 
 export const RANGES = [
   { key: "15m", label: "15 min", ms: 15 * 60_000 },
@@ -141,11 +142,11 @@ export function toMarkers(transitions: TransitionDTO[], restarts: RestartEventDT
   for (const t of transitions) {
     if (!inRange(t.at) || !isState(t.to)) continue;
     const from = t.from ?? "start";
-    ms.push({ x: t.at / 1000, kind: "state", label: t.to, state: t.to, detail: `${from} → ${t.to}${t.reasons.length ? `: ${t.reasons.join("; ")}` : ""}` });
+    ms.push({ x: t.at / 1000, kind: "state", label: t.to, state: t.to, detail: `${from} → ${t.to}${t.reasons.length ? `: ${reasonText(t.reasons)}` : ""}` });
   }
   for (const r of restarts) {
     if (!inRange(r.requestedAt)) continue;
-    const why = [r.note ? `note: ${r.note}` : null, `${r.stateAtRequest} at the request`, r.evidence.reasons[0] ?? null].filter(Boolean).join("; ");
+    const why = [r.note ? `note: ${r.note}` : null, `${r.stateAtRequest} at the request`, r.evidence.reasons[0]?.text ?? null].filter(Boolean).join("; ");
     const outcome = r.outcome === null ? "pending" : r.outcome;
     ms.push({ x: r.requestedAt / 1000, kind: "restart", label: `restart by ${r.requestedBy}`, detail: `asked by ${r.requestedBy} (${r.action}); ${why}; outcome: ${outcome}` });
   }

@@ -10,7 +10,7 @@ import type { BackendTarget, ReadOptions } from "../check/read";
 import type { readProxy as readProxyFn } from "../check/read";
 import type { BackendState, ProxyState } from "../core/states";
 import { seenLate } from "../check/late";
-import type { PendingRestart, ProxyReading, Reading, Thresholds, Verdict } from "../core/types";
+import { type PendingRestart, type ProxyReading, type Reading, type Thresholds, type Verdict, reason, type Reason } from "../core/types";
 import type { BackendConfig, ProxyConfig } from "../config";
 import type { OnCallBook } from "../oncall/book";
 import { decide, NO_PROBLEM, seedProblemState, type ProblemState } from "../notify/policy";
@@ -64,7 +64,7 @@ interface StoredState<S extends string> {
 }
 
 /** A state other than the one stored last is queued as a transition (backends and proxies alike). */
-function recordState<S extends string>(m: StoredState<S>, store: WatchStore, kind: TargetKind, at: number, state: S, reasons: string[]): void {
+function recordState<S extends string>(m: StoredState<S>, store: WatchStore, kind: TargetKind, at: number, state: S, reasons: Reason[]): void {
   if (state === m.storedState) return;
   store.enqueueTransition({ kind, targetId: m.config.id, at, fromState: m.storedState, toState: state, reasons });
   m.storedState = state;
@@ -275,7 +275,7 @@ export class BackendMonitor {
 export class ProxyMonitor {
   last: ProxyReading | null = null;
   state: ProxyState = "unknown";
-  reasons: string[] = ["not read yet"];
+  reasons: Reason[] = [reason("not-read-yet", "not read yet")];
   storedState: ProxyState | null = null;
   since: number | null = null;
 

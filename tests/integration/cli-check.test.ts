@@ -16,9 +16,12 @@ const ROOT = path.resolve(__dirname, "../..");
 const TSX = path.join(ROOT, "node_modules/.bin/tsx");
 const CLI = path.join(ROOT, "lib/cli/check.ts");
 
+/** The rule ids of a run's reasons, in order. */
+const rules = (r: Run) => r.json.reasons.map((x) => x.rule);
+
 interface Run {
   code: number;
-  json: Record<string, unknown> & { state: string; reasons: string[]; reads: number; probeSent: boolean };
+  json: Record<string, unknown> & { state: string; reasons: Array<{ rule: string; text: string }>; reads: number; probeSent: boolean };
   stderr: string;
 }
 
@@ -97,7 +100,9 @@ describe("check CLI against the simulator", () => {
     const r = await check(s.url, "--wait", "0.3");
     expect(r.code).toBe(1);
     expect(r.json).toMatchObject({ state: "stuck", healthy: false, running: 2, reads: 3, probeSent: false });
-    expect(r.json.reasons.join(" ")).toMatch(/2 running, 0 waiting, 0 new steps in .* across 3 reads/);
+    // --json carries each reason as { rule, text }: the rule that fired, and the words a person reads.
+    expect(r.json.reasons).toContainEqual({ rule: "no-progress", text: expect.stringMatching(/^2 running, 0 waiting, 0 new steps in .* across 3 reads/) });
+    expect(rules(r)).toContain("no-progress-stuck");
     expect(completions(s)).toHaveLength(0);
   });
 
@@ -124,7 +129,7 @@ describe("check CLI against the simulator", () => {
     const r = await check(s.url, "--wait", "0.6");
     expect(r.code).toBe(0);
     expect(r.json).toMatchObject({ state: "busy", running: 1 });
-    expect(r.json.reasons.join(" ")).toMatch(/prefill in progress/);
+    expect(rules(r)).toContain("progress");
     expect(s.state().counters.steps).toBe(before.steps); // really no steps: only the KV cache moved
     expect(completions(s)).toHaveLength(0);
   });
@@ -135,7 +140,7 @@ describe("check CLI against the simulator", () => {
     const r = await check(s.url, "--wait", "0.3");
     expect(r.code).toBe(1);
     expect(r.json).toMatchObject({ state: "stuck", running: 0, waiting: 3, probeSent: false });
-    expect(r.json.reasons.join(" ")).toMatch(/not being scheduled/);
+    expect(rules(r)).toContain("queued-not-scheduled");
     expect(completions(s)).toHaveLength(0);
   });
 
@@ -149,7 +154,7 @@ describe("check CLI against the simulator", () => {
     await s.restart({ weightsLoadSeconds: 0.1 });
     const r = await running;
     expect(r.json.processStartTime).not.toBe(firstStart);
-    expect(r.json.reasons.join(" ")).toMatch(/new process since the last read \(start time/);
+    expect(rules(r)).toContain("new-process");
     expect(r).toMatchObject({ code: 0, json: { state: "idle", probeSent: true } });
     expect(completions(s).every((c) => c.running === 0 && c.waiting === 0)).toBe(true);
   });
@@ -163,7 +168,7 @@ describe("check CLI against the simulator", () => {
     await s.restart({ weightsLoadSeconds: 0.1 });
     const r = await running;
     expect(r.json.processStartTime).toBeNull();
-    expect(r.json.reasons.join(" ")).toMatch(/a counter went down/);
+    expect(rules(r)).toContain("new-process");
     expect(r).toMatchObject({ code: 0, json: { state: "idle" } });
   });
 
@@ -193,7 +198,7 @@ describe("check CLI against the simulator", () => {
     const r = await check(s.url, "--wait", "0.2");
     expect(r.code).toBe(2);
     expect(r.json).toMatchObject({ state: "down", healthy: false, reads: 2 });
-    expect(r.json.reasons.join(" ")).toMatch(/connection refused on \/metrics and \/health on 2 consecutive reads/);
+    expect(rules(r)).toContain("down-refused");
   });
 
   it("a slow /metrics answer: one timeout is not down", async () => {
@@ -289,7 +294,7 @@ describe("check CLI against the simulator", () => {
     const r = await check(s.url, "--wait", "0.2");
     expect(r.code).toBe(2);
     expect(r.json).toMatchObject({ state: "down", restartRecommended: false });
-    expect(r.json.reasons[0]).toMatch(/may be loading weights; restart recommended after 10 min/);
+    expect(r.json.reasons[0]).toMatchObject({ rule: "down-grace", text: expect.stringMatching(/restart recommended after 10 min/) });
   });
 
   it("a refused port is down after two reads a moment apart, without the --wait pause", async () => {
@@ -297,7 +302,19 @@ describe("check CLI against the simulator", () => {
     const r = await checkWithin(30_000, `http://127.0.0.1:${port}`, "--wait", "300");
     expect(r.code).toBe(2);
     expect(r.json).toMatchObject({ state: "down", healthy: false, reads: 2, probeSent: false });
-    expect(r.json.reasons.join(" ")).toMatch(/connection refused on \/metrics and \/health on 2 consecutive reads/);
+    expect(rules(r)).toContain("down-refused");
+  });
+
+  it("without --json: the state, then each reason's words on its own line (never its rule id)", async () => {
+    const port = await freePort(); // nothing listens there
+    const out = await new Promise<{ code: number; stdout: string }>((resolve) =>
+      execFile(TSX, [CLI, `http://127.0.0.1:${port}`, "--wait", "300"], { cwd: ROOT, timeout: 30_000 }, (err, stdout) => resolve({ code: (err?.code as number) ?? 0, stdout })),
+    );
+    expect(out.code).toBe(2);
+    expect(out.stdout).toMatch(/: DOWN \(/);
+    expect(out.stdout).toMatch(/^ {2}- down for .*; may be loading weights; restart recommended after 10 min$/m);
+    expect(out.stdout).toMatch(/^ {2}- connection refused on \/metrics and \/health on 2 consecutive reads/m);
+    expect(out.stdout).not.toMatch(/down-grace|\[object Object\]/);
   });
 
   it("a refused proxy is down after two reads a moment apart too", async () => {
@@ -338,7 +355,7 @@ describe("check CLI against the simulator", () => {
     const locked = await plainServer((_req, res) => void res.writeHead(401).end());
     const noKey = await checkWithin(30_000, locked, "--wait", "300");
     expect(noKey).toMatchObject({ code: 3, json: { state: "unknown", reads: 1 } });
-    expect(noKey.json.reasons.join(" ")).toMatch(/HTTP 401/);
+    expect(noKey.json.reasons.map((x) => x.text).join(" ")).toMatch(/HTTP 401/);
   });
 
   it("reading a load balancer's /metrics without --proxy warns: the start time jumps between servers", async () => {

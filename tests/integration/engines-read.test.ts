@@ -92,7 +92,7 @@ describe("llama.cpp", () => {
     const { reading, verdict } = await observe({ url: s.url }, [], { thresholds: T, read: { timeoutMs: 2000 } });
     expect(reading).toMatchObject({ engine: "llamacpp", noMetrics: true });
     expect(verdict.state).toBe("no-metrics");
-    expect(verdict.reasons.join(" ")).toMatch(/start llama-server with --metrics/);
+    expect(verdict.reasons.find((r) => r.rule === "no-metrics")?.text).toMatch(/start llama-server with --metrics/);
     expect(s.hits).not.toContain("POST /v1/completions");
   });
 
@@ -175,7 +175,8 @@ describe("Ollama", () => {
       history.push(reading);
       expect(reading.engine).toBe("ollama");
       expect(verdict.state).toBe("no-metrics");
-      expect(verdict.reasons.join(" ")).toMatch(/Ollama exposes no load metrics: liveness only.*llama3\.2:3b/);
+      expect(verdict.reasons.map((r) => r.rule)).toEqual(["no-metrics", "no-metrics-alive"]);
+      expect(verdict.reasons[1].text).toMatch(/llama3\.2:3b/);
     }
     // First read: /props and /metrics (404), then Ollama's own; later reads only Ollama's.
     expect(s.hits.slice(0, 4)).toEqual(["GET /props", "GET /metrics", "GET /api/version", "GET /api/ps"]);

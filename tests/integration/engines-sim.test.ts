@@ -40,7 +40,9 @@ async function watch(target: BackendTarget, n: number, gapS: number, opts: { his
 }
 const slotTaking = (s: Simulator) => s.received().filter((r) => r.completion);
 const paths = (s: Simulator) => s.received().map((r) => r.path);
-const reasons = (v: Verdict) => v.reasons.join(" | ");
+const rules = (v: Verdict) => v.reasons.map((r) => r.rule);
+/** The words of the reason a rule gave: only where its numbers (or the flag it names) are the point. */
+const textOf = (v: Verdict, rule: string) => v.reasons.find((r) => r.rule === rule)?.text;
 
 describe("llama.cpp (the simulator's llama-server)", () => {
   it("busy: a long generation, no request ends, n_decode_total moves: busy, never probed", async () => {
@@ -70,7 +72,7 @@ describe("llama.cpp (the simulator's llama-server)", () => {
     await s.setMode("blocked");
     const { last } = await watch({ url: s.url, engine: "llamacpp" }, 3, 67, { timeoutMs: 400, startS: 5 });
     expect(last.state).toBe("stuck");
-    expect(reasons(last)).toMatch(/answers \/health but not \/metrics/);
+    expect(rules(last)).toContain("loop-blocked");
   });
 
   it("idle: one probe, idle", async () => {
@@ -110,7 +112,7 @@ describe("llama.cpp (the simulator's llama-server)", () => {
     await s.setMode("no-metrics");
     const { last } = await watch({ url: s.url }, 1, 0);
     expect(last.state).toBe("no-metrics");
-    expect(reasons(last)).toMatch(/start llama-server with --metrics/);
+    expect(textOf(last, "no-metrics")).toMatch(/start llama-server with --metrics/);
   });
 });
 
@@ -143,7 +145,7 @@ describe("SGLang (the simulator's)", () => {
     expect(short.last.state).toBe("stalled");
     const long = await watch({ url: s.url }, 1, 0, { history: short.history, startS: 170 });
     expect(long.last.state).toBe("stuck");
-    expect(reasons(long.last)).toMatch(/throughput gauge stuck at/);
+    expect(textOf(long.last, "no-progress")).toMatch(/throughput gauge stuck at/);
     expect(paths(s)).not.toContain("/health"); // its /health would run a generation
   });
 
@@ -164,7 +166,7 @@ describe("SGLang (the simulator's)", () => {
     const r = await checkBackend({ url: s.url }, { waitSeconds: 30, sleep, now: () => now, read: { timeoutMs: 3000, probeTimeoutMs: 3000 } });
     expect(sleeps).toEqual([75_000, 75_000]);
     expect(r).toMatchObject({ state: "stuck", engine: "sglang", waitSeconds: 75, reads: 3, probeSent: false });
-    expect(r.reasons[0]).toMatch(/waits 75 s between reads, not the default 30 s: SGLang needs at least 150 s/);
+    expect(r.reasons[0]).toMatchObject({ rule: "check-wait-widened", text: expect.stringMatching(/waits 75 s between reads, not the default 30 s: SGLang needs at least 150 s/) });
     expect(slotTaking(s)).toHaveLength(0);
   });
 
@@ -186,7 +188,7 @@ describe("SGLang (the simulator's)", () => {
     s.load({ requests: 1, promptTokens: 100, maxTokens: 1_000_000 });
     const after = await watch({ url: s.url }, 1, 0, { history: before.history, startS: 120 });
     expect(after.last.state).toBe("starting");
-    expect(reasons(after.last)).toMatch(/a counter went down/);
+    expect(rules(after.last)).toContain("new-process");
   });
 });
 
@@ -237,7 +239,7 @@ describe("Ollama (the simulator's)", () => {
     s.load({ requests: 2, promptTokens: 100, maxTokens: 1_000_000 });
     const { verdicts, history } = await watch({ url: s.url }, 3, 70);
     expect(verdicts.map((v) => v.state)).toEqual(["no-metrics", "no-metrics", "no-metrics"]);
-    expect(reasons(verdicts[2])).toMatch(/Ollama exposes no load metrics: liveness only/);
+    expect(rules(verdicts[2])).toEqual(["no-metrics", "no-metrics-alive"]);
     expect(history.every((r) => r.engine === "ollama")).toBe(true);
     expect(slotTaking(s)).toHaveLength(0);
   });

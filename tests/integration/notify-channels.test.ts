@@ -14,6 +14,7 @@ import { parseConfig, type NotificationsConfig } from "@/lib/config";
 import { Outbox, retryDelayMs } from "@/lib/notify/outbox";
 import { type NotificationDraft } from "@/lib/core/events";
 import { StepwatchMetrics } from "@/lib/api/export/metrics";
+import { reason } from "@/lib/core/types";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
 import { startWatcher } from "@/lib/watcher";
 import { startHttpReceiver, startSmtpReceiver, type HttpReceiver, type SmtpReceiver } from "../support/receivers";
@@ -29,7 +30,7 @@ const draft = (over: Partial<NotificationDraft> = {}): NotificationDraft => ({
   backendId: "gb10-a",
   state: "stuck",
   previousState: "stalled",
-  reasons: ["2 running, 0 waiting, 0 new steps in 134 s across 3 reads"],
+  reasons: [reason("no-progress", "2 running, 0 waiting, 0 new steps in 134 s across 3 reads")],
   at: Date.parse("2026-12-01T03:05:00Z"),
   ...over,
 });
@@ -95,7 +96,8 @@ describe("notification channels against real receivers", () => {
       backendId: "gb10-a",
       state: "stuck",
       previousState: "stalled",
-      reasons: ["2 running, 0 waiting, 0 new steps in 134 s across 3 reads"],
+      // Each reason as the API gives it: the rule that fired and its words.
+      reasons: [{ rule: "no-progress", text: "2 running, 0 waiting, 0 new steps in 134 s across 3 reads" }],
       at: "2026-12-01T03:05:00.000Z",
       link: "https://sw.example.org/backends/gb10-a",
       details: {},
@@ -131,7 +133,7 @@ describe("notification channels against real receivers", () => {
     const db = freshDb("ntfy");
     const box = new Outbox(db.db, notificationsOf([{ id: "phone", type: "ntfy", url: `${hook.url}/stepwatch-alerts`, token: "env:NTFY" }], { NTFY: "tk_abc" }), { log: () => {} });
     box.write(draft());
-    box.write(draft({ event: "recovered", state: "busy", previousState: "stuck", reasons: ["progress: 12 steps/s"] }));
+    box.write(draft({ event: "recovered", state: "busy", previousState: "stuck", reasons: [reason("progress", "progress: 12 steps/s")] }));
     await deliverUntil(box, () => hook.received.length === 2);
     const byTitle = (t: string) => hook.received.find((r) => r.headers.title === t)!;
     const stuck = byTitle("gb10-a is stuck");
@@ -156,7 +158,7 @@ describe("notification channels against real receivers", () => {
       ),
       { log: () => {} },
     );
-    const row = box.write(draft({ event: "down", state: "down", previousState: "busy", reasons: ["connection refused on 2 consecutive reads"] }));
+    const row = box.write(draft({ event: "down", state: "down", previousState: "busy", reasons: [reason("down-refused", "connection refused on 2 consecutive reads")] }));
     await deliverUntil(box, () => smtp.mails.length === 1);
     const m = smtp.mails[0];
     expect(m.user).toBe("sw");

@@ -47,7 +47,7 @@ describe("sleep mode (vLLM 0.29: engine_sleep_state, /sleep, /wake_up)", () => {
     const asleep = await watch({ url: s.url }, 3, 70);
     expect(asleep.verdicts.map((v) => v.state)).toEqual(["sleeping", "sleeping", "sleeping"]);
     expect(asleep.last).toMatchObject({ healthy: true, restartRecommended: false });
-    expect(asleep.last.reasons.join(" ")).toMatch(/sleep level 1/);
+    expect(asleep.last.reasons[0]).toMatchObject({ rule: "sleeping", text: expect.stringMatching(/sleep level 1/) });
     expect(probes(s)).toHaveLength(0);
     expect((await call(`${s.url}/health`)).status).toBe(200);
 
@@ -70,7 +70,7 @@ describe("sleep mode (vLLM 0.29: engine_sleep_state, /sleep, /wake_up)", () => {
     expect(JSON.parse((await call(`${s.url}/is_sleeping`)).body)).toEqual({ is_sleeping: true });
     const { last } = await watch({ url: s.url }, 1, 0);
     expect(last.state).toBe("sleeping");
-    expect(last.reasons.join(" ")).toMatch(/sleep level 2: weights discarded/);
+    expect(last.reasons[0]).toMatchObject({ rule: "sleeping", text: expect.stringMatching(/sleep level 2: weights discarded/) });
     await call(`${s.url}/wake_up`, { method: "POST" });
     expect((await answer).status).toBe(200);
   });
@@ -82,7 +82,7 @@ describe("waiting that is not the engine's fault (num_requests_waiting_by_reason
     await s.setMode("deferred", { waiting: 3 });
     const { verdicts } = await watch({ url: s.url }, 4, 70);
     expect(verdicts.map((v) => v.state)).toEqual(["busy", "busy", "busy", "busy"]);
-    expect(verdicts[3].reasons.join(" ")).toMatch(/3 waiting, all deferred/);
+    expect(verdicts[3].reasons.map((r) => r.rule)).toContain("deferred-only");
     expect(probes(s)).toHaveLength(0);
   });
 });
@@ -96,7 +96,7 @@ describe("data parallel: one wedged engine hides behind the others", () => {
     const { verdicts, last } = await watch({ url: s.url }, 3, 67);
     expect(verdicts[2].state).toBe("stuck");
     expect(last.restartRecommended).toBe(true);
-    expect(last.reasons.join(" | ")).toMatch(/engine 1 of 2: 2 running, 0 waiting, 0 new steps in 134 s/);
+    expect(last.reasons.find((r) => r.rule === "dp-stuck")?.text).toMatch(/^engine 1 of 2: 2 running, 0 waiting, 0 new steps in 134 s/);
     expect(last.rates.stepsPerSecond).toBeGreaterThan(0); // the sums still progress
     expect(probes(s)).toHaveLength(0);
   });
@@ -133,7 +133,7 @@ describe("what is not progress", () => {
     const kv = history.map((r) => r.metrics!.kvCacheUsage);
     expect(new Set(kv).size).toBeGreaterThan(1);
     expect(last.state).toBe("stuck");
-    expect(last.reasons.join(" ")).toMatch(/preemptions meanwhile \(KV-cache churn is not progress\)/);
+    expect(last.reasons.find((r) => r.rule === "no-progress")?.text).toMatch(/preemptions meanwhile \(KV-cache churn is not progress\)/);
   });
 });
 
@@ -174,7 +174,7 @@ describe("down is a fact; a restart recommendation needs more", () => {
     await s.restart();
     const { history, verdicts } = await watch({ url: s.url }, 3, 60, { startS: 10 });
     expect(verdicts[2]).toMatchObject({ state: "down", restartRecommended: false });
-    expect(verdicts[2].reasons[0]).toMatch(/down for 2 min; may be loading weights; restart recommended after 10 min/);
+    expect(verdicts[2].reasons[0]).toMatchObject({ rule: "down-grace", text: expect.stringMatching(/down for 2 min; may be loading weights; restart recommended after 10 min/) });
     const later = await watch({ url: s.url }, 1, 0, { history, startS: 700 });
     expect(later.last).toMatchObject({ state: "down", restartRecommended: true });
   });
@@ -186,6 +186,6 @@ describe("down is a fact; a restart recommendation needs more", () => {
     expect(history.every((r) => r.outcome === "timeout" && r.health?.outcome === "ok")).toBe(true);
     expect(verdicts.map((v) => v.state)).toEqual(["unknown", "unknown", "unknown", "unknown"]);
     expect(verdicts[3].restartRecommended).toBe(false);
-    expect(verdicts[3].reasons.join(" ")).toMatch(/\/health answers 200: a slow API server, not a dead one/);
+    expect(verdicts[3].reasons.map((r) => r.rule)).toContain("metrics-timeout");
   });
 });

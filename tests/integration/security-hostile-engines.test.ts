@@ -52,7 +52,7 @@ describe("a hostile backend of every engine: what is kept is bounded", () => {
       const v = classify({ history: [], reading, thresholds: DEFAULT_THRESHOLDS, now: reading.at });
       expect(v.state).not.toBe("stuck");
       expect(JSON.stringify(v.reasons).length).toBeLessThan(4 * 1024);
-      if (c.list === "models") expect(v.reasons.join(" ")).toContain(`${N} models`);
+      if (c.list === "models") expect(v.reasons.map((r) => r.text).join(" ")).toContain(`${N} models`);
     }, 60_000);
   }
 

@@ -12,7 +12,7 @@ import { configView, shownSecret } from "@/lib/api/config-view";
 import { fleetSnapshot } from "@/lib/api/snapshot";
 import { STATE_INFO, restartRecommended, type BackendState } from "@/lib/core/states";
 import type { BackendTarget } from "@/lib/check/read";
-import type { Reading, Thresholds } from "@/lib/core/types";
+import { type Reading, type Thresholds, reason } from "@/lib/core/types";
 import { insertRestartUnlessBlocked } from "@/db/queries/restarts";
 import { cachedEncoding } from "@/lib/api/fleet";
 import { parseConfig, type Config } from "@/lib/config";
@@ -62,7 +62,7 @@ function watch(c: Config, states: Record<string, BackendState>, extra: Partial<P
       const info = STATE_INFO[state];
       return {
         reading,
-        verdict: { state, health: info.health, healthy: info.health === "yes", restartRecommended: restartRecommended(state), reasons: [state], rates: { stepsPerSecond: null, generationTokensPerSecond: null, promptTokensPerSecond: null }, basis: [] },
+        verdict: { state, health: info.health, healthy: info.health === "yes", restartRecommended: restartRecommended(state), reasons: [reason("unclassified", state)], rates: { stepsPerSecond: null, generationTokensPerSecond: null, promptTokensPerSecond: null }, basis: [] },
       };
     },
     readProxy: async () => ({ at: Date.now(), latencyMs: 1, outcome: "ok", models: ["m"] }),
@@ -179,7 +179,7 @@ describe("Watcher.apply and main's per-backend fields", () => {
         running: 2,
         waiting: 0,
         processStartTime: 5,
-        evidence: { reasons: ["r"], readings: [] },
+        evidence: { reasons: [reason("no-progress-stuck", "r")], readings: [] },
         overrideCooldown: false,
         confirmedHealthy: false,
         action: "command: /bin/true",

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { classify, shouldProbe } from "@/lib/check/classify";
 import type { BackendState } from "@/lib/core/states";
-import type { ProbeResult, Reading, Thresholds } from "@/lib/core/types";
+import type { ProbeResult, Reading, Thresholds, RuleId } from "@/lib/core/types";
 import { readExposition } from "@/lib/engines/exposition";
 import { parseLlamacppProps, isLlamacppLoading } from "@/lib/engines/llamacpp";
 import { parseOllamaPs, parseOllamaVersion } from "@/lib/engines/ollama";
@@ -191,7 +191,10 @@ interface Row {
   name: string;
   reads: Reading[];
   state: BackendState;
-  reason?: RegExp;
+  /** The rules that must fire. */
+  rules?: RuleId[];
+  /** Only where the numbers (or the flag) a person reads are the point: the words of the first rule's reason. */
+  text?: RegExp;
 }
 
 const one = { processing: 1, deferred: 0 };
@@ -201,19 +204,22 @@ const rows: Row[] = [
     name: "llama.cpp: a long generation, no request ends (tokens_predicted flat), n_decode rises: busy",
     reads: [llama(0, { ...one, decode: 1000, predicted: 48211 }), llama(67, { ...one, decode: 1540, predicted: 48211 }), llama(134, { ...one, decode: 2080, predicted: 48211 })],
     state: "busy",
-    reason: /\+540 steps/,
+    rules: ["progress"],
+    text: /\+540 steps/,
   },
   {
     name: "llama.cpp: a slot held and n_decode flat across two waits: stuck",
     reads: [llama(0, { ...one, decode: 1000 }), llama(67, { ...one, decode: 1000 }), llama(134, { ...one, decode: 1000 })],
     state: "stuck",
-    reason: /1 running, 0 waiting, 0 new steps in 134 s/,
+    rules: ["no-progress", "no-progress-stuck"],
+    text: /1 running, 0 waiting, 0 new steps in 134 s/,
   },
   {
     name: "llama.cpp: a new Process-Start-Time-Unix is a new process (counters not compared)",
     reads: [llama(0, { ...one, decode: 5000 }), llama(5, { ...one, decode: 20 }, "1764589999")],
     state: "starting",
-    reason: /Process-Start-Time-Unix 1764580000 -> 1764589999/,
+    rules: ["new-process"],
+    text: /Process-Start-Time-Unix 1764580000 -> 1764589999/,
   },
   {
     name: "llama.cpp: idle and the probe answered",
@@ -224,7 +230,7 @@ const rows: Row[] = [
     name: "llama.cpp: asleep (/props is_sleeping), /metrics not read: sleeping",
     reads: [{ at: 0, latencyMs: 2, outcome: "ok", status: 200, engine: "llamacpp", asleep: true, metrics: null, error: "llama.cpp is asleep" }],
     state: "sleeping",
-    reason: /llama\.cpp asleep: put to sleep on purpose/,
+    rules: ["sleeping"],
   },
   {
     name: "llama.cpp: 503 Loading model: starting, not down",
@@ -233,7 +239,7 @@ const rows: Row[] = [
       { at: 5000, latencyMs: 2, outcome: "http-error", status: 503, engine: "llamacpp", loading: true, metrics: null, error: "llama.cpp answers 503 Loading model" },
     ],
     state: "starting",
-    reason: /not down/,
+    rules: ["loading"],
   },
   {
     name: "llama.cpp without --metrics (501): no-metrics, says which flag",
@@ -241,13 +247,14 @@ const rows: Row[] = [
       { at: 0, latencyMs: 2, outcome: "http-error", status: 501, engine: "llamacpp", noMetrics: true, metrics: null, error: "llama.cpp without metrics (/metrics answered 501): start llama-server with --metrics", models: { outcome: "ok", ids: ["q.gguf"] } },
     ],
     state: "no-metrics",
-    reason: /start llama-server with --metrics/,
+    rules: ["no-metrics"],
+    text: /start llama-server with --metrics/,
   },
   {
     name: "llama.cpp: /metrics (a task on the engine loop) timing out while /health answers, across two waits: stuck (a blocked loop)",
     reads: [0, 67, 134].map((atS) => ({ at: atS * 1000, latencyMs: 10_000, outcome: "timeout" as const, engine: "llamacpp" as const, metrics: null, error: "no complete answer within 10000 ms", health: { outcome: "ok" as const, status: 200 } })),
     state: "stuck",
-    reason: /llama\.cpp answers \/health but not \/metrics .* the loop is blocked/,
+    rules: ["loop-blocked", "loop-blocked-stuck"],
   },
   {
     name: "llama.cpp: one /metrics timeout with /health up: stalled, not yet stuck",
@@ -264,13 +271,15 @@ const rows: Row[] = [
     name: "SGLang: a stale gen_throughput (same value) across two waits but under 150 s: stalled (gauges refresh every 40 steps)",
     reads: [sglang(0, { running: 2, throughput: 425.5 }), sglang(65, { running: 2, throughput: 425.5 }), sglang(130, { running: 2, throughput: 425.5 })],
     state: "stalled",
-    reason: /at least 150 s/,
+    rules: ["no-progress-stalled"],
+    text: /at least 150 s/,
   },
   {
     name: "SGLang: the same stale gen_throughput for 160 s: stuck",
     reads: [sglang(0, { running: 2, throughput: 425.5 }), sglang(80, { running: 2, throughput: 425.5 }), sglang(160, { running: 2, throughput: 425.5 })],
     state: "stuck",
-    reason: /throughput gauge stuck at 425\.5/,
+    rules: ["no-progress", "no-progress-stuck"],
+    text: /throughput gauge stuck at 425\.5/,
   },
   {
     name: "SGLang with cuda_graph_passes_total rising: busy",
@@ -281,7 +290,7 @@ const rows: Row[] = [
     name: "SGLang: a counter going down (always multiprocess, no start time): a restart",
     reads: [sglang(0, { running: 1, gen: 5000, requests: 40 }), sglang(30, { running: 1, gen: 3, requests: 0 })],
     state: "starting",
-    reason: /a counter went down/,
+    rules: ["new-process"],
   },
   // TGI
   {
@@ -304,15 +313,16 @@ const rows: Row[] = [
     name: "Ollama: liveness only, never stuck",
     reads: [ollama(0, ["llama3.2:3b"]), ollama(70, ["llama3.2:3b"]), ollama(140, [])],
     state: "no-metrics",
-    reason: /Ollama exposes no load metrics: liveness only/,
+    rules: ["no-metrics", "no-metrics-alive"],
   },
 ];
 
 describe("classify per engine: each engine's progress signal and its trap", () => {
-  it.each(rows)("$name", ({ reads, state, reason }) => {
+  it.each(rows)("$name", ({ reads, state, rules, text }) => {
     const v = judge(reads);
     expect(v.state).toBe(state);
-    if (reason) expect(v.reasons.join(" | ")).toMatch(reason);
+    for (const rule of rules ?? []) expect(v.reasons.map((r) => r.rule)).toContain(rule);
+    if (text) expect(v.reasons.find((r) => r.rule === rules![0])?.text).toMatch(text);
   });
 
   it("never probes Ollama or a sleeping llama.cpp, probes an idle llama.cpp", () => {

@@ -15,7 +15,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { classify, isAsleep, shouldProbe } from "@/lib/check/classify";
 import { BACKEND_STATES, STATE_INFO } from "@/lib/core/states";
-import type { PendingRestart, ProbeResult, Reading, Thresholds } from "@/lib/core/types";
+import { type PendingRestart, type ProbeResult, type Reading, type Thresholds, reasonText, RULES } from "@/lib/core/types";
 import { parseVllmMetrics, type VllmMetrics } from "@/lib/engines/vllm";
 import type { FetchOutcome } from "@/lib/core/fetch";
 import type { EngineKind } from "@/lib/core/engine";
@@ -110,7 +110,10 @@ function checkVerdict(v: ReturnType<typeof classify>): void {
   expect(BACKEND_STATES).toContain(v.state);
   expect(v.health).toBe(STATE_INFO[v.state].health);
   expect(v.reasons.length).toBeGreaterThan(0);
-  for (const r of v.reasons) expect(typeof r).toBe("string");
+  for (const r of v.reasons) {
+    expect(RULES).toContain(r.rule);
+    expect(typeof r.text).toBe("string");
+  }
 }
 
 describe("classify over arbitrary readings", () => {
@@ -195,7 +198,7 @@ describe("a server that progresses between every two reads is never stuck", () =
           all.push({ at, latencyMs: 20, outcome: "ok", metrics: m });
           const v = classify({ history: all.slice(0, -1), reading: all[all.length - 1], thresholds, now: at });
           checkVerdict(v);
-          expect(v.state, v.reasons.join("\n")).not.toBe("stuck");
+          expect(v.state, reasonText(v.reasons, "\n")).not.toBe("stuck");
           expect(v.restartRecommended).toBe(false);
         }
       }),
@@ -264,7 +267,7 @@ describe("counterexamples the fuzzer found (kept as fixed cases)", () => {
     const v = judge([m({}), m({}), m({}), m({})]);
     expect(v.state).toBe("unknown");
     expect(v.restartRecommended).toBe(false);
-    expect(v.reasons.join("\n")).toMatch(/progress cannot be read/);
+    expect(v.reasons.map((r) => r.rule)).toContain("progress-unreadable");
   });
 
   it("steps hidden in the middle read: 10 -> (unusable) -> 20 is progress, not two flat waits", () => {

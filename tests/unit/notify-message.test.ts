@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { reason } from "@/lib/core/types";
 import { clockWithZone, emailContent, headline, ntfyPriority, ntfyRequest, slackBody, type NotificationPayload } from "@/lib/notify/message";
 
 const p = (over: Partial<NotificationPayload> = {}): NotificationPayload => ({
@@ -7,7 +8,7 @@ const p = (over: Partial<NotificationPayload> = {}): NotificationPayload => ({
   backendId: "gb10-a",
   state: "stuck",
   previousState: "stalled",
-  reasons: ["2 running, 0 new steps in 134 s"],
+  reasons: [reason("no-progress", "2 running, 0 new steps in 134 s")],
   at: "2026-12-01T03:05:00.000Z",
   link: "https://sw.example.org/backends/gb10-a",
   details: {},
@@ -28,7 +29,7 @@ describe("notification messages", () => {
   });
 
   it("slack escapes mrkdwn; ntfy keeps headers ASCII and wakes someone for stuck/down; email subject has the state", () => {
-    expect(slackBody(p({ reasons: ["a <b> & c"] })).blocks[0]).toMatchObject({ text: { text: expect.stringContaining("a &lt;b&gt; &amp; c") } });
+    expect(slackBody(p({ reasons: [reason("no-progress", "a <b> & c")] })).blocks[0]).toMatchObject({ text: { text: expect.stringContaining("a &lt;b&gt; &amp; c") } });
     expect(ntfyRequest(p({ backendId: "gb10-a", event: "restart-requested", details: { requestedBy: "zoë" } })).headers.title).toBe("zo? asked to restart gb10-a");
     expect([ntfyPriority("stuck"), ntfyPriority("down"), ntfyPriority("restart-scheduled"), ntfyPriority("recovered")]).toEqual([5, 5, 4, 3]);
     expect(ntfyRequest(p(), "tok").headers).toMatchObject({ click: "https://sw.example.org/backends/gb10-a", authorization: "Bearer tok" });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { restartRecommended, STATE_INFO, type BackendState } from "@/lib/core/states";
-import type { Verdict } from "@/lib/core/types";
+import { type Verdict, reason } from "@/lib/core/types";
 import { configWindowAt } from "@/lib/oncall/book";
 import { parseConfig } from "@/lib/config";
 import { decide, NO_PROBLEM, notProvenProblem, seedProblemState, type DecideInput, type ProblemState } from "@/lib/notify/policy";
@@ -14,7 +14,7 @@ function verdict(state: BackendState, extra: Partial<Verdict> = {}): Verdict {
     health: STATE_INFO[state].health,
     healthy: STATE_INFO[state].health === "yes",
     restartRecommended: restartRecommended(state),
-    reasons: [`${state} because`],
+    reasons: [reason("unclassified", `${state} because`)],
     rates: { stepsPerSecond: null, generationTokensPerSecond: null, promptTokensPerSecond: null },
     basis: [],
     ...extra,

@@ -13,7 +13,7 @@ import { type DbHandle } from "@/db/types";
 import { activeAcknowledgement, openMaintenance, recentNotifications } from "@/db/queries/oncall";
 import { listAudit } from "@/db/queries/auth";
 import { listRestartEvents } from "@/db/queries/restarts";
-import type { Verdict } from "@/lib/core/types";
+import { type Verdict, reason } from "@/lib/core/types";
 import { parseConfig } from "@/lib/config";
 import { OnCallBook } from "@/lib/oncall/book";
 import { acknowledge, endMaintenance, startMaintenance, type OnCallVerbDeps } from "@/lib/oncall/verbs";
@@ -26,7 +26,7 @@ const stuck: Verdict = {
   health: "no",
   healthy: false,
   restartRecommended: true,
-  reasons: ["2 running, 0 new steps in 134 s across 3 reads"],
+  reasons: [reason("no-progress", "2 running, 0 new steps in 134 s across 3 reads"), reason("no-progress-stuck", "no progress across 2 waits and at least 120 s")],
   rates: { stepsPerSecond: 0, generationTokensPerSecond: 0, promptTokensPerSecond: 0 },
   basis: [],
 };

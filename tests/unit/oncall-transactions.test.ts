@@ -12,7 +12,7 @@ import { type DbHandle } from "@/db/types";
 import { listRestartEvents } from "@/db/queries/restarts";
 import { lastTransition } from "@/db/queries/readings";
 import { recentNotifications } from "@/db/queries/oncall";
-import type { Verdict } from "@/lib/core/types";
+import { type Verdict, reason } from "@/lib/core/types";
 import { parseConfig } from "@/lib/config";
 import { Outbox } from "@/lib/notify/outbox";
 import { requestRestart, type RestartDeps } from "@/lib/restart/request";
@@ -23,7 +23,7 @@ const stuck: Verdict = {
   health: "no",
   healthy: false,
   restartRecommended: true,
-  reasons: ["2 running, 0 new steps in 134 s across 3 reads"],
+  reasons: [reason("no-progress", "2 running, 0 new steps in 134 s across 3 reads"), reason("no-progress-stuck", "no progress across 2 waits and at least 120 s")],
   rates: { stepsPerSecond: 0, generationTokensPerSecond: 0, promptTokensPerSecond: 0 },
   basis: [],
 };

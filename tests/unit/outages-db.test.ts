@@ -9,6 +9,7 @@ import { insertTransition } from "@/db/queries/readings";
 import { restartEvents } from "@/db/schema";
 import { outagesCsv } from "@/lib/api/exports";
 import { outagesOf } from "@/lib/api/outages";
+import { reason } from "@/lib/core/types";
 
 let h: DbHandle;
 let dir: string;
@@ -23,8 +24,8 @@ afterEach(() => {
 
 const H = 3600_000;
 const NOW = 100 * 24 * H;
-const tr = (id: string, at: number, from: string | null, to: string, reasons: string[] = []) =>
-  insertTransition(h.db, { kind: "backend", targetId: id, at, fromState: from as never, toState: to as never, reasons });
+const tr = (id: string, at: number, from: string | null, to: string, texts: string[] = []) =>
+  insertTransition(h.db, { kind: "backend", targetId: id, at, fromState: from as never, toState: to as never, reasons: texts.map((t) => reason("unclassified", t)) });
 
 describe("outages from the database", () => {
   it("finds an outage that began before the window, names restarts, and computes uptime", () => {

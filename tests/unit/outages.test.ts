@@ -4,7 +4,7 @@ import type { TransitionDTO } from "@/lib/api/types";
 import { deriveOutages, uptimePercent, withRestartCauses } from "@/lib/outages";
 
 const s = 1000;
-const tr = (atS: number, from: string | null, to: string, reason = ""): TransitionDTO => ({ at: atS * s, from, to, reasons: reason ? [reason] : [] });
+const tr = (atS: number, from: string | null, to: string, reason = ""): TransitionDTO => ({ at: atS * s, from, to, reasons: reason ? [{ rule: "unclassified", text: reason }] : [] });
 const opts = { unknownAfterSeconds: 60, now: 10_000 * s };
 const summary = (o: ReturnType<typeof deriveOutages>) => o.map((x) => [x.state, x.start / s, x.end === null ? null : x.end / s, x.durationSeconds]);
 

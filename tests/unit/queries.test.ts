@@ -10,9 +10,11 @@ import { insertSamples, insertTransition, lastTransition, recentReadings, sample
 import { desc, eq } from "drizzle-orm";
 import { restartEvents, samples } from "@/db/schema";
 import type { BackendState } from "@/lib/core/states";
-import type { Reading, Verdict } from "@/lib/core/types";
+import { reason, type Reading, type Verdict } from "@/lib/core/types";
 import { toRows } from "@/lib/core/history";
 import type { HistoryColumns } from "@/lib/core/history";
+
+const R = reason("no-progress-stuck", "r");
 
 /** historyPoints' columns as one object per point. */
 const pts = (r: { columns: HistoryColumns }) => toRows(r.columns);
@@ -69,7 +71,7 @@ function addRestart(backendId: string, requestedAt: number, outcome: "recovered"
       requestedBy: "ana",
       stateAtRequest: "stuck",
       healthyAtRequest: false,
-      evidence: { reasons: ["r"], readings: [] },
+      evidence: { reasons: [R], readings: [] },
       action: "command: x",
       processStartTimeAtRequest: 1000,
       outcome,
@@ -126,7 +128,7 @@ describe("db", () => {
     expect(lastRestartOf(h.db, "a")?.id).toBe(e3.id);
     resolveRestart(h.db, e3.id, { outcome: "timed-out", resolvedAt: 900, resolution: "late" });
     expect(lastRestartOf(h.db, "a")).toEqual(unprepared("a"));
-    expect(lastRestartOf(h.db, "a")).toMatchObject({ outcome: "timed-out", healthyAtRequest: false, evidence: { reasons: ["r"], readings: [] } });
+    expect(lastRestartOf(h.db, "a")).toMatchObject({ outcome: "timed-out", healthyAtRequest: false, evidence: { reasons: [R], readings: [] } });
     expect(lastRestartOf(h.db, "b")).toEqual(unprepared("b"));
     expect(e1.id).not.toBe(e3.id);
   });
@@ -144,17 +146,36 @@ describe("db", () => {
     expect(all.get("a")?.id).toBe(a3.id);
     expect(a2.id).not.toBe(a3.id);
     resolveRestart(h.db, a3.id, { outcome: "timed-out", resolvedAt: 900, resolution: "late" });
-    expect(latestRestartsOf(h.db).get("a")).toMatchObject({ id: a3.id, outcome: "timed-out", evidence: { reasons: ["r"], readings: [] } });
+    expect(latestRestartsOf(h.db).get("a")).toMatchObject({ id: a3.id, outcome: "timed-out", evidence: { reasons: [R], readings: [] } });
   });
 
   it("last transition per target and transitions in a range", () => {
-    insertTransition(h.db, { kind: "backend", targetId: "a", at: 10, fromState: null, toState: "unknown", reasons: ["first read"] });
-    insertTransition(h.db, { kind: "backend", targetId: "a", at: 20, fromState: "unknown", toState: "busy", reasons: ["progress"] });
+    insertTransition(h.db, { kind: "backend", targetId: "a", at: 10, fromState: null, toState: "unknown", reasons: [reason("first-read", "first read")] });
+    insertTransition(h.db, { kind: "backend", targetId: "a", at: 20, fromState: "unknown", toState: "busy", reasons: [reason("progress", "progress")] });
     insertTransition(h.db, { kind: "proxy", targetId: "a", at: 30, fromState: null, toState: "up", reasons: [] });
     expect(lastTransition(h.db, "backend", "a")?.toState).toBe("busy");
     expect(lastTransition(h.db, "proxy", "a")?.toState).toBe("up");
     expect(lastTransition(h.db, "backend", "zz")).toBeUndefined();
-    expect(transitionsInRange(h.db, "backend", "a", 15, 100).map((t) => t.reasons)).toEqual([["progress"]]);
+    expect(transitionsInRange(h.db, "backend", "a", 15, 100).map((t) => t.reasons)).toEqual([[{ rule: "progress", text: "progress" }]]);
+  });
+
+  it("rows stored before reasons had rule ids read back as unclassified reasons, through every read", () => {
+    // What an older stepwatch wrote: plain strings in the JSON columns (no migration rewrites them).
+    const legacy = JSON.stringify(["2 running, 0 new steps in 134 s across 3 reads"]);
+    const unclassified = [{ rule: "unclassified", text: "2 running, 0 new steps in 134 s across 3 reads" }];
+    h.sqlite.prepare("INSERT INTO transitions (kind, target_id, at, from_state, to_state, reasons) VALUES ('backend', 'old', 10, 'stalled', 'stuck', ?)").run(legacy);
+    h.sqlite
+      .prepare(
+        "INSERT INTO restart_events (backend_id, requested_at, requested_by, state_at_request, healthy_at_request, evidence, action) VALUES ('old', 20, 'ana', 'stuck', 0, ?, 'command: x')",
+      )
+      .run(JSON.stringify({ reasons: JSON.parse(legacy), readings: [{ at: 1 }] }));
+    expect(lastTransition(h.db, "backend", "old")?.reasons).toEqual(unclassified);
+    expect(transitionsInRange(h.db, "backend", "old", 0, 100)[0].reasons).toEqual(unclassified);
+    expect(lastRestartOf(h.db, "old")?.evidence).toEqual({ reasons: unclassified, readings: [{ at: 1 }] });
+    expect(listRestartEvents(h.db, { backendId: "old" })[0].evidence.reasons).toEqual(unclassified);
+    // New rows keep their ids, mixed with old ones in one table.
+    insertTransition(h.db, { kind: "backend", targetId: "old", at: 30, fromState: "stuck", toState: "busy", reasons: [reason("progress", "+5 steps in 5 s")] });
+    expect(transitionsInRange(h.db, "backend", "old", 0, 100).map((t) => t.reasons[0].rule)).toEqual(["unclassified", "progress"]);
   });
 
   it("restart events: newest first, filter, pending, resolved once", () => {
@@ -184,7 +205,7 @@ describe("db", () => {
       running: 2,
       waiting: 0,
       processStartTime: 5,
-      evidence: { reasons: ["r"], readings: [] },
+      evidence: { reasons: [R], readings: [] },
       overrideCooldown: false,
       confirmedHealthy: false,
       action: "command: /bin/true",
@@ -192,7 +213,7 @@ describe("db", () => {
     const first = insertRestartUnlessBlocked(h.db, ask(1_000, "ana"), 0);
     if (!("inserted" in first)) throw new Error("the first restart was blocked");
     expect(first.inserted).toMatchObject({ backendId: "b", requestedBy: "ana", runningAtRequest: 2, healthyAtRequest: false, outcome: null });
-    expect(first.inserted.evidence).toEqual({ reasons: ["r"], readings: [] });
+    expect(first.inserted.evidence).toEqual({ reasons: [R], readings: [] });
 
     const pending = insertRestartUnlessBlocked(h.db, ask(2_000, "bo"), null);
     expect(pending).toEqual({ blocked: { reason: "pending", event: expect.objectContaining({ id: first.inserted.id, requestedBy: "ana" }) } });

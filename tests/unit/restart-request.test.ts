@@ -5,12 +5,14 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openDb } from "@/db/client";
 import { type DbHandle } from "@/db/types";
 import type { BackendConfig } from "@/lib/config";
-import type { Verdict } from "@/lib/core/types";
+import { type Verdict, reason, type Reason } from "@/lib/core/types";
 import { DomainError } from "@/lib/core/errors";
 import { requestRestart, type CurrentView, type RestartDeps } from "@/lib/restart/request";
 import type { ActionResult } from "@/lib/restart/execute";
 
-function verdict(state: Verdict["state"], reasons: string[] = [`it is ${state}`]): Verdict {
+const STUCK = [reason("no-progress", "2 running, 0 new steps in 134 s across 3 reads"), reason("no-progress-stuck", "no progress across 2 waits and at least 120 s")];
+
+function verdict(state: Verdict["state"], reasons: Reason[] = [reason("unclassified", `it is ${state}`)]): Verdict {
   const healthy = state === "idle" || state === "busy";
   return {
     state,
@@ -39,7 +41,7 @@ describe("requestRestart", () => {
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "stepwatch-restart-"));
     handle = openDb(path.join(dir, "t.db"));
-    views = { "gb10-a": { verdict: verdict("stuck", ["2 running, 0 new steps in 134 s across 3 reads"]), reading: null } };
+    views = { "gb10-a": { verdict: verdict("stuck", STUCK), reading: null } };
     calls = [];
     deps = {
       db: handle,
@@ -85,7 +87,8 @@ describe("requestRestart", () => {
       action: "command: /bin/true",
       outcome: null,
     });
-    expect(event.evidence.reasons).toEqual(["2 running, 0 new steps in 134 s across 3 reads"]);
+    // The verdict's reasons are the evidence, each with the rule that fired.
+    expect(event.evidence.reasons.map((r) => r.rule)).toEqual(["no-progress", "no-progress-stuck"]);
     await done;
     expect(calls).toEqual(["gb10-a"]);
     const row = handle.sqlite.prepare("SELECT * FROM restart_events").get() as Record<string, unknown>;

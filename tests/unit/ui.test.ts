@@ -103,12 +103,12 @@ describe("chart shaping", () => {
       note: "hung",
       action: "command: systemctl",
       stateAtRequest: "stuck",
-      evidence: { reasons: ["2 running, 0 new steps in 134 s"], readings: [] },
+      evidence: { reasons: [{ rule: "no-progress", text: "2 running, 0 new steps in 134 s" }], readings: [] },
       outcome: "recovered",
     } as unknown as RestartEventDTO;
     const ms = toMarkers(
       [
-        { at: 20_000, from: "busy", to: "stuck", reasons: ["0 new steps in 130 s"] },
+        { at: 20_000, from: "busy", to: "stuck", reasons: [{ rule: "no-progress", text: "0 new steps in 130 s" }] },
         { at: 40_000, from: "stuck", to: "restarting", reasons: [] },
         { at: 99_000, from: "a", to: "idle", reasons: [] },
         { at: 25_000, from: "up", to: "down", reasons: [] }, // a proxy-only state word is still a backend state here

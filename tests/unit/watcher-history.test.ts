@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Reading } from "@/lib/core/types";
+import type { Reading, Reason } from "@/lib/core/types";
 import { classify } from "@/lib/check/classify";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "@/lib/watcher/history";
 
@@ -41,7 +41,7 @@ describe("the in-memory history window", () => {
     });
     const thresholds = { ...t, recoveryTimeoutSeconds: 900 };
     let history: Reading[] = [];
-    let reasons: string[] = [];
+    let reasons: Reason[] = [];
     // Progress until 20 s, then a hang read every 5 s for 15 minutes (the window is 40 s).
     for (let at = 0; at <= 920_000; at += 5000) {
       const reading: Reading = { at, latencyMs: 1, outcome: "ok", metrics: m(at <= 20_000 ? at / 1000 : 20) };
@@ -49,7 +49,7 @@ describe("the in-memory history window", () => {
       reasons = v.reasons;
       history = trimHistory([...history, reading], at, t);
     }
-    expect(reasons[0]).toMatch(/0 new steps in 900 s \(15 min\)/);
+    expect(reasons[0]).toMatchObject({ rule: "no-progress", text: expect.stringMatching(/0 new steps in 900 s \(15 min\)/) });
     expect(history.length).toBeLessThan(20);
     // Progress again: the anchor is let go.
     const after = trimHistory([...history, { at: 925_000, latencyMs: 1, outcome: "ok", metrics: m(30) }], 925_000, t);

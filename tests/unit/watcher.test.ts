@@ -8,7 +8,7 @@ import { listRestartEvents } from "@/db/queries/restarts";
 import { insertSamples, lastTransition, sampleRow } from "@/db/queries/readings";
 import { restartEvents, transitions } from "@/db/schema";
 import { restartRecommended, STATE_INFO, type BackendState } from "@/lib/core/states";
-import type { PendingRestart, ProxyReading, Reading, Verdict } from "@/lib/core/types";
+import { type PendingRestart, type ProxyReading, type Reading, type Verdict, reason } from "@/lib/core/types";
 import { parseConfig, type Config } from "@/lib/config";
 import { RETENTION_CHUNK, SLOT_TICK_MS, slotOffset, startWatcher, type Watcher, type WatcherOptions } from "@/lib/watcher";
 import { fleetSnapshot } from "@/lib/api/snapshot";
@@ -67,7 +67,7 @@ function verdict(state: BackendState, extra: Partial<Verdict> = {}): Verdict {
     health: STATE_INFO[state].health,
     healthy: STATE_INFO[state].health === "yes",
     restartRecommended: restartRecommended(state),
-    reasons: [`${state} because`],
+    reasons: [reason("unclassified", `${state} because`)],
     rates: { stepsPerSecond: 5, generationTokensPerSecond: 7, promptTokensPerSecond: 0 },
     basis: [],
     ...extra,
@@ -184,7 +184,7 @@ describe("watcher", () => {
       [null, "busy"],
       ["busy", "stalled"],
     ]);
-    expect(rows[1].reasons).toEqual(["stalled because"]);
+    expect(rows[1].reasons).toEqual([{ rule: "unclassified", text: "stalled because" }]);
 
     // A new process of stepwatch: seeded from the DB, same state => no duplicate transition.
     const second = start({ states: { fast: () => s }, config: config({ backends: [{ id: "fast", url: "http://127.0.0.1:1" }], proxies: [] }) });
@@ -447,7 +447,7 @@ describe("watcher: the on-call loop", () => {
     start({ states: { fast: () => s }, verdictExtra: () => extra, config: oneBackend(), onUnattendedDue: (id) => due.push(id) });
     await vi.advanceTimersByTimeAsync(6000);
     s = "down";
-    extra = { restartRecommended: false, reasons: ["down for 6 s; may be loading weights; restart recommended after 10 min"] };
+    extra = { restartRecommended: false, reasons: [reason("down-grace", "down for 6 s; may be loading weights; restart recommended after 10 min")] };
     await vi.advanceTimersByTimeAsync(6000);
     s = "unknown";
     extra = { configProblem: "the probe needs the API key: 401" };
