@@ -161,7 +161,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   for (const c of config.notifications.channels) telemetry.notificationChannel(c.id);
   // While in maintenance nothing is sent at all; the policy already holds back its own events.
   const notify = (draft: NotificationDraft) => {
-    if (book.maintenance(draft.backendId, draft.at) === null) outbox.write(draft);
+    if (book.silenced(draft.backendId, draft.at) === null) outbox.write(draft);
   };
   const threadsFor = (c: Config) => opts.readThreads ?? (clock === realClock ? readThreadsFor(c) : 0);
   const threads = threadsFor(config);
