@@ -4,15 +4,18 @@
  * memory only (the fleet is read many times a second).
  */
 import type { FleetBackend } from "./types";
+import { recommendedNow } from "../core/states";
 import type { BackendMonitor } from "../watcher/monitors";
 import type { OnCallBook } from "../oncall/book";
 
 type OnCallFields = Pick<FleetBackend, "problem" | "acknowledged" | "maintenance" | "unattendedRestartAt" | "unattendedConfigured" | "restartRecommended">;
 
-export function onCallView(m: BackendMonitor, book: OnCallBook, restartRecommended: boolean, now: number): OnCallFields {
+export function onCallView(m: BackendMonitor, book: OnCallBook, now: number): OnCallFields {
   const id = m.config.id;
   const ack = book.acknowledgement(id);
-  const maintenance = book.maintenance(id, now);
+  const silence = book.silenced(id, now);
+  // Field by field: the wire shape stays what lib/api/types.ts says, whatever the book adds.
+  const maintenance = silence && { until: silence.until, by: silence.by, note: silence.note, source: silence.source };
   const p = m.problem;
   const pending = m.lastRestart?.outcome === null;
   return {
@@ -22,7 +25,6 @@ export function onCallView(m: BackendMonitor, book: OnCallBook, restartRecommend
     // Shown only while it will really happen: acknowledged, maintenance or a pending restart cancel it.
     unattendedRestartAt: p.scheduledFor !== null && !ack && !maintenance && !pending && p.recommendedSince !== null ? p.scheduledFor : null,
     unattendedConfigured: m.config.unattended !== undefined,
-    // While in maintenance there is no restart recommendation.
-    restartRecommended: restartRecommended && maintenance === null,
+    restartRecommended: recommendedNow(m.last?.verdict ?? null, silence !== null),
   };
 }

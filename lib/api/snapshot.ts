@@ -11,7 +11,7 @@ import { transitionsInRange } from "../../db/queries/readings";
 import { roundColumns } from "../core/history";
 import type { RestartEventRow, TransitionRow } from "../../db/schema";
 import type { ConfigErrorDTO, FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, SparkPoint, TransitionDTO } from "./types";
-import { STATE_INFO, restartRecommended } from "../core/states";
+import { STATE_INFO } from "../core/states";
 import { figuresOf, reason } from "../core/types";
 import { lastEngine } from "../check/read";
 import { publicUrl } from "../net/public-url";
@@ -34,7 +34,6 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
   const cooldownUntil = last ? cooldownEnd(last.requestedAt, restartCooldownSeconds) : null;
   const models = metrics?.models.length ? metrics.models : (reading?.models?.ids ?? []);
   const configured = m.config.engine && m.config.engine !== "auto" ? m.config.engine : null;
-  const recommended = verdict?.restartRecommended ?? restartRecommended(state);
   return {
     id: m.config.id,
     url: publicUrl(m.config.url),
@@ -56,7 +55,7 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
     restartConfigured: m.config.restart !== undefined,
     pendingRestartId: last && last.outcome === null ? last.id : null,
     cooldownUntil: cooldownUntil !== null && cooldownUntil > now ? cooldownUntil : null,
-    ...onCallView(m, book, recommended, now),
+    ...onCallView(m, book, now),
   };
 }
 

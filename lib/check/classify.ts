@@ -357,14 +357,14 @@ function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
     const span = (cur.at - streak[streak.length - refusedInARow].at) / 1000;
     const grace = t.startupGraceSeconds ?? DEFAULT_THRESHOLDS.startupGraceSeconds ?? 600;
     const fact = reason("down-refused", `${cur.error ?? cur.outcome} on /metrics and /health on ${refusedInARow} consecutive reads over ${fmtSeconds(span)}`);
-    if (span < grace) {
+    if (!restartRecommended("down", { refusedSeconds: span, startupGraceSeconds: grace })) {
       return {
         state: "down",
         restartRecommended: false,
         reasons: [reason("down-grace", `down for ${fmtDuration(span)}; may be loading weights; restart recommended after ${fmtDuration(grace)}`), fact],
       };
     }
-    return { state: "down", restartRecommended: true, reasons: [reason("down-past-grace", `down for ${fmtDuration(span)} (refused for longer than startupGraceSeconds, ${grace} s): restart recommended`), fact] };
+    return { state: "down", reasons: [reason("down-past-grace", `down for ${fmtDuration(span)} (refused for longer than startupGraceSeconds, ${grace} s): restart recommended`), fact] };
   }
   // A /metrics that times out while /health answers is a slow API server (a huge tokenization, a
   // blocked event loop), not a dead one. Only timeouts with /health failing too count towards down.
@@ -376,7 +376,6 @@ function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
     if (span >= t.stuckAfterSeconds) {
       return {
         state: "down",
-        restartRecommended: true,
         reasons: [reason("down-timeout", `no answer from /metrics and /health on ${dead.length} reads in a row for ${fmtSeconds(span)} (over ${t.stuckAfterSeconds} s)`)],
       };
     }

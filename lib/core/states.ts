@@ -40,10 +40,33 @@ export function isHealthy(state: BackendState): boolean {
   return STATE_INFO[state].health === "yes";
 }
 
+/** What besides the state decides a restart recommendation (each optional: absent means "not known to hold it back"). */
+export interface RestartFacts {
+  /** A `down` from refused connections: how long it has refused (s). A `down` without it (timeouts) counts at once. */
+  refusedSeconds?: number;
+  /** startupGraceSeconds of the check: a server refusing for less may be loading its weights. */
+  startupGraceSeconds?: number;
+  /** A maintenance in force (lib/oncall/book.ts `silenced`): nothing is recommended during it. */
+  silenced?: boolean;
+}
+
 /**
- * Whether a state can call for a restart at all: stuck always; down once it has refused for
- * startupGraceSeconds (the verdict decides that, see classify).
+ * The one rule of a restart recommendation: stuck always; down once it has refused for
+ * startupGraceSeconds (vLLM refuses while it loads its weights, and a restart then starts the load
+ * over); nothing while the backend is in maintenance. The classifier asks it with the refusal's
+ * span, the notification policy, the fleet view and the stored state with what they know.
  */
-export function restartRecommended(state: BackendState): boolean {
-  return state === "stuck" || state === "down";
+export function restartRecommended(state: BackendState, facts: RestartFacts = {}): boolean {
+  if (facts.silenced) return false;
+  if (state === "stuck") return true;
+  if (state !== "down") return false;
+  return facts.refusedSeconds === undefined || facts.refusedSeconds >= (facts.startupGraceSeconds ?? 0);
+}
+
+/**
+ * A verdict's recommendation (made by the classifier with restartRecommended) as it stands now:
+ * none without a verdict, none in maintenance.
+ */
+export function recommendedNow(verdict: { restartRecommended: boolean } | null, silenced: boolean): boolean {
+  return verdict !== null && verdict.restartRecommended && !silenced;
 }

@@ -16,10 +16,11 @@
  * unacknowledged is re-sent every renotifyMinutes (never while acknowledged, in maintenance or
  * while a restart is pending).
  */
-import { isHealthy, type BackendState } from "../core/states";
+import { isHealthy, recommendedNow, restartRecommended, type BackendState } from "../core/states";
 import type { Verdict } from "../core/types";
 import type { UnattendedConfig } from "../config";
 import type { NotificationDraft } from "../core/events";
+import { problemDraft, recoveredDraft, reminderDraft, restartScheduledDraft, type DraftBase } from "./drafts";
 
 export interface ProblemState {
   /** The open problem, or null. */
@@ -70,7 +71,7 @@ export interface Decision {
 export function notProvenProblem(verdict: Verdict): string | null {
   if (verdict.state === "sleeping") return "it is sleeping (put to sleep on purpose)";
   if (verdict.configProblem) return `a configuration problem keeps it from being judged (${verdict.configProblem})`;
-  if (!verdict.restartRecommended) {
+  if (!recommendedNow(verdict, false)) {
     return verdict.state === "down" ? "down, but inside startupGraceSeconds (it may be loading its weights)" : `${verdict.state}: no restart recommended`;
   }
   return null;
@@ -79,7 +80,7 @@ export function notProvenProblem(verdict: Verdict): string | null {
 export function decide(prev: ProblemState, i: DecideInput): Decision {
   const { verdict, at } = i;
   const healthy = verdict.healthy && isHealthy(verdict.state);
-  const recommended = notProvenProblem(verdict) === null && !i.inMaintenance;
+  const recommended = notProvenProblem(verdict) === null && recommendedNow(verdict, i.inMaintenance);
   const state: ProblemState = {
     ...prev,
     healthySince: healthy ? (prev.healthySince ?? at) : null,
@@ -87,18 +88,13 @@ export function decide(prev: ProblemState, i: DecideInput): Decision {
   };
   if (!recommended) state.scheduledFor = null;
   const drafts: NotificationDraft[] = [];
-  const base = { backendId: i.backendId, state: verdict.state, reasons: verdict.reasons, at };
+  const base: DraftBase = { backendId: i.backendId, state: verdict.state, reasons: verdict.reasons, at };
   const quiet = state.healthySince !== null && at - state.healthySince >= i.recoveredAfterSeconds * 1000;
   let clearAcknowledgement = false;
 
   if (state.open && quiet) {
     if (!i.inMaintenance) {
-      drafts.push({
-        ...base,
-        event: "recovered",
-        previousState: state.open.event,
-        details: { problem: state.open.event, openSince: new Date(state.open.openedAt).toISOString(), problemSeconds: Math.round((at - state.open.openedAt) / 1000) },
-      });
+      drafts.push(recoveredDraft(base, state.open.event, state.open.openedAt));
     }
     state.open = null;
     clearAcknowledgement = true;
@@ -109,16 +105,11 @@ export function decide(prev: ProblemState, i: DecideInput): Decision {
   if (!state.open && recommended) {
     const event = verdict.state === "down" ? "down" : "stuck";
     state.open = { event, openedAt: at, lastSentAt: at, previousState: i.previousState };
-    drafts.push({ ...base, event, previousState: i.previousState, details: { openSince: new Date(at).toISOString() } });
+    drafts.push(problemDraft(base, event, i.previousState));
   } else if (state.open && !healthy && !i.acknowledged && !i.inMaintenance && !i.restartPending && verdict.state !== "restarting") {
     if (at - state.open.lastSentAt >= i.renotifyMinutes * 60_000) {
       const event = verdict.state === "down" ? "down" : verdict.state === "stuck" ? "stuck" : state.open.event;
-      drafts.push({
-        ...base,
-        event,
-        previousState: state.open.previousState,
-        details: { reminder: true, openSince: new Date(state.open.openedAt).toISOString() },
-      });
+      drafts.push(reminderDraft(base, event, state.open.previousState, state.open.openedAt));
       state.open = { ...state.open, lastSentAt: at };
     }
   }
@@ -128,12 +119,7 @@ export function decide(prev: ProblemState, i: DecideInput): Decision {
   if (eligible) {
     const due = state.recommendedSince! + i.unattended!.afterSeconds * 1000;
     if (state.scheduledFor !== due) {
-      drafts.push({
-        ...base,
-        event: "restart-scheduled",
-        previousState: i.previousState,
-        details: { scheduledAt: due, scheduledAtIso: new Date(due).toISOString(), afterSeconds: i.unattended!.afterSeconds },
-      });
+      drafts.push(restartScheduledDraft(base, i.previousState, due, i.unattended!.afterSeconds));
       state.scheduledFor = due;
     }
     restartNow = at >= due;
@@ -154,7 +140,8 @@ export function seedProblemState(
       ? { event: p.event as "stuck" | "down", openedAt: Number.isFinite(openedAt) ? openedAt : p.at, lastSentAt: p.at, previousState: p.previousState }
       : null;
   const current = storedState !== null && since !== null;
-  const recommendedSince = current && (storedState === "stuck" || storedState === "down") ? since : null;
+  // The stored state is all that survives a restart of stepwatch: a stored down counts as past its grace.
+  const recommendedSince = current && restartRecommended(storedState) ? since : null;
   const s = seed.lastScheduled;
   const scheduledFor =
     recommendedSince !== null && s && s.at >= recommendedSince && typeof s.details.scheduledAt === "number" ? s.details.scheduledAt : null;

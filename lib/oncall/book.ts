@@ -94,8 +94,13 @@ export class OnCallBook {
     return () => void clearAcknowledgements(this.db, backendId, at, reason);
   }
 
-  /** The maintenance in force at `now`, or null; an API period and a config window: the later end wins. */
-  maintenance(backendId: string, now: number): MaintenanceNow | null {
+  /**
+   * The one answer to "is this backend silenced at `now`, and why": the maintenance in force (an
+   * API period or a config window; the later end wins), or null. While it holds, nothing is sent
+   * (the watcher's notify), no restart is recommended (restartRecommended's `silenced`, the policy
+   * and the fleet view) and no unattended restart runs (lib/oncall/unattended.ts).
+   */
+  silenced(backendId: string, now: number): MaintenanceNow | null {
     let best: MaintenanceNow | null = null;
     for (const p of this.periods.get(backendId) ?? []) {
       if (p.endedAt === null && p.startsAt <= now && now < p.endsAt && (!best || p.endsAt > best.until)) {

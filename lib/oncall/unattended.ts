@@ -29,7 +29,7 @@ export function requestUnattendedRestart(deps: UnattendedDeps, backendId: string
   const b = deps.backends.find((x) => x.id === backendId);
   if (!b?.unattended) return false;
   // Checked again here, at the last moment: an acknowledgement or maintenance may be seconds old.
-  if (deps.watcher.book.acknowledgement(backendId) || deps.watcher.book.maintenance(backendId, now)) return false;
+  if (deps.watcher.book.acknowledgement(backendId) || deps.watcher.book.silenced(backendId, now)) return false;
   const verdict = deps.watcher.current(backendId)?.verdict ?? null;
   const why = verdict ? notProvenProblem(verdict) : "not read yet";
   if (why !== null) {

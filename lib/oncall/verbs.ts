@@ -111,7 +111,7 @@ export function endMaintenance(input: { backendId: string; by: string; now: numb
   );
   deps.book.refresh(b.id);
   if (ended === 0) {
-    const m = deps.book.maintenance(b.id, input.now);
+    const m = deps.book.silenced(b.id, input.now);
     if (m?.source === "config") {
       throw new DomainError("conflict", `"${b.id}" is in a maintenance window from the config until ${formatDateTime(m.until)}; change the config to end it`, {
         reason: "config-window",

@@ -23,6 +23,8 @@ import { type AuditActorKind } from "../../db/queries/auth";
 import { insertRestartUnlessBlocked, recordActionResult, restartBlockOf, type RestartBlock } from "../../db/queries/restarts";
 import { DomainError } from "../core/errors";
 import type { NotificationDraft } from "../core/events";
+import { restartFinishedDraft, restartRequestedDraft } from "../notify/drafts";
+import { actionFailed } from "./resolve";
 import { cooldownStart, cooldownUntil } from "./cooldown";
 import { describeAction, executeAction, type ActionResult, type Env, type WebhookContext } from "./execute";
 
@@ -136,15 +138,12 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
         detail: `restart #${ev.id}${ev.overrideCooldown ? ", cooldown overridden" : ""}${ev.confirmedHealthy ? ", confirmed while healthy" : ""}`,
       }),
       onInserted: (inserted) =>
-        deps.notify?.({
-          event: "restart-requested",
-          backendId: backend.id,
-          state,
-          previousState: null,
-          reasons: verdict?.reasons ?? [],
-          at: input.now,
-          details: { restartId: inserted.id, requestedBy: input.operator, note: inserted.note, overrideCooldown: override, action: inserted.action },
-        }),
+        deps.notify?.(
+          restartRequestedDraft(
+            { backendId: backend.id, state, reasons: verdict?.reasons ?? [], at: input.now },
+            { id: inserted.id, requestedBy: input.operator, note: inserted.note, overrideCooldown: override, action: inserted.action },
+          ),
+        ),
     });
     if ("blocked" in result) throw conflictFor(backend.id, result.blocked, deps.restartCooldownSeconds);
     row = result.inserted;
@@ -217,17 +216,15 @@ async function runAndRecord(row: RestartEventRow, action: RestartAction, deps: R
   let failedHere = false;
   try {
     // A failed action closes the event at once; nothing is retried without an operator.
-    const failed = result.ok ? null : { resolution: `the restart action failed: ${result.error ?? "unknown error"}; not retried` };
+    const failed = result.ok ? null : actionFailed(result.error);
     failedHere = recordActionResult(deps.db.db, row.id, result, failed, () =>
-      deps.notify?.({
-        event: "restart-finished",
-        backendId: row.backendId,
-        state: deps.current(row.backendId)?.verdict?.state ?? row.stateAtRequest,
-        previousState: "restarting",
-        reasons: [reason("restart-action-failed", failed!.resolution)],
-        at: result.finishedAt,
-        details: { restartId: row.id, requestedBy: row.requestedBy, outcome: "failed", downtimeSeconds: null, resolution: failed!.resolution },
-      }),
+      deps.notify?.(
+        restartFinishedDraft(
+          { backendId: row.backendId, state: deps.current(row.backendId)?.verdict?.state ?? row.stateAtRequest, reasons: [reason("restart-action-failed", failed!.resolution)], at: result.finishedAt },
+          row,
+          { ...failed!, downtimeSeconds: null },
+        ),
+      ),
     );
   } catch (e) {
     console.error(`[restart] could not record the result of restart #${row.id} of ${row.backendId}: ${(e as Error).message}`);

@@ -133,8 +133,84 @@ export function readTimeoutMs(pollIntervalSeconds: number): number {
   return Math.min(10_000, Math.max(2000, pollIntervalSeconds * 1000));
 }
 
+/**
+ * The watcher in five stages, each a function below: build the collaborators every monitor shares
+ * (`buildParts`), the targets' loops (`targetLoops`: build a monitor, seed it from the db, start its
+ * loop), the retention job (`retentionJob`), the start of the fleet and the housekeeping loops
+ * (`startFleet`), and stopping (`stopper`); `applier` swaps in a reloaded config.
+ */
 export function startWatcher(opts: WatcherOptions): Watcher {
-  let config = opts.config;
+  const p = buildParts(opts);
+  const targets = targetLoops(p);
+  const runRetention = retentionJob(p, targets.backends);
+  const { runOutbox } = startFleet(p, targets, runRetention);
+  const { stop, stopNow } = stopper(p, targets.loops);
+  const { book, store, telemetry } = p;
+  const { backends, proxies } = targets;
+  let restartChanges = 0;
+  return {
+    backends,
+    proxies,
+    store,
+    outbox: p.outbox,
+    book,
+    readPool: p.pool,
+    notify: p.notify,
+    startedAt: p.clock.now(),
+    signal: p.signal,
+    current(id) {
+      const m = backends.get(id);
+      if (!m) return null;
+      return { verdict: m.last?.verdict ?? null, reading: m.last?.reading ?? null };
+    },
+    notifyRestartRequested(id) {
+      restartChanges++;
+      backends.get(id)?.refreshRestart();
+    },
+    notifyRestartResolved(id, outcome) {
+      restartChanges++;
+      telemetry.restartResolved(id, outcome);
+      backends.get(id)?.refreshRestart();
+    },
+    revision: () => book.revision + restartChanges,
+    runRetention,
+    apply: applier(p, targets, runOutbox),
+    stopNow,
+    stop,
+  };
+}
+
+/** What every stage shares. `config` is replaced by `apply`; the stages read it there, never keep a copy. */
+interface Parts {
+  opts: WatcherOptions;
+  config: Config;
+  clock: LoopClock;
+  log: (msg: string) => void;
+  telemetry: WatcherTelemetry;
+  store: WatchStore;
+  controller: AbortController;
+  signal: AbortSignal;
+  book: OnCallBook;
+  outbox: Outbox;
+  notify: (draft: NotificationDraft) => void;
+  /** The read threads started (once: a reload does not change their number). */
+  threads: number;
+  pool: ReadPool | null;
+  /** Shared by every monitor and changed in place by apply(): the next poll reads the new values. */
+  deps: MonitorDeps;
+}
+
+const threadsFor = (opts: WatcherOptions, clock: LoopClock, c: Config) => opts.readThreads ?? (clock === realClock ? readThreadsFor(c) : 0);
+
+const readOf = (opts: WatcherOptions, c: Config): ReadOptions => ({
+  timeoutMs: readTimeoutMs(c.pollIntervalSeconds),
+  probeTimeoutMs: c.probeTimeoutSeconds * 1000,
+  ...opts.read,
+});
+
+/** Stage 1: the store, the on-call book, the outbox, the read threads and the monitors' dependencies. */
+function buildParts(opts: WatcherOptions): Parts {
+  const config = opts.config;
   const clock = opts.clock ?? realClock;
   const log = opts.log ?? ((m: string) => console.log(m));
   const telemetry = opts.telemetry ?? NO_TELEMETRY;
@@ -159,20 +235,13 @@ export function startWatcher(opts: WatcherOptions): Watcher {
   });
   // Every configured channel's failure series exists at 0 before its first failure.
   for (const c of config.notifications.channels) telemetry.notificationChannel(c.id);
-  // While in maintenance nothing is sent at all; the policy already holds back its own events.
+  // While silenced nothing is sent at all; the policy already holds back its own events.
   const notify = (draft: NotificationDraft) => {
-    if (book.maintenance(draft.backendId, draft.at) === null) outbox.write(draft);
+    if (book.silenced(draft.backendId, draft.at) === null) outbox.write(draft);
   };
-  const threadsFor = (c: Config) => opts.readThreads ?? (clock === realClock ? readThreadsFor(c) : 0);
-  const threads = threadsFor(config);
+  const threads = threadsFor(opts, clock, config);
   const pool: ReadPool | null = threads > 0 ? startReadPool(threads, log, opts.spawnReadThread) : null;
   if (pool) log(`stepwatch: ${threads} read thread${threads === 1 ? "" : "s"} (readThreads ${JSON.stringify(config.readThreads)}, ${config.backends.length} backends every ${config.pollIntervalSeconds} s)`);
-  const readOf = (c: Config): ReadOptions => ({
-    timeoutMs: readTimeoutMs(c.pollIntervalSeconds),
-    probeTimeoutMs: c.probeTimeoutSeconds * 1000,
-    ...opts.read,
-  });
-  // Shared by every monitor and changed in place by apply(): the next poll reads the new values.
   const deps: MonitorDeps = {
     store,
     oncall: {
@@ -184,18 +253,34 @@ export function startWatcher(opts: WatcherOptions): Watcher {
     },
     thresholds: thresholdsOf(config),
     now: () => clock.now(),
-    read: readOf(config),
+    read: readOf(opts, config),
     observe: opts.observe ?? realObserve,
     readProxy: opts.readProxy ?? realReadProxy,
     telemetry,
     pool: pool ?? undefined,
   };
+  return { opts, config, clock, log, telemetry, store, controller, signal, book, outbox, notify, threads, pool, deps };
+}
 
+/** The monitors and their loops: what the fleet start and a reload add or stop. */
+interface TargetLoops {
+  backends: Map<string, BackendMonitor>;
+  proxies: Map<string, ProxyMonitor>;
+  /** Every loop still running; one leaves the set when it ends, so reloads do not pile up ended ones. */
+  loops: Set<Promise<void>>;
+  track(loop: Promise<void>): void;
+  addBackend(b: BackendConfig, startAt: number): void;
+  addProxy(p: ProxyConfig, startAt: number): void;
+  stopTarget(key: string): void;
+  intervalMs(): number;
+}
+
+/** Stage 2: per target, build its monitor, seed it from the db, start its loop (each stopped on its own by a reload). */
+function targetLoops(p: Parts): TargetLoops {
+  const { clock, log, signal } = p;
   const backends = new Map<string, BackendMonitor>();
   const proxies = new Map<string, ProxyMonitor>();
-  /** Each target's loop, stopped on its own when a reload removes it. */
-  const targetLoops = new Map<string, AbortController>();
-  /** Every loop still running; one leaves the set when it ends, so reloads do not pile up ended ones. */
+  const own = new Map<string, AbortController>();
   const loops = new Set<Promise<void>>();
   const track = (loop: Promise<void>) => {
     loops.add(loop);
@@ -208,51 +293,55 @@ export function startWatcher(opts: WatcherOptions): Watcher {
       },
     );
   };
-  const intervalMs = () => config.pollIntervalSeconds * 1000;
-
-  // The restart events of every backend, once a second (a restart asked by another process that
-  // shares the database is seen within a second; this process's own verb notifies at once).
-  const refreshRestarts = () => {
-    const latest = store.latestRestarts();
-    if (!latest) return; // read failed: keep what each monitor had
-    for (const m of backends.values()) m.lastRestart = latest.get(m.config.id) ?? null;
-  };
-  const onLag = (ms: number) => telemetry.pollLag(ms);
+  const intervalMs = () => p.config.pollIntervalSeconds * 1000;
+  const onLag = (ms: number) => p.telemetry.pollLag(ms);
   const onError = (what: string) => (e: unknown) => log(`stepwatch: ${what}: ${(e as Error)?.stack ?? String(e)}`);
 
   const startLoop = (key: string, what: string, poll: (s: AbortSignal) => Promise<void>, startAt: number) => {
-    const own = new AbortController();
-    const stopOwn = () => own.abort();
-    signal.addEventListener("abort", stopOwn, { once: true });
-    targetLoops.set(key, own);
-    const loop = runEvery(poll, { intervalMs, signal: own.signal, clock, startAt, onLag, onError: onError(`poll of ${what} failed`) }).finally(() =>
-      signal.removeEventListener("abort", stopOwn),
+    const mine = new AbortController();
+    const stopMine = () => mine.abort();
+    signal.addEventListener("abort", stopMine, { once: true });
+    own.set(key, mine);
+    const loop = runEvery(poll, { intervalMs, signal: mine.signal, clock, startAt, onLag, onError: onError(`poll of ${what} failed`) }).finally(() =>
+      signal.removeEventListener("abort", stopMine),
     );
     track(loop);
   };
-  const addBackend = (b: BackendConfig, startAt: number) => {
-    const m = new BackendMonitor(b, deps);
-    m.seed();
-    backends.set(b.id, m);
-    startLoop(`backend:${b.id}`, `backend ${b.id}`, (s) => m.poll(s), startAt);
+  return {
+    backends,
+    proxies,
+    loops,
+    track,
+    intervalMs,
+    addBackend(b, startAt) {
+      const m = new BackendMonitor(b, p.deps);
+      m.seed();
+      backends.set(b.id, m);
+      startLoop(`backend:${b.id}`, `backend ${b.id}`, (s) => m.poll(s), startAt);
+    },
+    addProxy(c, startAt) {
+      const m = new ProxyMonitor(c, p.deps);
+      m.seed();
+      proxies.set(c.id, m);
+      startLoop(`proxy:${c.id}`, `proxy ${c.id}`, (s) => m.poll(s), startAt);
+    },
+    stopTarget(key) {
+      own.get(key)?.abort();
+      own.delete(key);
+    },
   };
-  const addProxy = (p: ProxyConfig, startAt: number) => {
-    const m = new ProxyMonitor(p, deps);
-    m.seed();
-    proxies.set(p.id, m);
-    startLoop(`proxy:${p.id}`, `proxy ${p.id}`, (s) => m.poll(s), startAt);
-  };
-  const stopTarget = (key: string) => {
-    targetLoops.get(key)?.abort();
-    targetLoops.delete(key);
-  };
+}
 
-  // At 1000 backends one transaction over the whole fleet held the event loop for ~2 s (folding
-  // ~120k readings), every reading due meanwhile late by as much. In chunks, a poll waits for one chunk at most.
-  let retentionRunning = false;
-  const runRetention = async (): Promise<RetentionResult | null> => {
-    if (retentionRunning) return null;
-    retentionRunning = true;
+/**
+ * Stage 3: the retention job. At 1000 backends one transaction over the whole fleet held the event
+ * loop for ~2 s (folding ~120k readings), every reading due meanwhile late by as much. In chunks, a
+ * poll waits for one chunk at most.
+ */
+function retentionJob(p: Parts, backends: ReadonlyMap<string, BackendMonitor>): () => Promise<RetentionResult | null> {
+  let running = false;
+  return async () => {
+    if (running) return null;
+    running = true;
     const total: RetentionResult = { rolledMinutes: 0, deletedSamples: 0, deletedRollups: 0 };
     const add = (r: RetentionResult) => {
       total.rolledMinutes += r.rolledMinutes;
@@ -261,48 +350,89 @@ export function startWatcher(opts: WatcherOptions): Watcher {
     };
     try {
       const ids = [...backends.keys()];
-      const now = clock.now();
+      const now = p.clock.now();
       for (let i = 0; i < ids.length; i += RETENTION_CHUNK) {
-        add(applyRetention(opts.db, { now, ...config.retention, scope: { only: ids.slice(i, i + RETENTION_CHUNK) } }));
-        await clock.sleep(0, signal);
+        add(applyRetention(p.opts.db, { now, ...p.config.retention, scope: { only: ids.slice(i, i + RETENTION_CHUNK) } }));
+        await p.clock.sleep(0, p.signal);
       }
-      add(applyRetention(opts.db, { now, ...config.retention, scope: { except: ids } }));
+      add(applyRetention(p.opts.db, { now, ...p.config.retention, scope: { except: ids } }));
       return total;
     } catch (e) {
-      if (!signal.aborted) store.fail("retention job failed", e);
+      if (!p.signal.aborted) p.store.fail("retention job failed", e);
       return null;
     } finally {
-      retentionRunning = false;
+      running = false;
     }
   };
+}
 
+/**
+ * Stage 4: every target of the config, spread over one interval, then the housekeeping loops
+ * (restart events, flush, retention) and the outbox's delivery loop.
+ */
+function startFleet(p: Parts, t: TargetLoops, runRetention: () => Promise<RetentionResult | null>): { runOutbox(): void } {
+  const { clock, signal, store, opts, config } = p;
   // Targets start spread over one interval from one start time, taken before any monitor is
   // seeded (seeding 1000 takes ~0.5 s), in SLOT_TICK_MS steps (slotOffset).
-  const targets = config.backends.length + config.proxies.length;
+  const count = config.backends.length + config.proxies.length;
   const start = clock.now();
-  const slotOf = (i: number) => start + slotOffset(i, targets, intervalMs());
-  config.backends.forEach((b, i) => addBackend(b, slotOf(i)));
-  config.proxies.forEach((p, i) => addProxy(p, slotOf(config.backends.length + i)));
-  track(runEvery(refreshRestarts, { intervalMs: RESTART_REFRESH_MS, signal, clock }));
-  track(runEvery(() => void store.flush(), { intervalMs: opts.flushIntervalMs ?? WATCHER_DEFAULTS.flushIntervalMs, signal, clock }));
-  track(runEvery(() => void runRetention(), { intervalMs: opts.retentionIntervalMs ?? WATCHER_DEFAULTS.retentionIntervalMs, signal, clock }));
+  const slotOf = (i: number) => start + slotOffset(i, count, t.intervalMs());
+  config.backends.forEach((b, i) => t.addBackend(b, slotOf(i)));
+  config.proxies.forEach((c, i) => t.addProxy(c, slotOf(config.backends.length + i)));
+  // The restart events of every backend, once a second (a restart asked by another process that
+  // shares the database is seen within a second; this process's own verb notifies at once).
+  const refreshRestarts = () => {
+    const latest = store.latestRestarts();
+    if (!latest) return; // read failed: keep what each monitor had
+    for (const m of t.backends.values()) m.lastRestart = latest.get(m.config.id) ?? null;
+  };
+  t.track(runEvery(refreshRestarts, { intervalMs: RESTART_REFRESH_MS, signal, clock }));
+  t.track(runEvery(() => void store.flush(), { intervalMs: opts.flushIntervalMs ?? WATCHER_DEFAULTS.flushIntervalMs, signal, clock }));
+  t.track(runEvery(() => void runRetention(), { intervalMs: opts.retentionIntervalMs ?? WATCHER_DEFAULTS.retentionIntervalMs, signal, clock }));
   // Delivery is its own loop: a slow receiver never delays a poll (polls only write rows).
   // Started once a channel exists: at start, or by the first reload that adds one.
   let outboxRunning = false;
   const runOutbox = () => {
-    if (outboxRunning || config.notifications.channels.length === 0) return;
+    if (outboxRunning || p.config.notifications.channels.length === 0) return;
     outboxRunning = true;
-    track(outbox.run(signal));
+    t.track(p.outbox.run(signal));
   };
   runOutbox();
+  return { runOutbox };
+}
 
+/** Stage 5: stopping, awaited (every loop ended, the threads closed, the queue written) or at once from a signal handler. */
+function stopper(p: Parts, loops: Set<Promise<void>>): { stop(): Promise<void>; stopNow(): void } {
+  let stopping: Promise<void> | null = null;
+  return {
+    stopNow() {
+      p.controller.abort();
+      void p.pool?.close();
+      p.store.flush();
+    },
+    stop() {
+      stopping ??= (async () => {
+        p.controller.abort();
+        // Loops added by a reload are in `loops` too; wait until none is left running.
+        while (loops.size > 0) await Promise.allSettled([...loops]);
+        await p.pool?.close();
+        p.store.flush();
+      })();
+      return stopping;
+    },
+  };
+}
+
+/** A validated reload: new settings in place, targets added, removed or reconfigured. */
+function applier(p: Parts, t: TargetLoops, runOutbox: () => void): (next: Config) => ConfigChange {
+  const { clock, deps, outbox, book, telemetry, log } = p;
   /** Same id, new settings: the monitor (and its history) stays, its config is swapped. */
   function sync<C extends { id: string }, M extends { config: C; reconfigure(c: C): void }>(kind: "backend" | "proxy", list: C[], map: Map<string, M>, add: (c: C, startAt: number) => void, change: ConfigChange): void {
     const start = clock.now();
     const wanted = new Map(list.map((c) => [c.id, c]));
     for (const id of [...map.keys()]) {
       if (wanted.has(id)) continue;
-      stopTarget(`${kind}:${id}`);
+      t.stopTarget(`${kind}:${id}`);
       map.delete(id);
       change.removed.push(`${kind} ${id}`);
     }
@@ -310,7 +440,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
       const m = map.get(c.id);
       if (!m) {
         // New targets are spread over one interval too, so a reload adding many does not burst.
-        add(c, start + slotOffset(i, list.length, intervalMs()));
+        add(c, start + slotOffset(i, list.length, t.intervalMs()));
         change.added.push(`${kind} ${c.id}`);
       } else if (JSON.stringify(m.config) !== JSON.stringify(c)) {
         m.reconfigure(c);
@@ -318,71 +448,26 @@ export function startWatcher(opts: WatcherOptions): Watcher {
       }
     });
   }
-
-  let stopping: Promise<void> | null = null;
-  let restartChanges = 0;
-  return {
-    backends,
-    proxies,
-    store,
-    outbox,
-    book,
-    readPool: pool,
-    notify,
-    startedAt: clock.now(),
-    signal,
-    current(id) {
-      const m = backends.get(id);
-      if (!m) return null;
-      return { verdict: m.last?.verdict ?? null, reading: m.last?.reading ?? null };
-    },
-    notifyRestartRequested(id) {
-      restartChanges++;
-      backends.get(id)?.refreshRestart();
-    },
-    notifyRestartResolved(id, outcome) {
-      restartChanges++;
-      telemetry.restartResolved(id, outcome);
-      backends.get(id)?.refreshRestart();
-    },
-    revision: () => book.revision + restartChanges,
-    runRetention,
-    apply(next) {
-      const change: ConfigChange = { added: [], removed: [], changed: [] };
-      if (signal.aborted) return change;
-      config = next;
-      // Read threads are started once: a reload that asks for another number says so and keeps them.
-      const wanted = threadsFor(next);
-      if (wanted !== threads) log(`stepwatch: this config asks for ${wanted} read thread${wanted === 1 ? "" : "s"}; ${threads} run until stepwatch restarts`);
-      deps.thresholds = thresholdsOf(next);
-      deps.read = readOf(next);
-      // On-call settings: channels, maintenance windows, reminder and recovery times.
-      outbox.reconfigure(next.notifications);
-      for (const c of next.notifications.channels) telemetry.notificationChannel(c.id);
-      book.setWindows(next.maintenance);
-      if (deps.oncall) {
-        deps.oncall.renotifyMinutes = next.notifications.renotifyMinutes;
-        deps.oncall.recoveredAfterSeconds = next.notifications.recoveredAfterSeconds;
-      }
-      runOutbox();
-      sync("backend", next.backends, backends, addBackend, change);
-      sync("proxy", next.proxies, proxies, addProxy, change);
-      return change;
-    },
-    stopNow() {
-      controller.abort();
-      void pool?.close();
-      store.flush();
-    },
-    stop() {
-      stopping ??= (async () => {
-        controller.abort();
-        // Loops added by a reload are in `loops` too; wait until none is left running.
-        while (loops.size > 0) await Promise.allSettled([...loops]);
-        await pool?.close();
-        store.flush();
-      })();
-      return stopping;
-    },
+  return (next) => {
+    const change: ConfigChange = { added: [], removed: [], changed: [] };
+    if (p.signal.aborted) return change;
+    p.config = next;
+    // Read threads are started once: a reload that asks for another number says so and keeps them.
+    const wanted = threadsFor(p.opts, clock, next);
+    if (wanted !== p.threads) log(`stepwatch: this config asks for ${wanted} read thread${wanted === 1 ? "" : "s"}; ${p.threads} run until stepwatch restarts`);
+    deps.thresholds = thresholdsOf(next);
+    deps.read = readOf(p.opts, next);
+    // On-call settings: channels, maintenance windows, reminder and recovery times.
+    outbox.reconfigure(next.notifications);
+    for (const c of next.notifications.channels) telemetry.notificationChannel(c.id);
+    book.setWindows(next.maintenance);
+    if (deps.oncall) {
+      deps.oncall.renotifyMinutes = next.notifications.renotifyMinutes;
+      deps.oncall.recoveredAfterSeconds = next.notifications.recoveredAfterSeconds;
+    }
+    runOutbox();
+    sync("backend", next.backends, t.backends, (c, at) => t.addBackend(c, at), change);
+    sync("proxy", next.proxies, t.proxies, (c, at) => t.addProxy(c, at), change);
+    return change;
   };
 }

@@ -18,6 +18,8 @@ import type { NotificationDraft } from "../core/events";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
 import { dropOlderLatency, latencyOf } from "./latency";
 import { judgeProxy } from "../check/proxy";
+import { resolve } from "../restart/resolve";
+import { restartFinishedDraft } from "../notify/drafts";
 import { linkFor, type BackendLink } from "./backend-link";
 import type { ReadPool } from "./read-pool";
 import type { WatchStore } from "./store";
@@ -212,7 +214,7 @@ export class BackendMonitor {
       at,
       previousState: this.previousState,
       acknowledged: ack !== null,
-      inMaintenance: oc.book.maintenance(id, at) !== null,
+      inMaintenance: oc.book.silenced(id, at) !== null,
       restartPending: this.lastRestart?.outcome === null,
       renotifyMinutes: oc.renotifyMinutes,
       recoveredAfterSeconds: oc.recoveredAfterSeconds,
@@ -230,39 +232,15 @@ export class BackendMonitor {
     }
   }
 
+  /** Persists what resolve (lib/restart/resolve.ts) decided: the row, its notification, the count. */
   private resolvePending(row: RestartEventRow, verdict: Verdict, reading: Reading): void {
     const { store, thresholds, now } = this.deps;
-    const t = now();
-    const finished = (outcome: "recovered" | "timed-out", resolution: string, downtimeSeconds: number | null) => () =>
-      this.deps.oncall?.notify({
-        event: "restart-finished",
-        backendId: this.config.id,
-        state: verdict.state,
-        previousState: "restarting",
-        reasons: verdict.reasons,
-        at: reading.at,
-        details: { restartId: row.id, requestedBy: row.requestedBy, outcome, downtimeSeconds, resolution },
-      });
-    let won: boolean;
-    let outcome: "recovered" | "timed-out";
-    if (verdict.recovered) {
-      const downtimeSeconds = (reading.at - row.requestedAt) / 1000;
-      const resolution = `a new process was seen serving ${downtimeSeconds.toFixed(1)} s after the restart was asked for (${verdict.state})`;
-      outcome = "recovered";
-      won = store.resolveRestart(
-        row.id,
-        { outcome: "recovered", resolvedAt: t, recoveredAt: reading.at, downtimeSeconds, resolution },
-        finished("recovered", resolution, downtimeSeconds),
-      );
-    } else if (t - row.requestedAt > thresholds.recoveryTimeoutSeconds * 1000) {
-      const resolution = `no new process seen serving within recoveryTimeoutSeconds (${thresholds.recoveryTimeoutSeconds} s); last state ${verdict.state}`;
-      outcome = "timed-out";
-      won = store.resolveRestart(row.id, { outcome: "timed-out", resolvedAt: t, resolution }, finished("timed-out", resolution, null));
-    } else {
-      return;
-    }
+    const r = resolve(row, verdict, reading.at, now(), thresholds);
+    if (!r) return;
+    const base = { backendId: this.config.id, state: verdict.state, reasons: verdict.reasons, at: reading.at };
+    const won = store.resolveRestart(row.id, r, () => this.deps.oncall?.notify(restartFinishedDraft(base, row, r)));
     // Counted only when this call closed it: the restart verb may have recorded a failure first.
-    if (won) this.deps.telemetry.restartResolved(this.config.id, outcome);
+    if (won) this.deps.telemetry.restartResolved(this.config.id, r.outcome);
     this.refreshRestart();
   }
 

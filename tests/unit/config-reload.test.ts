@@ -129,7 +129,7 @@ describe("Watcher.apply", () => {
       }),
     );
     expect(w.outbox.channelStatus().map((c) => c.id)).toEqual(["ops"]);
-    expect(w.book.maintenance("b", Date.now())).toMatchObject({ source: "config", note: "reflash" });
+    expect(w.book.silenced("b", Date.now())).toMatchObject({ source: "config", note: "reflash" });
     expect(w.revision()).toBeGreaterThan(revision); // the fleet answer is built anew (a new ETag)
 
     states["1"] = "stuck";

@@ -1,0 +1,59 @@
+/**
+ * How a pending restart ends, decided in one pure place. The watcher asks `resolve` after every
+ * verdict while a restart is pending and only persists what it returns; the restart verb asks
+ * `actionFailed` when the action itself failed (lib/restart/request.ts). Nothing here reads the
+ * clock or the database: the pending event, the verdict, its reading's time and `now` go in.
+ */
+
+/** What the watcher knows of the pending restart. */
+export interface PendingEvent {
+  requestedAt: number;
+}
+
+/** What the current verdict says: a new process seen serving (`recovered`), and the state for the message. */
+export interface ResolveVerdict {
+  state: string;
+  recovered?: boolean;
+}
+
+export interface RestartTimeouts {
+  /** A restart with no new process seen serving within this long timed out. */
+  recoveryTimeoutSeconds: number;
+}
+
+/** What to record: the row's outcome and the line a person reads, or null while it stays pending. */
+export type Resolution =
+  | { outcome: "recovered"; resolvedAt: number; recoveredAt: number; downtimeSeconds: number; resolution: string }
+  | { outcome: "timed-out"; resolvedAt: number; downtimeSeconds: null; resolution: string };
+
+/**
+ * Recovered when the verdict saw a new process serving (downtime from the request to that
+ * reading); timed out once `now` is past recoveryTimeoutSeconds after the request; else pending.
+ * Recovery wins over the timeout: a server that came back late did come back.
+ */
+export function resolve(pending: PendingEvent, verdict: ResolveVerdict, readingAt: number, now: number, timeouts: RestartTimeouts): Resolution | null {
+  if (verdict.recovered) {
+    const downtimeSeconds = (readingAt - pending.requestedAt) / 1000;
+    return {
+      outcome: "recovered",
+      resolvedAt: now,
+      recoveredAt: readingAt,
+      downtimeSeconds,
+      resolution: `a new process was seen serving ${downtimeSeconds.toFixed(1)} s after the restart was asked for (${verdict.state})`,
+    };
+  }
+  if (now - pending.requestedAt > timeouts.recoveryTimeoutSeconds * 1000) {
+    return {
+      outcome: "timed-out",
+      resolvedAt: now,
+      downtimeSeconds: null,
+      resolution: `no new process seen serving within recoveryTimeoutSeconds (${timeouts.recoveryTimeoutSeconds} s); last state ${verdict.state}`,
+    };
+  }
+  return null;
+}
+
+/** The action failed (non-zero exit, timeout, webhook error): the event closes at once, never retried. */
+export function actionFailed(error: string | null): { outcome: "failed"; resolution: string } {
+  return { outcome: "failed", resolution: `the restart action failed: ${error ?? "unknown error"}; not retried` };
+}
