@@ -335,6 +335,12 @@ function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
     return { state: "starting", reasons: [`${cur.error ?? "loading the model"}: it answers but is not ready yet (not down)`] };
   }
   if (cur.noMetrics) return judgeNoMetrics(cur);
+  if (cur.outcome === "http-error" && (cur.status === 401 || cur.status === 403)) {
+    // The read itself was refused (llama.cpp --api-key guards /metrics and /props too; a proxy in
+    // front of any engine may): the key is missing or wrong, on whichever engine. Not the engine's fault.
+    const problem = `/metrics answered HTTP ${cur.status}: the server needs an API key (set apiKey for this backend)`;
+    return { state: "unknown", configProblem: problem, reasons: [`${problem}; never called stuck or down for it`] };
+  }
 
   // The unanswered reads at the end of the history.
   let i = all.length - 1;

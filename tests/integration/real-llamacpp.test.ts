@@ -97,6 +97,17 @@ describe("real llama-server (llama.cpp b10573)", () => {
     expect(r.reasons.join(" ")).toMatch(/--metrics/);
   });
 
+  it("--api-key without the key: a configProblem naming the backend's apiKey setting, never stuck or down", async () => {
+    const s = await startLlama(["--api-key", "sekret"]);
+    const r = await checkBackend({ url: s.url }, { waitSeconds: 1, read: READ });
+    expect(r.configProblem, r.reasons.join(" | ")).toMatch(/apiKey/);
+    expect(r.state).toBe("unknown");
+    expect(r.restartRecommended).toBe(false);
+    const keyed = await checkBackend({ url: s.url, apiKey: "sekret" }, { waitSeconds: 1, read: READ });
+    expect(keyed.state, keyed.reasons.join(" | ")).toBe("idle");
+    expect(keyed.configProblem).toBeNull();
+  });
+
   it("kill -9, then a restart on the same port: down (inside the grace, no restart recommended), then a new process, counters never compared", async () => {
     const s = await startLlama();
     const first = await watchUntil(s.url, T, (v) => v.state === "idle", 15_000);
