@@ -66,6 +66,8 @@ export function shouldProbe(input: ClassifyInput): boolean {
   if (!m || m.running > 0 || m.waiting > 0) return false;
   if (isAsleep(cur)) return false;
   if ((input.probe ?? "auto") === "none" || rulesOf(cur.engine).probe === "never") return false;
+  // The loop's own answer to /metrics proves it turns, and a probe would restart its sleep countdown.
+  if (rulesOf(cur.engine).idleProvenByMetrics) return false;
   // A read this process saw late: its probe would likely be seen late too, and would add to the load.
   if (seenLate(cur)) return false;
   const all = [...input.history, cur];
@@ -293,6 +295,15 @@ function judgeNoWork(segment: Reading[], unproven: boolean, restartNote: string[
   }
   const probed = segment.filter((r) => r.probe);
   const last = probed.at(-1)?.probe;
+  if (!last && cur.engine && rulesOf(cur.engine).idleProvenByMetrics) {
+    return {
+      state: "idle",
+      reasons: [
+        ...restartNote,
+        `0 running, 0 waiting; ${ENGINE_LABELS[cur.engine]}'s engine loop answered /metrics itself, so it turns; not probed (a request would restart its idle-sleep countdown and keep a server configured to sleep awake)`,
+      ],
+    };
+  }
   if (!last) {
     if (unproven) return { state: "starting", reasons: [...restartNote, "nothing running or waiting; not yet probed"] };
     return { state: "unknown", reasons: ["nothing running or waiting; not yet probed"] };

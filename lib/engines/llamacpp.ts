@@ -30,7 +30,7 @@ export const llamacppAdapter: EngineAdapter = {
     "llamacpp:tokens_predicted_total",
   ]),
   // /metrics is a task on the same loop as decoding (server-context.cpp): a blocked loop never answers it.
-  rules: { minStuckWindowSeconds: 0, livenessPath: "/health", probe: "openai", metricsFlag: "--metrics", metricsOnEngineLoop: true },
+  rules: { minStuckWindowSeconds: 0, livenessPath: "/health", probe: "openai", metricsFlag: "--metrics", metricsOnEngineLoop: true, idleProvenByMetrics: true },
   extract(index, ctx) {
     const warnings: string[] = [];
     const running = required(index, "llamacpp:requests_processing");

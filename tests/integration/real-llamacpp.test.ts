@@ -157,6 +157,44 @@ describe("real llama-server (llama.cpp b10573)", () => {
     expect(s.log()).not.toMatch(/exiting sleeping state/);
   });
 
+  it("falls asleep under watch when its sleep setting is above the probe interval (the watcher's probe must not keep it awake)", async () => {
+    const s = await startLlama(["--sleep-idle-seconds", "3"]);
+    const p = await proxied(s.url);
+    const w = await watchUntil(p.url, { ...T, idleProbeSeconds: 1 }, (v) => v.state === "sleeping", 30_000);
+    expect(w.verdicts.slice(0, -1).every((v) => v.state === "idle"), w.verdicts.map((v) => v.state).join(", ")).toBe(true);
+    expect(s.log()).not.toMatch(/exiting sleeping state/);
+  }, 60_000);
+
+  it("falls asleep under a CLI run every second (cron, a Kubernetes probe)", async () => {
+    const s = await startLlama(["--sleep-idle-seconds", "3"]);
+    const p = await proxied(s.url);
+    const end = Date.now() + 30_000;
+    let r = await checkBackend({ url: p.url }, { waitSeconds: 1, read: READ });
+    while (r.state !== "sleeping") {
+      expect(r.state, r.reasons.join(" | ")).toBe("idle");
+      if (Date.now() > end) throw new Error(`never fell asleep under the CLI; requests sent: ${p.seen.slice(-6).join(", ")}`);
+      await pause(1000);
+      r = await checkBackend({ url: p.url }, { waitSeconds: 1, read: READ });
+    }
+    expect(s.log()).not.toMatch(/exiting sleeping state/);
+  }, 60_000);
+
+  it("an idle engine loop that stops (ptrace, no requests): /metrics, a task on that loop, stops answering while /health does: stalled, then stuck", async () => {
+    const s = await startLlama();
+    const before = await watchUntil(s.url, T, (v) => v.state === "idle", 15_000, 300);
+    const wedge = spawn("python3", [path.join(__dirname, "../support/wedge.py"), String(s.pid), "60"], { stdio: ["ignore", "pipe", "pipe"] });
+    let wout = "";
+    wedge.stdout!.on("data", (c: Buffer) => (wout += c.toString()));
+    wedge.stderr!.on("data", (c: Buffer) => (wout += c.toString()));
+    closers.push(() => {
+      if (wedge.exitCode === null) wedge.kill("SIGKILL");
+    });
+    await waitFor(`the wedge script to stop the main thread (${wout})`, () => wout.includes("stopped tid"), 20_000, 50);
+    const wedged = await watchUntil(s.url, { ...T, stuckAfterSeconds: 2 }, (v) => v.state === "stuck", 40_000, 300, before.history);
+    expect(wedged.verdicts.map((v) => v.state)).toContain("stalled");
+    expect(wedged.last.restartRecommended).toBe(true);
+  }, 60_000);
+
   it("falls asleep under watch when its sleep setting is below the probe interval", async () => {
     const s = await startLlama(["--sleep-idle-seconds", "1"]);
     const p = await proxied(s.url);
