@@ -49,6 +49,19 @@ async function watchUntil(url: string, t: Thresholds, done: (v: Verdict) => bool
   }
 }
 
+/** Stops only the engine's main thread (tests/support/wedge.py) for up to 60 s; released when the test ends. */
+async function wedgeMainThread(pid: number): Promise<void> {
+  const wedge = spawn("python3", [path.join(__dirname, "../support/wedge.py"), String(pid), "60"], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  wedge.stdout!.on("data", (c: Buffer) => (out += c.toString()));
+  wedge.stderr!.on("data", (c: Buffer) => (out += c.toString()));
+  closers.push(() => {
+    if (wedge.exitCode === null) wedge.kill("SIGKILL");
+  });
+  await waitFor("the wedge script to stop the main thread", () => out.includes("stopped tid") || out.includes("failed"), 20_000, 50);
+  if (!out.includes("stopped tid")) throw new Error(`wedge.py could not stop thread ${pid}: ${out}`);
+}
+
 const T: Thresholds = { stuckAfterSeconds: 2, idleProbeSeconds: 60, recoveryTimeoutSeconds: 900, startupGraceSeconds: 600 };
 
 describe("real llama-server (llama.cpp b10573)", () => {
@@ -129,20 +142,15 @@ describe("real llama-server (llama.cpp b10573)", () => {
     long(s.url, 2);
     await waitFor("both slots decoding", async () => (await metricValue(s.url, "llamacpp:requests_processing")) === 2, 20_000, 100);
     const before = await watchUntil(s.url, T, (v) => v.state === "busy", 15_000, 300);
-    const wedge = spawn("python3", [path.join(__dirname, "../support/wedge.py"), String(s.pid), "60"], { stdio: ["ignore", "pipe", "pipe"] });
-    let wout = "";
-    wedge.stdout!.on("data", (c: Buffer) => (wout += c.toString()));
-    wedge.stderr!.on("data", (c: Buffer) => (wout += c.toString()));
-    closers.push(() => {
-      if (wedge.exitCode === null) wedge.kill("SIGKILL");
-    });
-    await waitFor(`the wedge script to stop the main thread (${wout})`, () => wout.includes("stopped tid"), 20_000, 50);
+    await wedgeMainThread(s.pid);
     const wedged = await watchUntil(s.url, T, (v) => v.state === "stuck", 30_000, 500, before.history);
     const states = wedged.verdicts.map((v) => v.state);
     expect(states.indexOf("stalled")).toBeGreaterThanOrEqual(0);
     expect(states.indexOf("stalled")).toBeLessThan(states.indexOf("stuck"));
     expect(wedged.last.restartRecommended).toBe(true);
-    expect(wedged.last.reasons.join(" ")).toMatch(/2 running, 0 waiting, 0 new steps/);
+    // Seen both ways on b10573, depending on where the thread stopped: /metrics answered with the
+    // step count frozen, or /metrics (queued on the stopped loop) timing out while /health answers.
+    expect(wedged.last.reasons.join(" ")).toMatch(/2 running, 0 waiting, 0 new steps|answers \/health but not \/metrics/);
   });
 
   it("asleep (--sleep-idle-seconds): sleeping, healthy, never probed and never woken", async () => {
@@ -182,14 +190,7 @@ describe("real llama-server (llama.cpp b10573)", () => {
   it("an idle engine loop that stops (ptrace, no requests): /metrics, a task on that loop, stops answering while /health does: stalled, then stuck", async () => {
     const s = await startLlama();
     const before = await watchUntil(s.url, T, (v) => v.state === "idle", 15_000, 300);
-    const wedge = spawn("python3", [path.join(__dirname, "../support/wedge.py"), String(s.pid), "60"], { stdio: ["ignore", "pipe", "pipe"] });
-    let wout = "";
-    wedge.stdout!.on("data", (c: Buffer) => (wout += c.toString()));
-    wedge.stderr!.on("data", (c: Buffer) => (wout += c.toString()));
-    closers.push(() => {
-      if (wedge.exitCode === null) wedge.kill("SIGKILL");
-    });
-    await waitFor(`the wedge script to stop the main thread (${wout})`, () => wout.includes("stopped tid"), 20_000, 50);
+    await wedgeMainThread(s.pid);
     const wedged = await watchUntil(s.url, { ...T, stuckAfterSeconds: 2 }, (v) => v.state === "stuck", 40_000, 300, before.history);
     expect(wedged.verdicts.map((v) => v.state)).toContain("stalled");
     expect(wedged.last.restartRecommended).toBe(true);
