@@ -67,6 +67,8 @@ export function shouldProbe(input: ClassifyInput): boolean {
   if (!m || m.running > 0 || m.waiting > 0) return false;
   if (isAsleep(cur)) return false;
   if ((input.probe ?? "auto") === "none" || rulesOf(cur.engine).probe === "never") return false;
+  // The loop's own answer to /metrics proves it turns, and a probe would restart its sleep countdown.
+  if (rulesOf(cur.engine).idleProvenByMetrics) return false;
   // A read this process saw late: its probe would likely be seen late too, and would add to the load.
   if (seenLate(cur)) return false;
   const all = [...input.history, cur];
@@ -299,6 +301,18 @@ function judgeNoWork(segment: Reading[], unproven: boolean, restartNote: Reason[
   }
   const probed = segment.filter((r) => r.probe);
   const last = probed.at(-1)?.probe;
+  if (!last && cur.engine && rulesOf(cur.engine).idleProvenByMetrics) {
+    return {
+      state: "idle",
+      reasons: [
+        ...restartNote,
+        reason(
+          "idle-loop-answered",
+          `0 running, 0 waiting; ${ENGINE_LABELS[cur.engine]}'s engine loop answered /metrics itself, so it turns; not probed (a request would restart its idle-sleep countdown and keep a server configured to sleep awake)`,
+        ),
+      ],
+    };
+  }
   if (!last) {
     const notProbed = reason("not-probed", "nothing running or waiting; not yet probed");
     if (unproven) return { state: "starting", reasons: [...restartNote, notProbed] };
@@ -342,6 +356,12 @@ function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
     return { state: "starting", reasons: [reason("loading", `${cur.error ?? "loading the model"}: it answers but is not ready yet (not down)`)] };
   }
   if (cur.noMetrics) return judgeNoMetrics(cur);
+  if (cur.outcome === "http-error" && (cur.status === 401 || cur.status === 403)) {
+    // The read itself was refused (llama.cpp --api-key guards /metrics and /props too; a proxy in
+    // front of any engine may): the key is missing or wrong, on whichever engine. Not the engine's fault.
+    const problem = `/metrics answered HTTP ${cur.status}: the server needs an API key (set apiKey for this backend)`;
+    return { state: "unknown", configProblem: problem, reasons: [reason("metrics-auth", `${problem}; never called stuck or down for it`)] };
+  }
 
   // The unanswered reads at the end of the history.
   let i = all.length - 1;

@@ -5,8 +5,8 @@
  * the `EngineReads` of lib/engines/adapter.ts; docs/engines.md has the table), so nothing here
  * names an engine:
  * - the adapter's look first (`before`: llama.cpp's GET /props), also on the first read of an
- *   `auto` backend: a sleeping llama-server is woken and reloads its model on any queued task, and
- *   /metrics queues one.
+ *   `auto` backend: /props says is_sleeping without queuing anything on the engine (on b10573 a
+ *   metrics read does not wake a sleeping server either; versions not tried are not relied on).
  * - GET /metrics (an engine without one: its `withoutMetrics` reads instead).
  * - the adapter's liveness path only when /metrics failed at the connection level or timed out
  *   ("down" needs it failing too).
@@ -193,7 +193,7 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, com
   let engine: EngineKind | undefined = choice === "auto" ? undefined : choice;
   let firstModel: string | null = null;
   // The look before /metrics of the engine expected or, on an `auto` backend not known yet, of every
-  // engine that has one (llama.cpp's /props: /metrics would wake a sleeping llama-server).
+  // engine that has one (llama.cpp's /props: a sleeping llama-server is recognised without reading /metrics).
   for (const adapter of hint ? [ADAPTERS[hint]] : ALL) {
     const before = adapter.reads.before;
     if (!before) continue;

@@ -137,10 +137,12 @@ export const RULES = [
   // 1. the probe, and probes that cannot succeed (a configuration problem)
   "probe-none",
   "probe-auth",
+  "metrics-auth",
   "probe-no-endpoint",
   // 2. idle
   "probe-answered",
   "not-probed",
+  "idle-loop-answered",
   // 3. busy
   "progress",
   // 4. stalled / stuck (and llama.cpp's blocked engine loop)

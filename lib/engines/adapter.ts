@@ -26,6 +26,15 @@ export interface EngineRules {
    */
   metricsOnEngineLoop?: boolean;
   /**
+   * An answered /metrics with nothing running or waiting is the engine loop's own answer, which
+   * proves the loop turns: idle is judged without the probe. llama.cpp (checked on b10573): an idle
+   * server queues the metrics read on its loop (with the loop stopped it times out while /health
+   * answers, which metricsOnEngineLoop judges stalled then stuck), and it is the one task that does
+   * not restart the --sleep-idle-seconds countdown, whereas the probe does: probing would keep a
+   * server configured to sleep awake for ever, and /props does not say whether it is so configured.
+   */
+  idleProvenByMetrics?: boolean;
+  /**
    * What stepwatch asks to tell "slow" from "dead" when /metrics fails: a route that takes no
    * request slot. vLLM's and llama.cpp's /health are free; SGLang's runs a one-token generation and
    * TGI's a prefill on the shards when unhealthy, so for those a static route is asked instead.
@@ -62,7 +71,7 @@ export interface KnownAnswer {
 export interface FirstLook {
   /** The served model, when the exposition does not name it. */
   model: string | null;
-  /** Set when the server sleeps on purpose: why the exposition is not read (it would wake it). */
+  /** Set when the server sleeps on purpose: why the exposition is not read (it is not needed while it sleeps). */
   asleep?: string;
 }
 

@@ -17,7 +17,7 @@ import type { EngineMetrics } from "../core/engine";
 
 export const LLAMACPP_PREFIX = "llamacpp:";
 export const LLAMACPP_START_HEADER = "process-start-time-unix";
-const LLAMACPP_ASLEEP = "llama.cpp is asleep (/props is_sleeping: true); /metrics is not read, it would wake the server and reload the model";
+const LLAMACPP_ASLEEP = "llama.cpp is asleep (/props is_sleeping: true): put to sleep on purpose (--sleep-idle-seconds), so /metrics is not read";
 /** llama-server without --metrics answers /metrics 501. */
 export const LLAMACPP_NO_METRICS = "llama.cpp without metrics (/metrics answered 501): start llama-server with --metrics";
 
@@ -33,10 +33,11 @@ export const llamacppAdapter: EngineAdapter = {
     "llamacpp:tokens_predicted_total",
   ]),
   // /metrics is a task on the same loop as decoding (server-context.cpp): a blocked loop never answers it.
-  rules: { minStuckWindowSeconds: 0, livenessPath: "/health", probe: "openai", metricsFlag: "--metrics", metricsOnEngineLoop: true },
+  rules: { minStuckWindowSeconds: 0, livenessPath: "/health", probe: "openai", metricsFlag: "--metrics", metricsOnEngineLoop: true, idleProvenByMetrics: true },
   reads: {
     metricsPath: "/metrics",
-    // /props is exempt from waking a sleeping llama-server; /metrics is not (PR ggml-org/llama.cpp#18228).
+    // /props answers a sleeping llama-server from its cache with is_sleeping, so a sleeping server is
+    // shown sleeping at once; neither it nor /metrics wakes it (b10573, docs/engines.md).
     before: {
       path: "/props",
       maxBytes: 1024 * 1024,
@@ -73,7 +74,7 @@ export const llamacppAdapter: EngineAdapter = {
   },
 };
 
-/** What GET /props says about the server, read before /metrics (which would wake a sleeping one). */
+/** What GET /props says about the server, read before /metrics (a sleeping server is recognised without it). */
 export interface LlamacppProps {
   sleeping: boolean;
   model: string | null;

@@ -275,7 +275,9 @@ export class LlamaCppFront extends HeldFront implements EngineFront {
     if (this.ctx.model.mode === "no-metrics") throw llamaError("This server does not support metrics endpoint. Start it with `--metrics`", "not_supported_error");
     const headers = { "Process-Start-Time-Unix": String(this.tStartUs) };
     if (this.sleeping && !this.metricsWake) return sendText(res, 200, this.cachedMetrics, "text/plain; version=0.0.4", headers);
-    await this.task(req, path);
+    // Since #27376 a metrics task is the one task that does not restart the idle countdown
+    // (server_queue: task_resets_idle_timer), checked on the real b10573; before it, it did.
+    if (this.metricsWake) await this.task(req, path);
     this.throughLoop(res, () => sendText(res, 200, this.renderMetrics(false), "text/plain; version=0.0.4", headers));
   }
 

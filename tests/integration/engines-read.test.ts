@@ -63,7 +63,7 @@ function llamaServer(state: { sleeping?: boolean; loading?: boolean; metrics?: b
 }
 
 describe("llama.cpp", () => {
-  it("asleep: /props says so and /metrics is never asked (it would wake the server and reload the model)", async () => {
+  it("asleep: /props says so and /metrics is never asked (not needed while it sleeps)", async () => {
     const s = await llamaServer({ sleeping: true });
     const { reading, verdict } = await observe({ url: s.url }, [], { thresholds: T, read: { timeoutMs: 2000 } });
     expect(reading).toMatchObject({ engine: "llamacpp", asleep: true, metrics: null });

@@ -75,14 +75,14 @@ describe("llama.cpp (the simulator's llama-server)", () => {
     expect(rules(last)).toContain("loop-blocked");
   });
 
-  it("idle: one probe, idle", async () => {
+  it("idle: idle from the loop's own answer to /metrics, no probe (a probe would restart its sleep countdown)", async () => {
     const s = await sim({ engine: "llamacpp" });
     const { last } = await watch({ url: s.url }, 1, 0);
     expect(last.state).toBe("idle");
-    expect(slotTaking(s)).toHaveLength(1);
+    expect(slotTaking(s)).toHaveLength(0);
   });
 
-  it("asleep (--sleep-idle-seconds): sleeping from /props, and /metrics (which would wake it) is never asked", async () => {
+  it("asleep (--sleep-idle-seconds): sleeping from /props, and /metrics (not needed while it sleeps) is never asked", async () => {
     const s = await sim({ engine: "llamacpp", engineOptions: { wakeSeconds: 0.2 } });
     await s.setMode("sleep");
     s.resetLog();

@@ -292,7 +292,7 @@ describe("readBackend: an idle keep-alive connection closed under a read", () =>
     });
   });
 
-  it("a sleeping llama.cpp's /props on a reused connection is asked again, so /metrics (which would wake it) is never sent", async () => {
+  it("a sleeping llama.cpp's /props on a reused connection is asked again, so /metrics (not needed while it sleeps) is never sent", async () => {
     const s = await keepAliveServer(staleSecond(json({ is_sleeping: true, total_slots: 1, model_path: "/models/qwen.gguf" })));
     await oneConnection(async (dispatcher) => {
       await readBackend({ url: s.url, engine: "llamacpp" }, { timeoutMs: 2000, dispatcher });

@@ -325,11 +325,14 @@ describe("classify per engine: each engine's progress signal and its trap", () =
     if (text) expect(v.reasons.find((r) => r.rule === rules![0])?.text).toMatch(text);
   });
 
-  it("never probes Ollama or a sleeping llama.cpp, probes an idle llama.cpp", () => {
+  it("never probes Ollama or llama.cpp (its loop's answer to /metrics proves it turns; a probe would restart its sleep countdown)", () => {
     const input = (r: Reading) => ({ history: [], reading: r, thresholds: T, now: r.at });
     expect(shouldProbe(input(ollama(0, [])))).toBe(false);
     expect(shouldProbe(input({ at: 0, latencyMs: 2, outcome: "ok", engine: "llamacpp", asleep: true, metrics: null }))).toBe(false);
-    expect(shouldProbe(input(llama(0, { processing: 0, deferred: 0 })))).toBe(true);
+    expect(shouldProbe(input(llama(0, { processing: 0, deferred: 0 })))).toBe(false);
     expect(shouldProbe(input(llama(0, { processing: 0, deferred: 1 })))).toBe(false);
+    const v = classify(input(llama(0, { processing: 0, deferred: 0 })));
+    expect(v.state).toBe("idle");
+    expect(v.reasons.join(" ")).toMatch(/answered \/metrics itself/);
   });
 });

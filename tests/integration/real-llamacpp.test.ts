@@ -1,0 +1,206 @@
+/**
+ * Issue 29: llama.cpp's real llama-server (STEPWATCH_LLAMA_SERVER, tiny random model, CPU), judged
+ * over HTTP by stepwatch's own paths: the CLI's one-shot check (checkBackend) and the watcher's
+ * observe(). A counting proxy in front of the server records every request stepwatch sends, so
+ * "no probe while busy" is counted, not assumed. Every wait has a deadline; nothing asserts a
+ * timing. A missing server fails the suite (tests/support/llama-server.ts), it never skips.
+ */
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { checkBackend } from "@/lib/check/oneshot";
+import { observe } from "@/lib/check/observe";
+import type { Reading, Thresholds, Verdict } from "@/lib/core/types";
+import { call, waitFor } from "./sim-support";
+import { countingProxy, llamaServerPath, metricValue, sendLong, startLlama, stopAllLlama } from "../support/llama-server";
+
+const closers: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const c of closers.splice(0).reverse()) await c();
+  await stopAllLlama();
+});
+
+const READ = { timeoutMs: 3000, probeTimeoutMs: 5000 };
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const posts = (seen: string[]) => seen.filter((s) => s.startsWith("POST"));
+
+async function proxied(url: string) {
+  const p = await countingProxy(url);
+  closers.push(() => p.close());
+  return p;
+}
+function long(url: string, n: number) {
+  const l = sendLong(url, n);
+  closers.push(() => l.stop());
+  return l;
+}
+
+/** observe() every `gapMs` (the watcher's one path) until `done(verdict)` or the deadline; every verdict. */
+async function watchUntil(url: string, t: Thresholds, done: (v: Verdict) => boolean, deadlineMs: number, gapMs = 500, history: Reading[] = []) {
+  const verdicts: Verdict[] = [];
+  const end = Date.now() + deadlineMs;
+  for (;;) {
+    const { reading, verdict } = await observe({ url }, history, { thresholds: t, read: READ });
+    history.push(reading);
+    verdicts.push(verdict);
+    if (done(verdict)) return { verdicts, history, last: verdict };
+    if (Date.now() > end) throw new Error(`deadline: states so far ${verdicts.map((v) => v.state).join(", ")}; last reasons: ${verdict.reasons.join(" | ")}`);
+    await pause(gapMs);
+  }
+}
+
+/** Stops only the engine's main thread (tests/support/wedge.py) for up to 60 s; released when the test ends. */
+async function wedgeMainThread(pid: number): Promise<void> {
+  const wedge = spawn("python3", [path.join(__dirname, "../support/wedge.py"), String(pid), "60"], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  wedge.stdout!.on("data", (c: Buffer) => (out += c.toString()));
+  wedge.stderr!.on("data", (c: Buffer) => (out += c.toString()));
+  closers.push(() => {
+    if (wedge.exitCode === null) wedge.kill("SIGKILL");
+  });
+  await waitFor("the wedge script to stop the main thread", () => out.includes("stopped tid") || out.includes("failed"), 20_000, 50);
+  if (!out.includes("stopped tid")) throw new Error(`wedge.py could not stop thread ${pid}: ${out}`);
+}
+
+const T: Thresholds = { stuckAfterSeconds: 2, idleProbeSeconds: 60, recoveryTimeoutSeconds: 900, startupGraceSeconds: 600 };
+
+describe("real llama-server (llama.cpp b10573)", () => {
+  it("the suite has its server: STEPWATCH_LLAMA_SERVER names an executable llama-server", () => {
+    expect(() => llamaServerPath()).not.toThrow();
+  });
+
+  it("idle: the one-shot check says idle and sends at most one probe", async () => {
+    const s = await startLlama();
+    const p = await proxied(s.url);
+    const r = await checkBackend({ url: p.url }, { waitSeconds: 1, read: READ });
+    expect(r.state, r.reasons.join(" | ")).toBe("idle");
+    expect(r.engine).toBe("llamacpp");
+    expect(posts(p.seen).length).toBeLessThanOrEqual(1);
+  });
+
+  it("busy with every slot decoding: busy, steps moving, and nothing but reads sent (no probe)", async () => {
+    const s = await startLlama();
+    long(s.url, 2);
+    await waitFor("both slots decoding", async () => (await metricValue(s.url, "llamacpp:requests_processing")) === 2, 20_000, 100);
+    const p = await proxied(s.url);
+    const r = await checkBackend({ url: p.url }, { waitSeconds: 1, read: READ });
+    expect(r.state, r.reasons.join(" | ")).toBe("busy");
+    expect(r.running).toBe(2);
+    expect(r.probeSent).toBe(false);
+    expect(r.stepsPerSecond).toBeGreaterThan(0);
+    expect(posts(p.seen)).toEqual([]);
+    expect(p.seen.every((x) => x === "GET /metrics" || x === "GET /props")).toBe(true);
+  });
+
+  it("queueing beyond the slots: busy with waiting > 0 (requests_deferred), no probe", async () => {
+    const s = await startLlama();
+    long(s.url, 4);
+    await waitFor("two requests deferred", async () => ((await metricValue(s.url, "llamacpp:requests_deferred")) ?? 0) > 0, 20_000, 100);
+    const p = await proxied(s.url);
+    const r = await checkBackend({ url: p.url }, { waitSeconds: 1, read: READ });
+    expect(r.state, r.reasons.join(" | ")).toBe("busy");
+    expect(r.waiting).toBeGreaterThan(0);
+    expect(posts(p.seen)).toEqual([]);
+  });
+
+  it("without --metrics: the verdict names the flag", async () => {
+    const s = await startLlama([], { metrics: false });
+    const r = await checkBackend({ url: s.url }, { waitSeconds: 1, read: READ });
+    expect(r.engine).toBe("llamacpp");
+    expect(r.reasons.join(" ")).toMatch(/--metrics/);
+  });
+
+  it("--api-key without the key: a configProblem naming the backend's apiKey setting, never stuck or down", async () => {
+    const s = await startLlama(["--api-key", "sekret"]);
+    const r = await checkBackend({ url: s.url }, { waitSeconds: 1, read: READ });
+    expect(r.configProblem, r.reasons.join(" | ")).toMatch(/apiKey/);
+    expect(r.state).toBe("unknown");
+    expect(r.restartRecommended).toBe(false);
+    const keyed = await checkBackend({ url: s.url, apiKey: "sekret" }, { waitSeconds: 1, read: READ });
+    expect(keyed.state, keyed.reasons.join(" | ")).toBe("idle");
+    expect(keyed.configProblem).toBeNull();
+  });
+
+  it("kill -9, then a restart on the same port: down (inside the grace, no restart recommended), then a new process, counters never compared", async () => {
+    const s = await startLlama();
+    const first = await watchUntil(s.url, T, (v) => v.state === "idle", 15_000);
+    const token = first.history.at(-1)!.metrics!.processToken;
+    expect(token).toBeTruthy();
+    await s.kill("SIGKILL");
+    const down = await watchUntil(s.url, T, (v) => v.state === "down", 15_000, 300, first.history);
+    expect(down.last.restartRecommended).toBe(false);
+    const again = await startLlama([], { port: s.port });
+    const back = await watchUntil(again.url, T, (v) => v.state === "idle" || v.state === "busy", 15_000, 300, down.history);
+    const newToken = back.history.at(-1)!.metrics!.processToken;
+    expect(newToken).toBeTruthy();
+    expect(newToken).not.toBe(token);
+    expect(back.verdicts.flatMap((v) => v.reasons).join(" ")).toMatch(/new process since the last read \(Process-Start-Time-Unix/);
+  });
+
+  it("a real wedge (only the engine's main thread stopped by ptrace, HTTP threads alive, requests in flight): stalled, then stuck with a restart recommended", async () => {
+    const s = await startLlama();
+    long(s.url, 2);
+    await waitFor("both slots decoding", async () => (await metricValue(s.url, "llamacpp:requests_processing")) === 2, 20_000, 100);
+    const before = await watchUntil(s.url, T, (v) => v.state === "busy", 15_000, 300);
+    await wedgeMainThread(s.pid);
+    const wedged = await watchUntil(s.url, T, (v) => v.state === "stuck", 30_000, 500, before.history);
+    const states = wedged.verdicts.map((v) => v.state);
+    expect(states.indexOf("stalled")).toBeGreaterThanOrEqual(0);
+    expect(states.indexOf("stalled")).toBeLessThan(states.indexOf("stuck"));
+    expect(wedged.last.restartRecommended).toBe(true);
+    // Seen both ways on b10573, depending on where the thread stopped: /metrics answered with the
+    // step count frozen, or /metrics (queued on the stopped loop) timing out while /health answers.
+    expect(wedged.last.reasons.join(" ")).toMatch(/2 running, 0 waiting, 0 new steps|answers \/health but not \/metrics/);
+  });
+
+  it("asleep (--sleep-idle-seconds): sleeping, healthy, never probed and never woken", async () => {
+    const s = await startLlama(["--sleep-idle-seconds", "1"]);
+    await waitFor("/props is_sleeping", async () => JSON.parse((await call(`${s.url}/props`)).body).is_sleeping === true, 20_000, 200);
+    const p = await proxied(s.url);
+    const r = await checkBackend({ url: p.url }, { waitSeconds: 1, read: READ });
+    expect(r.state, r.reasons.join(" | ")).toBe("sleeping");
+    expect(r.healthy).toBe(true);
+    expect(posts(p.seen)).toEqual([]);
+    expect(JSON.parse((await call(`${s.url}/props`)).body).is_sleeping).toBe(true);
+    expect(s.log()).not.toMatch(/exiting sleeping state/);
+  });
+
+  it("falls asleep under watch when its sleep setting is above the probe interval (the watcher's probe must not keep it awake)", async () => {
+    const s = await startLlama(["--sleep-idle-seconds", "3"]);
+    const p = await proxied(s.url);
+    const w = await watchUntil(p.url, { ...T, idleProbeSeconds: 1 }, (v) => v.state === "sleeping", 30_000);
+    expect(w.verdicts.slice(0, -1).every((v) => v.state === "idle"), w.verdicts.map((v) => v.state).join(", ")).toBe(true);
+    expect(s.log()).not.toMatch(/exiting sleeping state/);
+  }, 60_000);
+
+  it("falls asleep under a CLI run every second (cron, a Kubernetes probe)", async () => {
+    const s = await startLlama(["--sleep-idle-seconds", "3"]);
+    const p = await proxied(s.url);
+    const end = Date.now() + 30_000;
+    let r = await checkBackend({ url: p.url }, { waitSeconds: 1, read: READ });
+    while (r.state !== "sleeping") {
+      expect(r.state, r.reasons.join(" | ")).toBe("idle");
+      if (Date.now() > end) throw new Error(`never fell asleep under the CLI; requests sent: ${p.seen.slice(-6).join(", ")}`);
+      await pause(1000);
+      r = await checkBackend({ url: p.url }, { waitSeconds: 1, read: READ });
+    }
+    expect(s.log()).not.toMatch(/exiting sleeping state/);
+  }, 60_000);
+
+  it("an idle engine loop that stops (ptrace, no requests): /metrics, a task on that loop, stops answering while /health does: stalled, then stuck", async () => {
+    const s = await startLlama();
+    const before = await watchUntil(s.url, T, (v) => v.state === "idle", 15_000, 300);
+    await wedgeMainThread(s.pid);
+    const wedged = await watchUntil(s.url, { ...T, stuckAfterSeconds: 2 }, (v) => v.state === "stuck", 40_000, 300, before.history);
+    expect(wedged.verdicts.map((v) => v.state)).toContain("stalled");
+    expect(wedged.last.restartRecommended).toBe(true);
+  }, 60_000);
+
+  it("falls asleep under watch when its sleep setting is below the probe interval", async () => {
+    const s = await startLlama(["--sleep-idle-seconds", "1"]);
+    const p = await proxied(s.url);
+    const w = await watchUntil(p.url, { ...T, idleProbeSeconds: 60 }, (v) => v.state === "sleeping", 30_000);
+    expect(w.last.healthy).toBe(true);
+    expect(s.log()).not.toMatch(/exiting sleeping state/);
+  });
+});
