@@ -7,6 +7,7 @@
  * its rule id (`RULES`, lib/core/types.ts, named in docs/states.md) and words a person can read. It is engine-blind except for what an adapter states (lib/engines/adapter.ts
  * rules, and each reading's `evidence`).
  */
+import { formatFigure, formatMinutes, formatSeconds, formatShare } from "../core/format";
 import { rulesOf } from "../engines/registry";
 import { ENGINE_LABELS, PROGRESS_COUNTERS, type EngineMetrics, type EngineSlice, type EvidenceFigure } from "../core/engine";
 import { countOf, namesOf } from "../core/caps";
@@ -122,7 +123,7 @@ function judge(all: Reading[], t: Thresholds, probe: ProbeChoice): Judgement {
     // engine; it is not idle either (a probe would queue), so: busy, never stuck, never probed.
     return {
       state: "busy",
-      reasons: [...restartNote, reason("deferred-only", `0 running, ${fmt(m.waiting)} waiting, all deferred (waiting on a grammar, a KV transfer or a streaming client, not on the engine): no progress expected`)],
+      reasons: [...restartNote, reason("deferred-only", `0 running, ${formatFigure(m.waiting)} waiting, all deferred (waiting on a grammar, a KV transfer or a streaming client, not on the engine): no progress expected`)],
     };
   }
   if (unproven && !(prev && progressed(prev.metrics!, m))) {
@@ -197,12 +198,12 @@ function judgeSlice(segment: Reading[], id: string | null, t: Thresholds, minWin
     // "No progress" would be a guess, and a restart needs evidence: garbage metrics are never "stuck".
     return {
       state: "unknown",
-      reasons: [reason("progress-unreadable", `${load(m)}; progress cannot be read: ${describeEvidence(evidence)} not readable at both ends of the last ${fmtSeconds(flatFor)}`)],
+      reasons: [reason("progress-unreadable", `${load(m)}; progress cannot be read: ${describeEvidence(evidence)} not readable at both ends of the last ${formatSeconds(flatFor)}`)],
       waits,
       line: load(m),
     };
   }
-  const line = `${load(m)}, 0 new steps in ${fmtSeconds(flatFor)} across ${waits + 1} reads`;
+  const line = `${load(m)}, 0 new steps in ${formatSeconds(flatFor)} across ${waits + 1} reads`;
   const evidenceLine = reason("no-progress", `${line}; ${describeFlat(m, window)}`);
   const queuedOnly = m.running === 0 ? [reason("queued-not-scheduled", "queued requests are not being scheduled (a known vLLM hang pattern, not idle)")] : [];
   const need = Math.max(t.stuckAfterSeconds, minWindow);
@@ -320,7 +321,7 @@ function judgeNoWork(segment: Reading[], unproven: boolean, restartNote: Reason[
   }
   const fallback = last.fallbackFrom ? ` (${last.kind}: ${last.fallbackFrom} answered 404/405)` : "";
   if (last.ok) {
-    const ago = cur.probe ? "" : ` ${fmtSeconds((cur.at - last.at) / 1000)} ago`;
+    const ago = cur.probe ? "" : ` ${formatSeconds((cur.at - last.at) / 1000)} ago`;
     return { state: "idle", reasons: [...restartNote, reason("probe-answered", `0 running, 0 waiting; the probe answered${ago} in ${last.latencyMs} ms${fallback}`)] };
   }
   if (last.cannotSucceed === "auth") {
@@ -376,15 +377,15 @@ function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
     // dead one, and confirming a restart then starts the load over (checked on vLLM 0.29).
     const span = (cur.at - streak[streak.length - refusedInARow].at) / 1000;
     const grace = t.startupGraceSeconds ?? DEFAULT_THRESHOLDS.startupGraceSeconds ?? 600;
-    const fact = reason("down-refused", `${cur.error ?? cur.outcome} on /metrics and /health on ${refusedInARow} consecutive reads over ${fmtSeconds(span)}`);
+    const fact = reason("down-refused", `${cur.error ?? cur.outcome} on /metrics and /health on ${refusedInARow} consecutive reads over ${formatSeconds(span)}`);
     if (!restartRecommended("down", { refusedSeconds: span, startupGraceSeconds: grace })) {
       return {
         state: "down",
         restartRecommended: false,
-        reasons: [reason("down-grace", `down for ${fmtDuration(span)}; may be loading weights; restart recommended after ${fmtDuration(grace)}`), fact],
+        reasons: [reason("down-grace", `down for ${formatMinutes(span)}; may be loading weights; restart recommended after ${formatMinutes(grace)}`), fact],
       };
     }
-    return { state: "down", reasons: [reason("down-past-grace", `down for ${fmtDuration(span)} (refused for longer than startupGraceSeconds, ${grace} s): restart recommended`), fact] };
+    return { state: "down", reasons: [reason("down-past-grace", `down for ${formatMinutes(span)} (refused for longer than startupGraceSeconds, ${grace} s): restart recommended`), fact] };
   }
   // A /metrics that times out while /health answers is a slow API server (a huge tokenization, a
   // blocked event loop), not a dead one. Only timeouts with /health failing too count towards down.
@@ -396,7 +397,7 @@ function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
     if (span >= t.stuckAfterSeconds) {
       return {
         state: "down",
-        reasons: [reason("down-timeout", `no answer from /metrics and /health on ${dead.length} reads in a row for ${fmtSeconds(span)} (over ${t.stuckAfterSeconds} s)`)],
+        reasons: [reason("down-timeout", `no answer from /metrics and /health on ${dead.length} reads in a row for ${formatSeconds(span)} (over ${t.stuckAfterSeconds} s)`)],
       };
     }
   }
@@ -409,7 +410,7 @@ function judgeFailedRead(all: Reading[], t: Thresholds): Judgement {
     const span = (cur.at - blocked[0].at) / 1000;
     const fact = reason(
       "loop-blocked",
-      `${ENGINE_LABELS[cur.engine!]} answers /health but not /metrics (a task on its engine loop) on ${blocked.length} read${blocked.length === 1 ? "" : "s"} over ${fmtSeconds(span)}: the loop is blocked`,
+      `${ENGINE_LABELS[cur.engine!]} answers /health but not /metrics (a task on its engine loop) on ${blocked.length} read${blocked.length === 1 ? "" : "s"} over ${formatSeconds(span)}: the loop is blocked`,
     );
     if (blocked.length >= 3 && span >= t.stuckAfterSeconds) {
       return { state: "stuck", reasons: [fact, reason("loop-blocked-stuck", `no answer from the engine loop across ${blocked.length - 1} waits and at least ${t.stuckAfterSeconds} s`)] };
@@ -642,27 +643,27 @@ function describeRestart(before: EngineMetrics, after: EngineMetrics): string {
 function describeProgress(x: EngineSlice, y: EngineSlice, seconds: number): string {
   const parts: string[] = [];
   const d = (k: (typeof COUNTERS)[number]) => (x[k] !== null && y[k] !== null ? (y[k] as number) - (x[k] as number) : 0);
-  if (d("steps") > 0) parts.push(`+${fmt(d("steps"))} steps`);
-  if (d("generationTokens") > 0) parts.push(`+${fmt(d("generationTokens"))} generation tokens`);
-  if (d("promptTokens") > 0) parts.push(`+${fmt(d("promptTokens"))} prompt tokens`);
-  if (d("finishedRequests") > 0) parts.push(`+${fmt(d("finishedRequests"))} finished`);
-  if (parts.length === 0 && throughputMoved(x, y)) parts.push(`throughput ${fmt(x.throughput!)} -> ${fmt(y.throughput!)} tokens/s`);
+  if (d("steps") > 0) parts.push(`+${formatFigure(d("steps"))} steps`);
+  if (d("generationTokens") > 0) parts.push(`+${formatFigure(d("generationTokens"))} generation tokens`);
+  if (d("promptTokens") > 0) parts.push(`+${formatFigure(d("promptTokens"))} prompt tokens`);
+  if (d("finishedRequests") > 0) parts.push(`+${formatFigure(d("finishedRequests"))} finished`);
+  if (parts.length === 0 && throughputMoved(x, y)) parts.push(`throughput ${formatFigure(x.throughput!)} -> ${formatFigure(y.throughput!)} tokens/s`);
   if (parts.length === 0 && x.kvCacheUsage !== null && y.kvCacheUsage !== null) {
-    parts.push(`KV cache ${pct(x.kvCacheUsage)} -> ${pct(y.kvCacheUsage)} (prefill in progress)`);
+    parts.push(`KV cache ${formatShare(x.kvCacheUsage)} -> ${formatShare(y.kvCacheUsage)} (prefill in progress)`);
   }
-  return `${parts.join(", ")} in ${fmtSeconds(seconds)}`;
+  return `${parts.join(", ")} in ${formatSeconds(seconds)}`;
 }
 
 function describeFlat(m: EngineSlice, window: EngineSlice[]): string {
-  const kv = m.kvCacheUsage === null ? "" : `, KV cache unchanged at ${pct(m.kvCacheUsage)}`;
+  const kv = m.kvCacheUsage === null ? "" : `, KV cache unchanged at ${formatShare(m.kvCacheUsage)}`;
   const first = window[0];
   const churn =
     first.preemptions != null && m.preemptions != null && m.preemptions > first.preemptions
-      ? `; ${fmt(m.preemptions - first.preemptions)} preemptions meanwhile (KV-cache churn is not progress)`
+      ? `; ${formatFigure(m.preemptions - first.preemptions)} preemptions meanwhile (KV-cache churn is not progress)`
       : "";
   const moved = first.kvCacheUsage !== null && m.kvCacheUsage !== null && Math.abs(first.kvCacheUsage - m.kvCacheUsage) > 1e-9;
-  const kvText = churn && moved ? `, KV cache ${pct(first.kvCacheUsage!)} -> ${pct(m.kvCacheUsage!)}` : kv;
-  const stale = m.throughput != null && m.throughput > 0 ? `, throughput gauge stuck at ${fmt(m.throughput)} tokens/s` : "";
+  const kvText = churn && moved ? `, KV cache ${formatShare(first.kvCacheUsage!)} -> ${formatShare(m.kvCacheUsage!)}` : kv;
+  const stale = m.throughput != null && m.throughput > 0 ? `, throughput gauge stuck at ${formatFigure(m.throughput)} tokens/s` : "";
   return `no new tokens or finished requests${kvText}${stale}${churn}`;
 }
 
@@ -672,8 +673,8 @@ function describeEvidence(evidence: EvidenceFigure[] = DEFAULT_EVIDENCE): string
 }
 
 function load(m: EngineSlice): string {
-  const deferred = m.waitingCapacity != null && m.waiting > m.waitingCapacity ? ` (${fmt(m.waiting - m.waitingCapacity)} deferred)` : "";
-  return `${fmt(m.running)} running, ${fmt(m.waiting)} waiting${deferred}`;
+  const deferred = m.waitingCapacity != null && m.waiting > m.waitingCapacity ? ` (${formatFigure(m.waiting - m.waitingCapacity)} deferred)` : "";
+  return `${formatFigure(m.running)} running, ${formatFigure(m.waiting)} waiting${deferred}`;
 }
 
 function numericOrder(a: string, b: string): number {
@@ -683,27 +684,7 @@ function numericOrder(a: string, b: string): number {
 }
 
 function secondsBetween(from: number, to: number): string {
-  return fmtSeconds(Math.max(0, (to - from) / 1000));
-}
-
-export function fmtSeconds(s: number): string {
-  if (s < 10) return `${Math.round(s * 10) / 10} s`;
-  if (s < 120) return `${Math.round(s)} s`;
-  return `${Math.round(s)} s (${Math.round(s / 60)} min)`;
-}
-
-/** "45 s", "2 min", "10 min": for sentences an operator reads on a card. */
-function fmtDuration(s: number): string {
-  if (s < 120) return `${Math.round(s)} s`;
-  return `${Math.round(s / 60)} min`;
-}
-
-function fmt(n: number): string {
-  return Number.isInteger(n) ? String(n) : n.toFixed(1);
-}
-
-function pct(x: number): string {
-  return `${(x * 100).toFixed(1)}%`;
+  return formatSeconds(Math.max(0, (to - from) / 1000));
 }
 
 function isoSeconds(unix: number): string {

@@ -146,3 +146,29 @@ export function truncate(text: string | null | undefined, max: number): string {
   if (!text) return "";
   return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`;
 }
+
+// The words of a reason (lib/check/classify.ts): seconds kept to a tenth below 10 s so a short wait
+// reads exactly, minutes added past two so a long one reads at a glance.
+
+/** "4.5 s", "45 s", "300 s (5 min)". */
+export function formatSeconds(s: number): string {
+  if (s < 10) return `${Math.round(s * 10) / 10} s`;
+  if (s < 120) return `${Math.round(s)} s`;
+  return `${Math.round(s)} s (${Math.round(s / 60)} min)`;
+}
+
+/** "45 s", "2 min", "10 min": for sentences an operator reads on a card. */
+export function formatMinutes(s: number): string {
+  if (s < 120) return `${Math.round(s)} s`;
+  return `${Math.round(s / 60)} min`;
+}
+
+/** A count or rate in a reason: whole as is, else one decimal. */
+export function formatFigure(n: number): string {
+  return Number.isInteger(n) ? String(n) : n.toFixed(1);
+}
+
+/** A share (0..1) as a percentage with one decimal: KV cache use. */
+export function formatShare(x: number): string {
+  return `${(x * 100).toFixed(1)}%`;
+}

@@ -14,6 +14,7 @@
  *    resolves the event as "failed" at once; success leaves it pending for the watcher to resolve
  *    (recovered / timed-out). Nothing is retried without an operator.
  */
+import { formatDateTime } from "../core/format";
 import { type Reading, type Verdict, type PendingRestart, reason } from "../core/types";
 import { isHealthy } from "../core/states";
 import { backendOrThrow, type BackendConfig, type RestartAction } from "../config";
@@ -182,13 +183,12 @@ function storage<T>(backendId: string, f: () => T): T {
  * server's own zone is no one's, and the browser shows the exact time (in the details) in the
  * operator's chosen zone.
  */
-const clock = (at: number) => `${new Date(at).toISOString().slice(0, 19).replace("T", " ")} UTC`;
 
 /** The 409 for what blocked the restart: who asked the pending one and when, or until when the cooldown runs. */
 function conflictFor(backendId: string, block: RestartBlock, cooldownSeconds: number): DomainError {
   const e = block.event;
   if (block.reason === "pending") {
-    return new DomainError("conflict", `"${backendId}" is already restarting (asked by ${e.requestedBy} at ${clock(e.requestedAt)})`, {
+    return new DomainError("conflict", `"${backendId}" is already restarting (asked by ${e.requestedBy} at ${formatDateTime(e.requestedAt)})`, {
       reason: "pending",
       pendingId: e.id,
       requestedBy: e.requestedBy,
@@ -196,7 +196,7 @@ function conflictFor(backendId: string, block: RestartBlock, cooldownSeconds: nu
     });
   }
   const until = cooldownUntil(e.requestedAt, cooldownSeconds);
-  return new DomainError("conflict", `"${backendId}" is in cooldown until ${clock(until)}; override the cooldown to restart anyway`, {
+  return new DomainError("conflict", `"${backendId}" is in cooldown until ${formatDateTime(until)}; override the cooldown to restart anyway`, {
     reason: "cooldown",
     cooldownUntil: until,
     requestedBy: e.requestedBy,

@@ -259,6 +259,18 @@ const rows: Row[] = [
   { name: "pending restart, old process still there: restarting", reads: [read(0, { running: 2 }), read(5, { running: 2 })], pending: { requestedAt: 1000, processStartTime: 1_789_901_808.66 }, state: "restarting", rules: ["restart-waiting"] },
   { name: "pending restart, nothing listens while weights load: restarting", reads: [read(0, { running: 2 }), refused(5), refused(10)], pending: { requestedAt: 1000, processStartTime: 1_789_901_808.66 }, state: "restarting" },
   { name: "pending restart, new process serving: recovered, idle", reads: [read(0, { running: 2 }), refused(5), read(10, { start: 1_789_999_999 }, ok(10))], pending: { requestedAt: 1000, processStartTime: 1_789_901_808.66 }, state: "idle", rules: ["restart-recovered", "probe-answered"] },
+  {
+    name: "/metrics itself answered 401 (llama.cpp --api-key, or a proxy in front): unknown, a configuration problem naming apiKey",
+    reads: [{ at: 0, latencyMs: 2, outcome: "http-error", status: 401, error: "/metrics answered HTTP 401", metrics: null }],
+    state: "unknown",
+    rules: ["metrics-auth"],
+  },
+  {
+    name: "llama.cpp idle: its engine loop answered /metrics itself, so idle without a probe (a probe would keep a sleeping server awake)",
+    reads: [{ ...read(0, {}), engine: "llamacpp" }, { ...read(5, {}), engine: "llamacpp" }],
+    state: "idle",
+    rules: ["idle-loop-answered"],
+  },
 ];
 
 describe("classify: the state table and the incident's cases", () => {
