@@ -79,12 +79,13 @@ describe("llama.cpp", () => {
     expect(s.hits).toEqual(["GET /props", "GET /metrics"]);
   });
 
-  it("idle: probed with one token on /v1/completions", async () => {
+  it("idle: never probed (the engine loop's own /metrics answer proves it turns; a probe would restart its idle-sleep countdown)", async () => {
     const s = await llamaServer({ processing: 0 });
     const { reading, verdict } = await observe({ url: s.url }, [], { thresholds: T, read: { timeoutMs: 2000 } });
-    expect(reading.probe).toMatchObject({ ok: true, kind: "completions" });
+    expect(reading.probe).toBeUndefined();
     expect(verdict.state).toBe("idle");
-    expect(s.hits).toEqual(["GET /props", "GET /metrics", "POST /v1/completions"]);
+    expect(verdict.reasons.map((r) => r.rule)).toContain("idle-loop-answered");
+    expect(s.hits).toEqual(["GET /props", "GET /metrics"]);
   });
 
   it("without --metrics (501): no-metrics, and the reason names the flag", async () => {
