@@ -333,6 +333,6 @@ describe("classify per engine: each engine's progress signal and its trap", () =
     expect(shouldProbe(input(llama(0, { processing: 0, deferred: 1 })))).toBe(false);
     const v = classify(input(llama(0, { processing: 0, deferred: 0 })));
     expect(v.state).toBe("idle");
-    expect(v.reasons.join(" ")).toMatch(/answered \/metrics itself/);
+    expect(v.reasons.map((r) => r.rule)).toContain("idle-loop-answered");
   });
 });
