@@ -9,7 +9,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { ConfigError, parseConfigText, readConfigText, type Config } from "./config";
-import type { ConfigChange, Watcher } from "./watcher";
+import { targetChange, type ConfigChange, type Watcher } from "./watcher";
 
 /** Who or what asked for a reload: shown on the Configuration page and in the log. */
 export type ReloadTrigger = "start" | "SIGHUP" | "file change" | `operator ${string}`;
@@ -34,6 +34,8 @@ export interface ConfigStatus {
 
 export interface ReloadResult {
   ok: boolean;
+  /** Refused because it could not be recorded (the audit log took no write): a 503, not the file's fault. */
+  unrecorded?: boolean;
   /** False when an automatic trigger found the same text as the last attempt (nothing done). */
   attempted: boolean;
   change: ConfigChange | null;
@@ -46,6 +48,13 @@ export interface Reloadable {
   watcher: Watcher;
   configStatus: ConfigStatus;
 }
+
+/**
+ * Called with a valid new config before it is swapped in, with what it will change: records the
+ * reload (its audit line, the session sweep) and throws when it cannot, which refuses the reload
+ * (the running config stays). Nothing is applied that was not recorded.
+ */
+export type ReloadRecorder = (next: Config, change: ConfigChange, trigger: ReloadTrigger) => void;
 
 /** Called after every attempt (the audit log and the server log hang here). */
 export type ReloadListener = (r: ReloadResult, trigger: ReloadTrigger, rt: Reloadable) => void;
@@ -76,6 +85,7 @@ export function startReloader(
   opts: {
     initialText: string;
     onResult?: ReloadListener;
+    record?: ReloadRecorder;
     now?: () => number;
     debounceMs?: number;
     statIntervalMs?: number;
@@ -97,6 +107,15 @@ export function startReloader(
       if (o.onlyIfChanged && text === lastText) return { ok: true, attempted: false, change: null, problems: [] };
       lastText = text;
       const next = parseConfigText(text, file);
+      try {
+        opts.record?.(next, targetChange(rt.config, next), trigger);
+      } catch (e) {
+        const problems = [`not recorded, so not applied: ${(e as Error)?.message ?? String(e)}; reload again once the database takes writes`];
+        rt.configStatus = { ...rt.configStatus, error: { at: now(), trigger, problems } };
+        result = { ok: false, unrecorded: true, attempted: true, change: null, problems };
+        notify(result, trigger);
+        return result;
+      }
       // The swap: synchronous, so a poll or a route sees the old config or the new one, never a mix.
       const change = rt.watcher.apply(next);
       rt.config = next;
@@ -108,13 +127,16 @@ export function startReloader(
       rt.configStatus = { ...rt.configStatus, error: { at: now(), trigger, problems } };
       result = { ok: false, attempted: true, change: null, problems };
     }
+    notify(result, trigger);
+    return result;
+  };
+  function notify(result: ReloadResult, trigger: ReloadTrigger): void {
     try {
       opts.onResult?.(result, trigger, rt);
     } catch (e) {
       console.error(`stepwatch: after the config reload: ${(e as Error)?.message ?? String(e)}`);
     }
-    return result;
-  };
+  }
 
   if (!file) return { reload, stop() {} };
 

@@ -16,6 +16,8 @@ import { restartCommandEnv } from "./restart/execute";
 import { describeReload, emptyStatus, startReloader, type ConfigStatus, type ReloadResult, type ReloadTrigger } from "./reload";
 import { buildNetPolicy, setNetPolicy } from "./net/net-policy";
 import { warmPasswords } from "./auth/password";
+import { sweepSessions } from "./auth/session";
+import { authHolder } from "./auth/state";
 import { startWatcher, type Watcher } from "./watcher";
 import { tuneHeapForWatcher } from "./watcher/heap";
 import { fleetSnapshot } from "./api/snapshot";
@@ -28,6 +30,12 @@ export interface Runtime {
   /** Re-reads the config file now (SIGHUP, a file change and POST /api/config/reload call this). */
   reloadConfig(trigger: ReloadTrigger): ReloadResult;
   db: DbHandle;
+  /**
+   * Every variable a config loaded by this process read a secret from (the first one and every
+   * reload's): they stay in the process's environment after a reload stops naming them (a rotated
+   * password, a removed webhook URL), so a restart command must never get them.
+   */
+  secretEnvNames: Set<string>;
   watcher: Watcher;
   /** The Prometheus export (GET /metrics): the process's one registry, fed by this watcher. */
   metrics: StepwatchMetrics;
@@ -106,6 +114,15 @@ async function startRuntime(): Promise<Runtime> {
     await stopDemo?.();
     throw e;
   }
+  // Sessions of operators gone from this config, or whose password changed while stepwatch was
+  // stopped, end now rather than on their next request (lib/auth/session.ts sweepSessions).
+  const authKey = authHolder(db.path).key;
+  try {
+    const ended = sweepSessions(db.db, config.operators, authKey);
+    if (ended) console.log(`stepwatch: ended ${ended} session(s) of operators removed or with another password`);
+  } catch (e) {
+    console.error(`stepwatch: cannot sweep the sessions (each is still checked on use): ${(e as Error).message}`);
+  }
   try {
     recordAudit(db.db, {
       at: startedAt,
@@ -145,6 +162,7 @@ async function startRuntime(): Promise<Runtime> {
     configStatus: emptyStatus(configPath, startedAt),
     reloadConfig: (trigger) => reloader.reload(trigger),
     db,
+    secretEnvNames: new Set(config.secretEnvNames),
     watcher,
     metrics,
     demo,
@@ -174,27 +192,48 @@ async function startRuntime(): Promise<Runtime> {
     }
   };
 
+  // The audit line of a reload (who: the operator of a POST, else the system; the line names what
+  // changed or the problems, never a value from the file).
+  const auditReload = (r: ReloadResult, trigger: ReloadTrigger) => {
+    const line = describeReload(r, trigger, configPath);
+    const operator = trigger.startsWith("operator ") ? trigger.slice("operator ".length) : null;
+    recordAudit(db.db, {
+      at: Date.now(),
+      actor: operator,
+      actorKind: operator ? "operator" : "system",
+      action: r.ok ? "config.reload" : "config.reload.refused",
+      target: configPath,
+      detail: `${trigger}: ${line.replace(/^stepwatch: /, "")}`,
+    });
+  };
   const reloader = startReloader(rt, {
     initialText: configText,
+    // Before the swap, in one transaction: the audit line and the session sweep against the new
+    // operators. Either fails: the reload is refused (restart, acknowledge and maintenance fail
+    // closed the same way), so no config runs that the audit log does not show.
+    record: (next, change, trigger) => {
+      try {
+        db.db.$client.transaction(() => {
+          auditReload({ ok: true, attempted: true, change, problems: [] }, trigger);
+          sweepSessions(db.db, next.operators, authKey);
+        })();
+      } catch (e) {
+        throw new Error(`cannot write the audit log (${(e as Error)?.message ?? String(e)})`);
+      }
+      for (const n of next.secretEnvNames) rt.secretEnvNames.add(n);
+    },
     onResult: (r, trigger) => {
       if (!r.attempted) return;
-      // The audit hook of a reload: the server log and the audit log (who: the operator of a POST,
-      // else the system; the line names what changed or the problems, never a value from the file).
       const line = describeReload(r, trigger, configPath);
       if (r.ok) console.log(line);
       else console.error(line);
-      const operator = trigger.startsWith("operator ") ? trigger.slice("operator ".length) : null;
-      try {
-        recordAudit(db.db, {
-          at: Date.now(),
-          actor: operator,
-          actorKind: operator ? "operator" : "system",
-          action: r.ok ? "config.reload" : "config.reload.refused",
-          target: configPath,
-          detail: `${trigger}: ${line.replace(/^stepwatch: /, "")}`,
-        });
-      } catch (e) {
-        console.error(`stepwatch: cannot write the audit log: ${(e as Error).message}`);
+      // A reload that worked was recorded before its swap; a refusal is recorded here if it can be.
+      if (!r.ok) {
+        try {
+          auditReload(r, trigger);
+        } catch (e) {
+          console.error(`stepwatch: cannot write the audit log: ${(e as Error).message}`);
+        }
       }
       // Host, Origin and trusted proxies follow the reloaded config at once.
       if (r.ok) setNetPolicy(buildNetPolicy({ ...rt.config.server, publicUrl: rt.config.publicUrl }));
@@ -242,12 +281,13 @@ export async function startFromInstrumentation(): Promise<void> {
  * The restart verb's collaborators in a running stepwatch: the config in force, the database, the
  * watcher. Built per request, so a reload's new config is the one used.
  */
-export function restartDeps(rt: Pick<Runtime, "config" | "db" | "watcher">, env: NodeJS.ProcessEnv = process.env): RestartDeps {
+export function restartDeps(rt: Pick<Runtime, "config" | "db" | "watcher" | "secretEnvNames">, env: NodeJS.ProcessEnv = process.env): RestartDeps {
   return {
     db: rt.db,
     backends: rt.config.backends,
     restartCooldownSeconds: rt.config.restartCooldownSeconds,
-    commandEnv: restartCommandEnv(env, rt.config.secretEnvNames),
+    // The running config's secrets and every earlier config's: a reload does not unset a variable.
+    commandEnv: restartCommandEnv(env, [...rt.config.secretEnvNames, ...rt.secretEnvNames]),
     current: (b) => rt.watcher.current(b),
     onPending: (b, p) => rt.watcher.notifyRestartRequested(b, p),
     onResolved: (b, outcome) => rt.watcher.notifyRestartResolved(b, outcome),
@@ -256,6 +296,6 @@ export function restartDeps(rt: Pick<Runtime, "config" | "db" | "watcher">, env:
 }
 
 /** The unattended restart's collaborators, when the watcher finds one due. */
-export function unattendedDeps(rt: Pick<Runtime, "config" | "db" | "watcher">): UnattendedDeps {
+export function unattendedDeps(rt: Pick<Runtime, "config" | "db" | "watcher" | "secretEnvNames">): UnattendedDeps {
   return { backends: rt.config.backends, watcher: rt.watcher, restart: restartDeps(rt) };
 }

@@ -43,6 +43,11 @@ export function deleteSessionsOf(db: Db, operator: string): number {
   return db.delete(sessions).where(eq(sessions.operator, operator)).run().changes;
 }
 
+/** Every session's id, operator and password fingerprint (for the sweep at start and at each reload). */
+export function sessionCredentials(db: Db): Array<{ id: string; operator: string; credential: string }> {
+  return db.select({ id: sessions.id, operator: sessions.operator, credential: sessions.credential }).from(sessions).all();
+}
+
 /** The operator's live sessions, newest first. */
 export function sessionsOf(db: Db, operator: string, now: number): SessionRow[] {
   return db

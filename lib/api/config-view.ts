@@ -113,6 +113,7 @@ export async function reloadConfigAs(operator: string): Promise<ReloadResponse> 
     changed: r.change?.changed ?? [],
     problems: [...r.problems],
   };
+  if (!r.ok && r.unrecorded) throw new DomainError("unavailable", `the config was not reloaded; the running config stays: ${r.problems.join("; ")}`, { ...body });
   if (!r.ok) throw new DomainError("invalid-config", `the config was not reloaded; the running config stays: ${r.problems.join("; ")}`, { ...body });
   return body;
 }

@@ -11,7 +11,8 @@ import { createHash, createHmac, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import type { OperatorConfig, PasswordSpec } from "../config";
-import { deleteSession, insertSession, sessionById, touchSession } from "../../db/queries/auth";
+import { deleteSession, insertSession, recordAudit, sessionById, sessionCredentials, touchSession } from "../../db/queries/auth";
+import { DomainError } from "../core/errors";
 import type { Db } from "../../db/types";
 
 /** The cookie over http; over https the `__Host-` prefixed name (Secure, Path=/, no Domain). */
@@ -69,6 +70,41 @@ export function createSession(
     MAX_SESSIONS_PER_OPERATOR,
   );
   return { token, session: { id, name: input.operator.name, createdAt: input.now, expiresAt } };
+}
+
+/**
+ * A sign-in that worked, recorded: the session row and its audit line in one transaction. A
+ * database that takes no writes (locked, full, read-only) is "unavailable" (503) with the reason,
+ * and no cookie is set: a session that is not stored could not be checked or ended.
+ */
+export function beginSession(
+  db: Db,
+  input: { operator: OperatorConfig; key: Buffer; now: number; address: string; userAgent?: string | null },
+): { token: string; session: Session } {
+  try {
+    return db.$client.transaction(() => {
+      const made = createSession(db, input);
+      recordAudit(db, { at: input.now, actor: input.operator.name, actorKind: "operator", action: "signin.ok", address: input.address });
+      return made;
+    })();
+  } catch (e) {
+    throw new DomainError("unavailable", `cannot record the sign-in in the database (${(e as Error)?.message ?? String(e)}); try again when it takes writes`);
+  }
+}
+
+/**
+ * Ends every stored session whose operator is not in `operators` or whose password fingerprint is
+ * not the current one. Run at start and inside every reload: the check on each request alone let
+ * a session come back when a password went A -> B -> A (or an operator was removed and added
+ * again) without that session being used in between. Returns how many ended.
+ */
+export function sweepSessions(db: Db, operators: OperatorConfig[], key: Buffer): number {
+  const current = new Map(operators.map((o) => [o.name, credentialOf(o.password, key)]));
+  let ended = 0;
+  for (const row of sessionCredentials(db)) {
+    if (current.get(row.operator) !== row.credential && deleteSession(db, row.id)) ended++;
+  }
+  return ended;
 }
 
 /** The live session a cookie token names, or null; a stale row (expired, removed, re-passworded) is deleted. */

@@ -22,6 +22,8 @@
  * In memory on purpose: a restart of stepwatch forgets it, which costs an attacker a restart they
  * cannot cause. The clock is passed in.
  */
+import os from "node:os";
+
 export interface ThrottleOptions {
   /** Attempts of one name from one address in the window before that pair is refused. */
   perPair: number;
@@ -198,7 +200,28 @@ export interface GateOptions {
   maxWaitMs: number;
 }
 
-export const DEFAULT_GATE: GateOptions = { perName: 1, perAddress: 1, overall: 2, maxQueued: 64, maxWaitMs: 20_000 };
+/**
+ * Comparisons at once overall, from the machine: one per core but one (the event loop, polls and
+ * the dashboard keep a core), at least 2, and at most the libuv thread pool less one (scrypt runs
+ * there, and so do dns.lookup and file reads: a pool full of scrypt would stall every poll that
+ * resolves a host name). A 2-core box gets 2, as before; a 16-core one with the default pool of 4
+ * gets 3, and with UV_THREADPOOL_SIZE=16, 15.
+ */
+export function comparisonSlots(cores: number, threadPool: number): number {
+  const c = Number.isFinite(cores) && cores > 0 ? Math.floor(cores) : 1;
+  const pool = Number.isFinite(threadPool) && threadPool > 0 ? Math.floor(threadPool) : 4;
+  return Math.max(2, Math.min(c - 1, pool - 1));
+}
+
+/** This process's gate: sized by `comparisonSlots` from its cores and its libuv pool (default 4). */
+export function defaultGate(
+  cores: number = os.availableParallelism(),
+  threadPool: number = Number(process.env.UV_THREADPOOL_SIZE) || 4,
+): GateOptions {
+  return { perName: 1, perAddress: 1, overall: comparisonSlots(cores, threadPool), maxQueued: 64, maxWaitMs: 20_000 };
+}
+
+export const DEFAULT_GATE: GateOptions = defaultGate();
 
 interface Waiter {
   name: string;

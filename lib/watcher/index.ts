@@ -103,6 +103,27 @@ export interface ConfigChange {
   changed: string[];
 }
 
+/**
+ * What `apply(next)` will change, computed before it runs (a reload records it first): by id, a
+ * target whose settings differ is "changed", exactly as the applier decides (JSON of its config).
+ */
+export function targetChange(prev: Pick<Config, "backends" | "proxies">, next: Pick<Config, "backends" | "proxies">): ConfigChange {
+  const change: ConfigChange = { added: [], removed: [], changed: [] };
+  const diff = <C extends { id: string }>(kind: string, a: C[], b: C[]) => {
+    const before = new Map(a.map((c) => [c.id, c]));
+    const wanted = new Set(b.map((c) => c.id));
+    for (const c of a) if (!wanted.has(c.id)) change.removed.push(`${kind} ${c.id}`);
+    for (const c of b) {
+      const old = before.get(c.id);
+      if (!old) change.added.push(`${kind} ${c.id}`);
+      else if (JSON.stringify(old) !== JSON.stringify(c)) change.changed.push(`${kind} ${c.id}`);
+    }
+  };
+  diff("backend", prev.backends, next.backends);
+  diff("proxy", prev.proxies, next.proxies);
+  return change;
+}
+
 export const WATCHER_DEFAULTS = { flushIntervalMs: 1000, retentionIntervalMs: 10 * 60_000 };
 /** Backends per retention transaction (lib/watcher runRetention). */
 export const RETENTION_CHUNK = 50;

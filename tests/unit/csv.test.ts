@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { csvResponse, isoTime, toCsv } from "@/lib/api/csv";
-import { historyCsv } from "@/lib/api/exports";
+import { csvCell, csvResponse, isoTime, toCsv } from "@/lib/api/csv";
+import { historyCsv, outagesCsv } from "@/lib/api/exports";
 import type { HistoryResponse } from "@/lib/api/types";
 import { figureColumn, HISTORY_FIGURES, toColumns, type HistoryPoint } from "@/lib/core/history";
 
@@ -56,5 +56,101 @@ describe("the history CSV", () => {
     // Every digit stored (the JSON rounds to three).
     expect(row(1)).toMatchObject({ time_utc: "2026-12-01T03:19:04.000Z", state: "busy", kv_cache_usage: "0.25", ttft_p95: "0.123456789", success_other_per_second: "0.5", ttft_p50: "" });
     expect(row(2)).toMatchObject({ state: "idle", running: "1", ttft_p95: "", success_other_per_second: "" });
+  });
+});
+
+/**
+ * How a spreadsheet reads one CSV line with a given list separator: quoted fields are one cell
+ * (RFC 4180, "" is a quote) when the quote opens the cell, anything else is cut at every separator
+ * and line break. Excel and LibreOffice in a
+ * ";" locale (German, French, ...) cut at ";", in an English one at ",".
+ */
+function spreadsheetCells(line: string, sep: string): string[] {
+  const cells: string[] = [];
+  let i = 0;
+  for (;;) {
+    let cur = "";
+    if (line[i] === '"') {
+      i++;
+      for (;;) {
+        if (i >= line.length) break;
+        if (line[i] === '"' && line[i + 1] === '"') (cur += '"'), (i += 2);
+        else if (line[i] === '"') {
+          i++;
+          break;
+        } else cur += line[i++];
+      }
+      // After the closing quote a spreadsheet keeps reading to the separator as part of the cell.
+      while (i < line.length && line[i] !== sep) cur += line[i++];
+    } else while (i < line.length && line[i] !== sep && line[i] !== "\n" && line[i] !== "\r") cur += line[i++];
+    cells.push(cur);
+    if (i >= line.length) return cells;
+    i++; // the separator, or an unquoted line break (a new row: its first cell starts here too)
+  }
+}
+
+/** A cell a spreadsheet would run: it starts (after spaces) with a formula character. */
+const runs = (c: string) => /^[ ]*[=+\-@\t\r\uff1d\uff0b\uff0d\uff20]/.test(c);
+
+describe("CSV cells are safe in ',' and ';' (and tab) locales", () => {
+  const HOSTILE = [
+    ";=cmd|' /C calc'!A0",
+    "redirected to http://x.example/;=cmd|' /C calc'!A0",
+    'http://a.example/";=HYPERLINK("http://evil.example")',
+    "x,=1+1",
+    "x;+1+1",
+    "x;-1+1",
+    "x;@SUM(A1)",
+    "x\t=1+1",
+    "x\r=1+1",
+    "x\n=1+1",
+    "=1+1",
+    "+1",
+    "-1",
+    "@SUM(A1:A2)",
+    "\t=1+1",
+    "\r=1+1",
+    "  =1+1",
+    "\uff1d1+1",
+    "x';=1+1",
+    "';=1+1",
+    '"";=1+1',
+    'a"b;=c',
+  ];
+  it.each(HOSTILE)("%j stays one cell that runs nothing", (hostile) => {
+    const csv = toCsv([{ cause: hostile, n: -5 }], [
+      { header: "cause", value: (r) => r.cause },
+      { header: "n", value: (r) => r.n },
+    ]);
+    // Line breaks inside a quoted field are part of the field: read the whole record.
+    const record = csv.slice(csv.indexOf("\r\n") + 2, -2);
+    for (const sep of [",", ";", "\t"]) {
+      const cells = spreadsheetCells(record, sep);
+      for (const c of cells) if (c !== "-5") expect(runs(c), `${sep} locale: ${JSON.stringify(c)} in ${JSON.stringify(record)}`).toBe(false);
+    }
+    // In the file's own "," reading, the text comes back whole (behind the guard's ').
+    const cells = spreadsheetCells(record, ",");
+    expect(cells).toHaveLength(2);
+    // The text is all there; the guard only adds a ' before what would run.
+    expect(cells[0].replace(/'/g, "")).toBe(hostile.replace(/'/g, ""));
+    expect(cells[1]).toBe("-5"); // numbers are numbers, never prefixed
+  });
+
+  it("the outages export: a backend's redirect target in the cause stays one quoted cell", () => {
+    const cause = "GET /metrics answered 302 to http://evil.example/a;=cmd|' /C calc'!A0";
+    const csv = outagesCsv([{ backendId: "b1", state: "down", cause, start: 0, end: 1000, durationSeconds: 1 }]);
+    const record = csv.split("\r\n")[1];
+    expect(record).toContain('"GET /metrics answered 302 to http://evil.example/a;\'=cmd|\' /C calc\'!A0"');
+    for (const sep of [",", ";"]) for (const c of spreadsheetCells(record, sep)) expect(runs(c), `${sep}: ${c}`).toBe(false);
+  });
+
+  it("plain cells stay unquoted; numbers and times are not touched", () => {
+    expect(csvCell("plain text")).toBe("plain text");
+    expect(csvCell(-1.5)).toBe("-1.5");
+    expect(csvCell("2026-12-01T03:19:04.000Z")).toBe("2026-12-01T03:19:04.000Z");
+    expect(csvCell("a;b")).toBe('"a;b"');
+    expect(csvCell("-1")).toBe(`"'-1"`);
+    expect(csvCell("a;b;=c")).toBe(`"a;b;'=c"`);
+    expect(csvCell("a\n -1")).toBe(`"a\n' -1"`);
   });
 });

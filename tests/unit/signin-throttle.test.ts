@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { hashPassword } from "@/lib/auth/password";
-import { ConcurrencyGate, SignInThrottle, failureDelayMs, nameDelayMs } from "@/lib/auth/throttle";
+import os from "node:os";
+import { ConcurrencyGate, DEFAULT_GATE, SignInThrottle, comparisonSlots, defaultGate, failureDelayMs, nameDelayMs } from "@/lib/auth/throttle";
 import { signIn, type SignInDeps } from "@/lib/auth/signin";
 import type { DomainError } from "@/lib/core/errors";
 
@@ -84,6 +85,28 @@ describe("ConcurrencyGate", () => {
     expect(g.load.queued).toBe(1);
     same!();
     (await sameName)!();
+  });
+  it("is sized from the machine: a core for the event loop, a pool thread for DNS and files, never under 2", async () => {
+    expect(comparisonSlots(1, 4)).toBe(2);
+    expect(comparisonSlots(2, 4)).toBe(2);
+    expect(comparisonSlots(4, 4)).toBe(3);
+    expect(comparisonSlots(16, 4)).toBe(3);
+    expect(comparisonSlots(16, 16)).toBe(15);
+    expect(comparisonSlots(8, 64)).toBe(7);
+    expect(comparisonSlots(Number.NaN, Number.NaN)).toBe(2);
+    expect(defaultGate(16, 16).overall).toBe(15);
+    // The process's own gate follows this machine, not a constant.
+    expect(DEFAULT_GATE.overall).toBe(comparisonSlots(os.availableParallelism(), Number(process.env.UV_THREADPOOL_SIZE) || 4));
+    // And a gate that size really runs that many at once (one name and address each).
+    const g = new ConcurrencyGate(defaultGate(16, 16));
+    const held = await Promise.all(Array.from({ length: 15 }, (_, i) => g.acquire(`n${i}`, `a${i}`)));
+    expect(held.every(Boolean)).toBe(true);
+    const next = g.acquire("n15", "a15");
+    expect(g.load).toEqual({ running: 15, queued: 1 });
+    held[0]!();
+    (await next)!();
+    for (const r of held.slice(1)) r!();
+    expect(g.load).toEqual({ running: 0, queued: 0 });
   });
   it("gives up after maxWaitMs", async () => {
     const g = new ConcurrencyGate({ perName: 1, perAddress: 1, overall: 1, maxQueued: 5, maxWaitMs: 20 });

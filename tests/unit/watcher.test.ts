@@ -468,7 +468,7 @@ describe("watcher: the on-call loop", () => {
     const cfg = oneBackend();
     const { w } = start({ states: { fast: () => s }, verdictExtra: () => extra, config: cfg });
     const logs: string[] = [];
-    const rt = { config: cfg, db: h, watcher: w };
+    const rt = { config: cfg, db: h, watcher: w, secretEnvNames: new Set<string>() };
     await vi.advanceTimersByTimeAsync(1500);
     expect(requestUnattendedRestart(unattendedDeps(rt), "fast", Date.now(), (m) => logs.push(m))).toBe(false);
     expect(logs.at(-1)).toMatch(/not asked for: down, but inside startupGraceSeconds/);

@@ -2,7 +2,7 @@ import { NextResponse } from "next/server";
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
 import { assertSameOrigin, authState, clearSessionCookie, clientAddress, currentPrincipal, currentSession, currentToken, setSessionCookie } from "@/lib/api/operator";
-import { createSession, endSessionByToken } from "@/lib/auth/session";
+import { beginSession, endSessionByToken } from "@/lib/auth/session";
 import { signIn } from "@/lib/auth/signin";
 import { auditSession, auditSignInFailure } from "@/lib/auth/audit";
 import { DomainError } from "@/lib/core/errors";
@@ -45,8 +45,7 @@ export async function POST(req: Request): Promise<Response> {
       { operators: rt.config.operators, throttle, gate, onFailure: (name, addr, why) => auditSignInFailure(rt.db.db, name, addr, why) },
     );
     const now = Date.now();
-    const { token, session } = createSession(rt.db.db, { operator, key, now, address, userAgent: req.headers.get("user-agent") });
-    auditSession(rt.db.db, "signin.ok", operator.name, address, now);
+    const { token, session } = beginSession(rt.db.db, { operator, key, now, address, userAgent: req.headers.get("user-agent") });
     const res = NextResponse.json({ operator: session.name, expiresAt: session.expiresAt }, { headers: { "cache-control": "no-store" } });
     setSessionCookie(res, req, token, session.expiresAt);
     return res;
