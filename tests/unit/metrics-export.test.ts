@@ -45,11 +45,11 @@ function fleet(backends: FleetBackend[]): FleetResponse {
     demo: false,
     pollIntervalSeconds: 5,
     storageError: null,
-    notificationChannels: [],
+    notificationChannels: [{ id: "slack", type: "slack", consecutiveFailures: 0, lastAttemptAt: null, lastOkAt: null, lastError: null, failing: false }],
     configError: null,
     backends,
     proxies: [
-      { id: "lb", url: "http://127.0.0.1/lb", state: "up", models: ["m"], lastReadAt: NOW, since: NOW, error: null, healthyBackends: null, totalBackends: null, sleepingBackends: null, health: null },
+      { id: "lb", url: "http://127.0.0.1/lb", state: "up", models: ["m"], lastReadAt: NOW, since: NOW, error: null, healthyBackends: 1, totalBackends: 2, sleepingBackends: 0, health: "degraded" },
       { id: "lb2", url: "http://127.0.0.1/lb2", state: "down", models: [], lastReadAt: NOW, since: NOW, error: "refused", healthyBackends: null, totalBackends: null, sleepingBackends: null, health: null },
     ],
   };
@@ -117,7 +117,7 @@ describe("the Prometheus export", () => {
     f.proxies = [
       { ...f.proxies[0], id: "all", healthyBackends: 2, totalBackends: 2, sleepingBackends: 0, health: "ok" },
       { ...f.proxies[0], id: "none", healthyBackends: 0, totalBackends: 3, sleepingBackends: 0, health: "none" },
-      { ...f.proxies[0], id: "bare" },
+      { ...f.proxies[0], id: "bare", healthyBackends: null, totalBackends: null, sleepingBackends: null, health: null },
     ];
     f.notificationChannels = [
       { id: "slack", type: "slack", consecutiveFailures: 3, lastAttemptAt: NOW, lastOkAt: null, lastError: "HTTP 500", failing: true },
@@ -130,7 +130,7 @@ describe("the Prometheus export", () => {
     expect(of("stepwatch_backend_in_maintenance", "backend")).toEqual({ ack: 0, maint: 1, plain: 0 });
     // A proxy that names no backends has no count: 0 of 0 would read as "none healthy".
     expect(of("stepwatch_proxy_backends_healthy", "proxy")).toEqual({ all: 2, none: 0 });
-    expect(of("stepwatch_proxy_backends_total", "proxy")).toEqual({ all: 2, none: 3 });
+    expect(of("stepwatch_proxy_backends", "proxy")).toEqual({ all: 2, none: 3 });
     expect(of("stepwatch_proxy_up", "proxy")).toEqual({ all: 1, none: 1, bare: 1 });
     expect(of("stepwatch_notification_channel_failing", "channel")).toEqual({ slack: 1, ntfy: 0 });
   });

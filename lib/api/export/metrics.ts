@@ -159,7 +159,8 @@ export class StepwatchMetrics {
     perProxy("stepwatch_proxy_backends_healthy", "Of the backends the config names for the proxy (proxies[].backends), how many are healthy now; absent when it names none.", (p) =>
       p.totalBackends === null ? null : p.healthyBackends,
     );
-    perProxy("stepwatch_proxy_backends_total", "How many backends the config names for the proxy (proxies[].backends); absent when it names none.", (p) => p.totalBackends);
+    // Not "_total": that suffix is for counters (promtool check metrics rejects a gauge named so).
+    perProxy("stepwatch_proxy_backends", "How many backends the config names for the proxy (proxies[].backends); absent when it names none.", (p) => p.totalBackends);
     new Gauge({
       name: "stepwatch_notification_channel_failing",
       help: "1 while the channel is failing (its last 3 delivery attempts failed; they are kept and retried), else 0.",
