@@ -7,14 +7,23 @@
  *   process seen while the backend was serving, i.e. `starting` entered from a healthy state;
  * - a restart asked for from stepwatch (`restarting`), with who asked.
  * The episode lasts until the backend is serving again (idle or busy, or any state that is not part
- * of an outage); states inside it (down -> starting -> restarting) do not split it. Its `state` is
- * the worst state seen, its `cause` the reason recorded when it began.
+ * of an outage); states inside it (down -> starting -> restarting) do not split it. It starts at the
+ * first failed read: a refused read is recorded as `unknown` before the second makes it `down`, and
+ * a `stuck` is the `stalled` before it gone on (no progress since then). Its `state` is the worst
+ * state seen, `states` all of them, its `cause` the reason recorded when it began. Time inside a
+ * maintenance period is planned, not downtime: it is counted apart (`maintenanceSeconds`) and left
+ * out of uptime.
  */
 import type { Transition } from "./core/history";
-import type { Outage } from "./core/outages";
+import type { MaintenanceSpan, Outage } from "./core/outages";
 
-/** Worst first: the state an episode is named by. */
-const SEVERITY = ["down", "stuck", "restarting", "starting", "unknown"] as const;
+/**
+ * Worst first: the state an episode is named by. `stuck` ranks above `down`: a stuck server holds
+ * its clients' requests with no answer (the incident stepwatch exists for), a down one refuses them
+ * at once; and a stuck server restarted is briefly down while it loads, which is the cure, not a
+ * worse outage (a 12-minute stuck with a minute of restart is "stuck").
+ */
+const SEVERITY = ["stuck", "down", "restarting", "starting", "unknown"] as const;
 const IN_OUTAGE = new Set<string>(SEVERITY);
 const SERVING = new Set(["idle", "busy", "stalled"]);
 
@@ -22,11 +31,11 @@ export interface OutageOptions {
   /** An `unknown` episode shorter than this is a failed read or two, not an outage. */
   unknownAfterSeconds: number;
   now: number;
+  /** The backend's maintenance periods (any order, may overlap). */
+  maintenance?: readonly MaintenanceSpan[];
 }
 
-function worse(a: string, b: string): string {
-  return SEVERITY.indexOf(a as (typeof SEVERITY)[number]) <= SEVERITY.indexOf(b as (typeof SEVERITY)[number]) ? a : b;
-}
+const rank = (state: string) => SEVERITY.indexOf(state as (typeof SEVERITY)[number]);
 
 function causeOf(t: Transition): string {
   const why = t.reasons[0]?.text ?? "";
@@ -41,6 +50,24 @@ function begins(t: Transition): boolean {
   return IN_OUTAGE.has(t.to);
 }
 
+/** The spans sorted and merged, so an overlap is never counted twice. */
+export function mergeSpans(spans: readonly MaintenanceSpan[]): MaintenanceSpan[] {
+  const out: MaintenanceSpan[] = [];
+  for (const sp of [...spans].filter((x) => x.end > x.start).sort((a, b) => a.start - b.start)) {
+    const last = out[out.length - 1];
+    if (last && sp.start <= last.end) last.end = Math.max(last.end, sp.end);
+    else out.push({ ...sp });
+  }
+  return out;
+}
+
+/** ms of [start, end) inside the merged spans. */
+function overlapMs(merged: readonly MaintenanceSpan[], start: number, end: number): number {
+  let ms = 0;
+  for (const sp of merged) ms += Math.max(0, Math.min(end, sp.end) - Math.max(start, sp.start));
+  return ms;
+}
+
 /**
  * The outages of one backend from its transitions (oldest first, including the last one before the
  * window so an outage already going on at `from` is seen), clipped to nothing: an outage that
@@ -48,20 +75,36 @@ function begins(t: Transition): boolean {
  */
 export function deriveOutages(backendId: string, transitions: Transition[], from: number, to: number, opts: OutageOptions): Outage[] {
   const sorted = [...transitions].sort((a, b) => a.at - b.at);
+  const maintenance = mergeSpans(opts.maintenance ?? []);
   const out: Outage[] = [];
-  let cur: { start: number; state: string; cause: string; onlyUnknown: boolean } | null = null;
+  let cur: { start: number; states: Set<string>; cause: string; onlyUnknown: boolean } | null = null;
   const close = (end: number | null) => {
     if (!cur) return;
     const until = end ?? opts.now;
     const durationSeconds = Math.max(0, (until - cur.start) / 1000);
     const keep = !cur.onlyUnknown || durationSeconds >= opts.unknownAfterSeconds;
-    if (keep) out.push({ backendId, state: cur.state, cause: cur.cause, start: cur.start, end, durationSeconds });
+    const states = [...cur.states].sort((a, b) => rank(a) - rank(b));
+    const inside = overlapMs(maintenance, cur.start, until);
+    if (keep) {
+      out.push({
+        backendId,
+        state: states[0],
+        states,
+        cause: cur.cause,
+        start: cur.start,
+        end,
+        durationSeconds,
+        maintenanceSeconds: inside / 1000,
+        inMaintenance: maintenance.some((sp) => sp.start < until && sp.end > cur!.start),
+      });
+    }
     cur = null;
   };
+  let prev: Transition | null = null;
   for (const t of sorted) {
     if (cur) {
       if (IN_OUTAGE.has(t.to)) {
-        cur.state = worse(cur.state, t.to);
+        cur.states.add(t.to);
         if (t.to !== "unknown" && cur.onlyUnknown) {
           // A long silence that turned out to be a crash: name it by what it became.
           cur.onlyUnknown = false;
@@ -71,8 +114,12 @@ export function deriveOutages(backendId: string, transitions: Transition[], from
         close(t.at);
       }
     } else if (begins(t)) {
-      cur = { start: t.at, state: t.to, cause: causeOf(t), onlyUnknown: t.to === "unknown" };
+      // Stuck is "no progress across two waits": the requests stopped being served at the first
+      // read without progress, which is the stall recorded just before.
+      const start = t.to === "stuck" && t.from === "stalled" && prev?.to === "stalled" ? prev.at : t.at;
+      cur = { start, states: new Set([t.to]), cause: causeOf(t), onlyUnknown: t.to === "unknown" };
     }
+    prev = t;
   }
   close(null);
   return out.filter((o) => o.start <= to && (o.end === null || o.end >= from));
@@ -80,21 +127,32 @@ export function deriveOutages(backendId: string, transitions: Transition[], from
 
 /**
  * Uptime over [from, to] as a percentage (0..100): the share of the watched time not inside an
- * outage. Time before the first transition (stepwatch was not yet watching) is not counted; null
- * when nothing of the window was watched.
+ * outage. Time before the first transition (stepwatch was not yet watching) is not counted, nor
+ * maintenance (planned: neither up nor down); null when nothing of the window was watched.
  */
-export function uptimePercent(outages: Outage[], firstSeen: number | null, from: number, to: number, now: number): number | null {
+export function uptimePercent(
+  outages: Outage[],
+  firstSeen: number | null,
+  from: number,
+  to: number,
+  now: number,
+  maintenance: readonly MaintenanceSpan[] = [],
+): number | null {
   if (firstSeen === null) return null;
   const start = Math.max(from, firstSeen);
   const end = Math.min(to, now);
   if (end <= start) return null;
+  const planned = mergeSpans(maintenance);
+  const watched = end - start - overlapMs(planned, start, end);
+  if (watched <= 0) return null;
+  // Outages of one backend never overlap (an episode ends before the next begins).
   let down = 0;
   for (const o of outages) {
     const s = Math.max(o.start, start);
     const e = Math.min(o.end ?? now, end);
-    if (e > s) down += e - s;
+    if (e > s) down += e - s - overlapMs(planned, s, e);
   }
-  return Math.max(0, Math.min(100, (100 * (end - start - down)) / (end - start)));
+  return Math.max(0, Math.min(100, (100 * (watched - down)) / watched));
 }
 
 /**

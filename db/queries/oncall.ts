@@ -231,6 +231,18 @@ export function openMaintenance(db: Db, backendId: string, now: number): Mainten
   return seedStatementsOf(db).openMaintenance.all({ backendId, now });
 }
 
+/**
+ * The API maintenance periods of a backend that overlap [from, to], as spans (an ended one ends
+ * when it was ended): what the outages count as planned time. Read per request, not per poll.
+ */
+export function maintenanceBetween(db: Db, backendId: string, from: number, to: number): Array<{ start: number; end: number }> {
+  return db
+    .select({ start: maintenancePeriods.startsAt, end: sql<number>`min(${maintenancePeriods.endsAt}, coalesce(${maintenancePeriods.endedAt}, ${maintenancePeriods.endsAt}))` })
+    .from(maintenancePeriods)
+    .where(and(eq(maintenancePeriods.backendId, backendId), lte(maintenancePeriods.startsAt, to), gt(maintenancePeriods.endsAt, from)))
+    .all();
+}
+
 /** Ends every running maintenance period of a backend early; returns how many. */
 export function endMaintenance(db: Db, backendId: string, at: number, by: string): number {
   return db

@@ -23,7 +23,11 @@ const OUTAGE_COLUMNS: Array<CsvColumn<Outage>> = [
   { header: "start_utc", value: (o) => isoTime(o.start) },
   { header: "end_utc", value: (o) => (o.end === null ? "ongoing" : isoTime(o.end)) },
   { header: "duration_seconds", value: (o) => Math.round(o.durationSeconds) },
+  // New columns go after the ones the CSV always had, so a spreadsheet reading them by place still works.
   { header: "cause", value: (o) => o.cause },
+  { header: "states", value: (o) => o.states.join(" ") },
+  { header: "maintenance_seconds", value: (o) => Math.round(o.maintenanceSeconds) },
+  { header: "in_maintenance", value: (o) => (o.inMaintenance ? "yes" : "no") },
 ];
 
 const RESTART_COLUMNS: Array<CsvColumn<RestartEventDTO>> = [

@@ -12,11 +12,19 @@ import { type OutagesResponse, type UptimeDTO } from "./types";
 import { UPTIME_WINDOWS, type Outage } from "../core/outages";
 import { getRuntime } from "../runtime";
 import { transitionDTO } from "./snapshot";
-import { backendOrThrow } from "../config";
+import { backendOrThrow, type MaintenanceWindowConfig } from "../config";
+import { maintenanceBetween } from "../../db/queries/oncall";
+import { configWindowsBetween } from "../oncall/book";
 
 const LONGEST_UPTIME_MS = Math.max(...UPTIME_WINDOWS.map((w) => w.ms));
 
-export function outagesOf(db: Db, backendIds: string[], from: number, to: number, opts: { now: number; unknownAfterSeconds: number }): OutagesResponse {
+export function outagesOf(
+  db: Db,
+  backendIds: string[],
+  from: number,
+  to: number,
+  opts: { now: number; unknownAfterSeconds: number; maintenanceWindows?: MaintenanceWindowConfig[] },
+): OutagesResponse {
   // One read per backend covers both the asked window and the longest uptime window.
   const start = Math.min(from, opts.now - LONGEST_UPTIME_MS);
   const end = Math.max(to, opts.now);
@@ -25,11 +33,13 @@ export function outagesOf(db: Db, backendIds: string[], from: number, to: number
   for (const id of backendIds) {
     const ts = transitionsWithPrior(db, "backend", id, start, end).map(transitionDTO);
     const restarts = listRestartEvents(db, { backendId: id, from: start - 60_000, to: end, limit: 10_000 });
-    const all = withRestartCauses(deriveOutages(id, ts, start, end, opts), restarts);
+    // Planned time: the API's periods and the config's windows, as the on-call book silences them.
+    const maintenance = [...maintenanceBetween(db, id, start, end), ...configWindowsBetween(opts.maintenanceWindows ?? [], id, start, end)];
+    const all = withRestartCauses(deriveOutages(id, ts, start, end, { ...opts, maintenance }), restarts);
     outages.push(...all.filter((o) => o.start <= to && (o.end === null || o.end >= from)));
     const firstSeen = firstTransitionAt(db, "backend", id);
     const u = {} as UptimeDTO["uptime"];
-    for (const w of UPTIME_WINDOWS) u[w.key] = uptimePercent(all, firstSeen, opts.now - w.ms, opts.now, opts.now);
+    for (const w of UPTIME_WINDOWS) u[w.key] = uptimePercent(all, firstSeen, opts.now - w.ms, opts.now, opts.now, maintenance);
     uptime.push({ backendId: id, uptime: u });
   }
   outages.sort((a, b) => b.start - a.start || a.backendId.localeCompare(b.backendId));
@@ -45,6 +55,7 @@ export async function getOutages(q: { backendId?: string; from: number; to: numb
       now,
       // "unknown for long": as long as a hang takes to be called stuck.
       unknownAfterSeconds: rt.config.stuckAfterSeconds,
+      maintenanceWindows: rt.config.maintenance,
     });
   } catch (e) {
     throw new DomainError("unavailable", `cannot read the outages from the database: ${(e as Error).message}`);

@@ -11,7 +11,7 @@ import { transitionsInRange } from "../../db/queries/readings";
 import { roundColumns } from "../core/history";
 import type { RestartEventRow, TransitionRow } from "../../db/schema";
 import type { ConfigErrorDTO, FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, SparkPoint, TransitionDTO } from "./types";
-import { STATE_INFO } from "../core/states";
+import { STATE_INFO, proxyHealth } from "../core/states";
 import { figuresOf, reason } from "../core/types";
 import { lastEngine } from "../check/read";
 import { publicUrl } from "../net/public-url";
@@ -73,14 +73,15 @@ export function fleetRecent(w: Watcher, now: number): FleetRecentResponse {
 export function frontedHealth(
   m: ProxyMonitor,
   backends: ReadonlyMap<string, BackendMonitor>,
-): { healthyBackends: number | null; totalBackends: number | null; sleepingBackends: number | null } {
+): Pick<FleetProxy, "healthyBackends" | "totalBackends" | "sleepingBackends" | "health"> {
   const ids = m.config.backends;
-  if (!ids || ids.length === 0) return { healthyBackends: null, totalBackends: null, sleepingBackends: null };
+  if (!ids || ids.length === 0) return { healthyBackends: null, totalBackends: null, sleepingBackends: null, health: null };
   const verdicts = ids.map((id) => backends.get(id)?.last?.verdict ?? null);
   const healthy = verdicts.filter((v) => v?.healthy === true).length;
   const sleeping = verdicts.filter((v) => v?.healthy === true && v.state === "sleeping").length;
-  return { healthyBackends: healthy, totalBackends: ids.length, sleepingBackends: sleeping };
+  return { healthyBackends: healthy, totalBackends: ids.length, sleepingBackends: sleeping, health: proxyHealth(healthy, ids.length) };
 }
+
 
 export function proxyView(m: ProxyMonitor, backends: ReadonlyMap<string, BackendMonitor> = new Map()): FleetProxy {
   return {

@@ -2,7 +2,7 @@
  * Shapes of the JSON API (docs/api.md). Shared by route handlers, the browser
  * components and the tests; imports nothing server-side, so client files may import it.
  */
-import type { BackendState, ProxyState } from "../core/states";
+import type { BackendState, ProxyHealth, ProxyState } from "../core/states";
 import type { Figures, Reason } from "../core/types";
 import type { EngineKind } from "../core/engine";
 import type { LatencySample } from "../core/latency";
@@ -112,7 +112,14 @@ export interface FleetProxy {
   totalBackends: number | null;
   /** Of the healthy ones, how many are `sleeping` (counted healthy: parked on purpose, not a fault; docs/check.md). */
   sleepingBackends: number | null;
+  /**
+   * What the counts above mean for the proxy's colour: "ok" every named backend healthy, "degraded"
+   * some, "none" not one (a proxy that answers /v1/models with nothing healthy behind it); null
+   * when the config names none. `state` only says whether the proxy itself answers.
+   */
+  health: ProxyHealth | null;
 }
+
 
 /** A config reload that was refused: the running config is the older one. */
 export interface ConfigErrorDTO {

@@ -1,8 +1,10 @@
 /** The words of outages: an episode in which a backend could not serve (lib/outages.ts derives them). */
 export interface Outage {
   backendId: string;
-  /** The worst state of the episode: down, stuck, restarting, starting or unknown. */
+  /** The worst state of the episode (stuck, down, restarting, starting, unknown: worst first). */
   state: string;
+  /** Every state the episode went through, worst first (`state` is the first). */
+  states: string[];
   cause: string;
   /** ms since epoch. */
   start: number;
@@ -10,6 +12,16 @@ export interface Outage {
   end: number | null;
   /** Until `end`, or until now for an open outage. */
   durationSeconds: number;
+  /** Of `durationSeconds`, the time inside maintenance: planned, so not downtime and not counted against uptime. */
+  maintenanceSeconds: number;
+  /** The episode overlaps a maintenance period (the API's or the config's windows). */
+  inMaintenance: boolean;
+}
+
+/** A span of maintenance, ms since epoch ([start, end)). */
+export interface MaintenanceSpan {
+  start: number;
+  end: number;
 }
 
 

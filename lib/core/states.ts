@@ -19,6 +19,17 @@ export type BackendState = (typeof BACKEND_STATES)[number];
 export const PROXY_STATES = ["up", "down", "unknown"] as const;
 export type ProxyState = (typeof PROXY_STATES)[number];
 
+/**
+ * How the backends a proxy fronts (`proxies[].backends`) stand: "ok" all healthy, "degraded" some,
+ * "none" not one. A proxy's own `ProxyState` only says it answers /v1/models, which it does with
+ * every backend behind it down; this is the word its colour is taken from (amber some, red none).
+ */
+export type ProxyHealth = "ok" | "degraded" | "none";
+
+export function proxyHealth(healthy: number, total: number): ProxyHealth {
+  return healthy >= total ? "ok" : healthy === 0 ? "none" : "degraded";
+}
+
 /** "yes" healthy, "no" unhealthy, "watch" keep an eye on it, "unknown" cannot be judged. */
 export type Health = "yes" | "no" | "watch" | "unknown";
 

@@ -19,28 +19,34 @@ export interface MaintenanceNow {
 
 const DAY_MS = 86_400_000;
 
+/** The spans of one config window for this backend that may cover [from, to] (weekly windows in UTC). */
+function spansOf(w: MaintenanceWindowConfig, backendId: string, from: number, to: number): Array<[number, number]> {
+  if (w.backends !== null && !w.backends.includes(backendId)) return [];
+  if (w.kind === "once") return [[w.start, w.end]];
+  const spans: Array<[number, number]> = [];
+  // A weekly window may have started up to 7 days before `from` (minutes is at most a week).
+  for (let day = Math.floor(from / DAY_MS) * DAY_MS - 7 * DAY_MS; day <= to; day += DAY_MS) {
+    if (!w.days.includes(new Date(day).getUTCDay())) continue;
+    const start = day + w.minuteOfDay * 60_000;
+    spans.push([start, start + w.minutes * 60_000]);
+  }
+  return spans;
+}
+
 /** The config window covering `now` for this backend (weekly windows in UTC), the one ending last. */
 export function configWindowAt(windows: MaintenanceWindowConfig[], backendId: string, now: number): { start: number; end: number; note: string | null } | null {
   let best: { start: number; end: number; note: string | null } | null = null;
   for (const w of windows) {
-    if (w.backends !== null && !w.backends.includes(backendId)) continue;
-    const spans: Array<[number, number]> = [];
-    if (w.kind === "once") spans.push([w.start, w.end]);
-    else {
-      // A weekly window may have started up to 7 days ago (minutes is at most a week).
-      const today = Math.floor(now / DAY_MS) * DAY_MS;
-      for (let back = 0; back <= 7; back++) {
-        const day = today - back * DAY_MS;
-        if (!w.days.includes(new Date(day).getUTCDay())) continue;
-        const start = day + w.minuteOfDay * 60_000;
-        spans.push([start, start + w.minutes * 60_000]);
-      }
-    }
-    for (const [start, end] of spans) {
+    for (const [start, end] of spansOf(w, backendId, now, now)) {
       if (start <= now && now < end && (!best || end > best.end)) best = { start, end, note: w.note };
     }
   }
   return best;
+}
+
+/** Every config window's span for this backend that overlaps [from, to] (the outages' planned time). */
+export function configWindowsBetween(windows: MaintenanceWindowConfig[], backendId: string, from: number, to: number): Array<{ start: number; end: number }> {
+  return windows.flatMap((w) => spansOf(w, backendId, from, to).filter(([s, e]) => s <= to && e > from)).map(([start, end]) => ({ start, end }));
 }
 
 export class OnCallBook {

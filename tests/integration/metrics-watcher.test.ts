@@ -30,6 +30,8 @@ let config: Config;
 let watcher: Watcher;
 let metrics: StepwatchMetrics;
 let proxy: LeastConnProxy;
+/** In front of the hung and the dead backend: it still answers /v1/models (the hung one lists its model). */
+let badProxy: LeastConnProxy;
 const sims: Record<"busy" | "hung" | "dead", Simulator> = {} as never;
 
 function value(text: string, name: string, labels: Record<string, string> = {}): number | undefined {
@@ -44,6 +46,7 @@ beforeAll(async () => {
   sims.hung = await startSimulator();
   sims.dead = await startSimulator();
   proxy = await startLeastConnProxy({ backends: [sims.busy.url] });
+  badProxy = await startLeastConnProxy({ backends: [sims.hung.url, sims.dead.url] });
   sims.busy.load({ requests: 3, promptTokens: 200, maxTokens: 1_000_000 });
   sims.hung.load({ requests: 2, promptTokens: 100, maxTokens: 1_000_000 });
   await sims.hung.setMode("hang");
@@ -66,7 +69,10 @@ beforeAll(async () => {
         { id: "hung", url: sims.hung.url },
         { id: "dead", url: sims.dead.url, restart: { command: ["/bin/false"] } },
       ],
-      proxies: [{ id: "lb", url: proxy.url }],
+      proxies: [
+        { id: "lb", url: proxy.url, backends: ["busy"] },
+        { id: "lb-bad", url: badProxy.url, backends: ["hung", "dead"] },
+      ],
     },
     "test",
     { env: {} },
@@ -80,6 +86,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await watcher?.stop();
   await proxy?.close();
+  await badProxy?.close();
   await Promise.allSettled(Object.values(sims).map((s) => s.close()));
   h?.close();
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
@@ -108,6 +115,8 @@ describe("/metrics fed by a real watcher over the simulator", () => {
     expect(value(text!, "stepwatch_backend_steps_per_second", { backend: "hung" })).toBe(0);
     expect(value(text!, "stepwatch_backend_running_requests", { backend: "dead" })).toBeUndefined();
     expect(value(text!, "stepwatch_proxy_up", { proxy: "lb" })).toBe(1);
+    expect(value(text!, "stepwatch_proxy_backends_healthy", { proxy: "lb" })).toBe(1);
+    expect(value(text!, "stepwatch_proxy_backends", { proxy: "lb" })).toBe(1);
     // stepwatch's own health, counted by the watcher itself.
     expect(value(text!, "stepwatch_read_duration_seconds_count", { kind: "backend" })).toBeGreaterThan(6);
     expect(value(text!, "stepwatch_read_duration_seconds_count", { kind: "proxy" })).toBeGreaterThan(1);
@@ -115,6 +124,24 @@ describe("/metrics fed by a real watcher over the simulator", () => {
     expect(value(text!, "stepwatch_poll_lag_seconds_count")).toBeGreaterThan(0);
     expect(value(text!, "stepwatch_restarts_total", { backend: "dead", outcome: "recovered" })).toBe(1);
     expect(value(text!, "stepwatch_restarts_total", { backend: "dead", outcome: "failed" })).toBe(0);
+  });
+
+  it("tells the truth about a proxy that answers while nothing behind it is healthy", async () => {
+    const text = await waitFor(
+      "lb-bad up with its backends judged",
+      async () => {
+        const t = await metrics.render();
+        const judged = value(t, "stepwatch_backend_state", { backend: "hung", state: "stuck" }) === 1 && value(t, "stepwatch_backend_state", { backend: "dead", state: "down" }) === 1;
+        return judged && value(t, "stepwatch_proxy_up", { proxy: "lb-bad" }) === 1 ? t : null;
+      },
+      40_000,
+      250,
+    );
+    expect(value(text!, "stepwatch_proxy_backends_healthy", { proxy: "lb-bad" })).toBe(0);
+    expect(value(text!, "stepwatch_proxy_backends", { proxy: "lb-bad" })).toBe(2);
+    const fleet = fleetSnapshot(watcher, { demo: false, now: Date.now(), restartCooldownSeconds: 0, pollIntervalSeconds: 1 });
+    expect(fleet.proxies.find((p) => p.id === "lb-bad")).toMatchObject({ state: "up", healthyBackends: 0, totalBackends: 2, health: "none" });
+    expect(fleet.proxies.find((p) => p.id === "lb")).toMatchObject({ state: "up", healthyBackends: 1, totalBackends: 1, health: "ok" });
   });
 
   it("counts a restart that failed once its result is recorded", async () => {

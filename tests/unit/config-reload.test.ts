@@ -151,8 +151,8 @@ describe("Watcher.apply", () => {
     const { w } = watch(c, { "1": "idle", "2": "stuck" });
     await vi.advanceTimersByTimeAsync(1100);
     const snap = fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600, pollIntervalSeconds: 1 });
-    expect(snap.proxies.find((p) => p.id === "lb")).toMatchObject({ state: "up", healthyBackends: 1, totalBackends: 2 });
-    expect(snap.proxies.find((p) => p.id === "bare")).toMatchObject({ healthyBackends: null, totalBackends: null });
+    expect(snap.proxies.find((p) => p.id === "lb")).toMatchObject({ state: "up", healthyBackends: 1, totalBackends: 2, health: "degraded" });
+    expect(snap.proxies.find((p) => p.id === "bare")).toMatchObject({ healthyBackends: null, totalBackends: null, health: null });
     expect(frontedLabel({ healthyBackends: 1, totalBackends: 2 })).toEqual({ text: "1 of 2 healthy", tone: "warn" });
     expect(frontedLabel({ healthyBackends: 0, totalBackends: 2 })).toEqual({ text: "0 of 2 healthy", tone: "bad" });
     expect(frontedLabel({ healthyBackends: 2, totalBackends: 2 })).toEqual({ text: "2 of 2 healthy", tone: "ok" });

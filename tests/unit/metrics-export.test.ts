@@ -45,12 +45,12 @@ function fleet(backends: FleetBackend[]): FleetResponse {
     demo: false,
     pollIntervalSeconds: 5,
     storageError: null,
-    notificationChannels: [],
+    notificationChannels: [{ id: "slack", type: "slack", consecutiveFailures: 0, lastAttemptAt: null, lastOkAt: null, lastError: null, failing: false }],
     configError: null,
     backends,
     proxies: [
-      { id: "lb", url: "http://127.0.0.1/lb", state: "up", models: ["m"], lastReadAt: NOW, since: NOW, error: null, healthyBackends: null, totalBackends: null, sleepingBackends: null },
-      { id: "lb2", url: "http://127.0.0.1/lb2", state: "down", models: [], lastReadAt: NOW, since: NOW, error: "refused", healthyBackends: null, totalBackends: null, sleepingBackends: null },
+      { id: "lb", url: "http://127.0.0.1/lb", state: "up", models: ["m"], lastReadAt: NOW, since: NOW, error: null, healthyBackends: 1, totalBackends: 2, sleepingBackends: 0, health: "degraded" },
+      { id: "lb2", url: "http://127.0.0.1/lb2", state: "down", models: [], lastReadAt: NOW, since: NOW, error: "refused", healthyBackends: null, totalBackends: null, sleepingBackends: null, health: null },
     ],
   };
 }
@@ -105,6 +105,34 @@ describe("the Prometheus export", () => {
     expect(value(text, "stepwatch_proxy_up", { proxy: "lb" })).toBe(1);
     expect(value(text, "stepwatch_proxy_up", { proxy: "lb2" })).toBe(0);
     expect(value(text, "stepwatch_poll_interval_seconds", {})).toBe(5);
+  });
+
+  it("exports silences, a proxy's backends and failing channels, so rules can respect them", async () => {
+    const m = new StepwatchMetrics({ defaultMetrics: false });
+    const f = fleet([
+      backend("ack", "stuck", { acknowledged: { by: "ana", at: NOW - 5000, note: "on it" } }),
+      backend("maint", "down", { maintenance: { until: NOW + 3_600_000, by: "ana", note: null, source: "api" } }),
+      backend("plain", "stuck"),
+    ]);
+    f.proxies = [
+      { ...f.proxies[0], id: "all", healthyBackends: 2, totalBackends: 2, sleepingBackends: 0, health: "ok" },
+      { ...f.proxies[0], id: "none", healthyBackends: 0, totalBackends: 3, sleepingBackends: 0, health: "none" },
+      { ...f.proxies[0], id: "bare", healthyBackends: null, totalBackends: null, sleepingBackends: null, health: null },
+    ];
+    f.notificationChannels = [
+      { id: "slack", type: "slack", consecutiveFailures: 3, lastAttemptAt: NOW, lastOkAt: null, lastError: "HTTP 500", failing: true },
+      { id: "ntfy", type: "ntfy", consecutiveFailures: 0, lastAttemptAt: NOW, lastOkAt: NOW, lastError: null, failing: false },
+    ];
+    m.attach(() => ({ fleet: f, pollIntervalSeconds: 5 }));
+    const text = await m.render();
+    const of = (name: string, label: string) => Object.fromEntries(samples(text, name).map((s) => [s.labels[label], s.value]));
+    expect(of("stepwatch_backend_acknowledged", "backend")).toEqual({ ack: 1, maint: 0, plain: 0 });
+    expect(of("stepwatch_backend_in_maintenance", "backend")).toEqual({ ack: 0, maint: 1, plain: 0 });
+    // A proxy that names no backends has no count: 0 of 0 would read as "none healthy".
+    expect(of("stepwatch_proxy_backends_healthy", "proxy")).toEqual({ all: 2, none: 0 });
+    expect(of("stepwatch_proxy_backends", "proxy")).toEqual({ all: 2, none: 3 });
+    expect(of("stepwatch_proxy_up", "proxy")).toEqual({ all: 1, none: 1, bare: 1 });
+    expect(of("stepwatch_notification_channel_failing", "channel")).toEqual({ slack: 1, ntfy: 0 });
   });
 
   it("reads each scrape fresh from the snapshot: a backend gone from it is gone from the export", async () => {

@@ -6,10 +6,12 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openDb } from "@/db/client";
 import { type DbHandle } from "@/db/types";
 import { insertTransition } from "@/db/queries/readings";
+import { insertMaintenance } from "@/db/queries/oncall";
 import { restartEvents } from "@/db/schema";
 import { outagesCsv } from "@/lib/api/exports";
 import { outagesOf } from "@/lib/api/outages";
 import { reason } from "@/lib/core/types";
+import type { MaintenanceWindowConfig } from "@/lib/config";
 
 let h: DbHandle;
 let dir: string;
@@ -58,7 +60,30 @@ describe("outages from the database", () => {
     expect(r.uptime.find((u) => u.backendId === "b")!.uptime["7d"]).toBeCloseTo(95, 6);
 
     const csv = outagesCsv(r.outages).split("\r\n");
-    expect(csv[0]).toBe("backend,state,start_utc,end_utc,duration_seconds,cause");
-    expect(csv[1]).toMatch(/^b,stuck,\d{4}-\d\d-\d\dT[\d:.]+Z,ongoing,1800,"stuck: 2 running, 0 new steps in 130 s"$/);
+    expect(csv[0]).toBe("backend,state,start_utc,end_utc,duration_seconds,cause,states,maintenance_seconds,in_maintenance");
+    expect(csv[1]).toMatch(/^b,stuck,\d{4}-\d\d-\d\dT[\d:.]+Z,ongoing,1800,"stuck: 2 running, 0 new steps in 130 s",stuck,0,no$/);
+    expect(csv[2]).toMatch(/,restarting,0,no$/);
+  });
+
+  it("counts maintenance from the API's periods and the config's windows as planned, not downtime", () => {
+    tr("a", NOW - 40 * 24 * H, null, "idle");
+    tr("a", NOW - 3 * H, "idle", "down", ["refused"]);
+    tr("a", NOW - 2 * H, "down", "idle");
+    tr("b", NOW - 40 * 24 * H, null, "idle");
+    tr("b", NOW - 5 * H, "idle", "down", ["refused"]);
+    tr("b", NOW - 4 * H, "down", "idle");
+    // a: maintenance from the API over its whole outage, ended early by an operator.
+    insertMaintenance(h.db, { backendId: "a", startsAt: NOW - 3 * H - 60_000, endsAt: NOW + H, by: "ana", note: "driver upgrade", endedAt: NOW - 2 * H, endedBy: "ana" });
+    // b: a one-off window from the config covering the first half of its outage.
+    const windows: MaintenanceWindowConfig[] = [{ kind: "once", start: NOW - 5 * H, end: NOW - 4.5 * H, backends: ["b"], note: null }];
+    const r = outagesOf(h.db, ["a", "b"], NOW - 24 * H, NOW, { now: NOW, unknownAfterSeconds: 120, maintenanceWindows: windows });
+    const [a, b] = r.outages;
+    expect([a.backendId, a.inMaintenance, a.maintenanceSeconds]).toEqual(["a", true, 3600]);
+    expect([b.backendId, b.inMaintenance, b.maintenanceSeconds]).toEqual(["b", true, 1800]);
+    const up = (id: string) => r.uptime.find((u) => u.backendId === id)!.uptime["24h"];
+    // a: an hour of maintenance left out of the day, nothing down outside it.
+    expect(up("a")).toBe(100);
+    // b: half an hour planned; the other half hour down out of 23.5 watched hours.
+    expect(up("b")).toBeCloseTo(100 * (1 - 0.5 / 23.5), 6);
   });
 });

@@ -56,6 +56,52 @@ describe("outages", () => {
     expect(summary(deriveOutages("a", t, 150 * s, 250 * s, opts))).toEqual([["down", 100, 200, 100]]);
     expect(deriveOutages("a", t, 210 * s, 290 * s, opts)).toEqual([]);
   });
+  it("starts at the first failed read: the unknown a refused read records before down, not the end of the grace", () => {
+    // One refused read is unknown (one-failed-read), the second down (down-grace: no restart
+    // recommended yet); past startupGraceSeconds the state stays down, so nothing new is recorded.
+    const t = [tr(0, null, "idle"), tr(100, "idle", "unknown", "connection refused; one failed read is not \"down\""), tr(105, "unknown", "down", "down for 5 s; may be loading weights"), tr(800, "down", "idle")];
+    const o = deriveOutages("a", t, 0, 10_000 * s, opts);
+    expect(summary(o)).toEqual([["down", 100, 800, 700]]);
+    expect(o[0].states).toEqual(["down", "unknown"]);
+    expect(o[0].cause).toBe("down: down for 5 s; may be loading weights");
+  });
+  it("starts a stuck at the stall before it: no progress since that read", () => {
+    const t = [tr(0, null, "busy"), tr(100, "busy", "stalled"), tr(160, "stalled", "stuck", "2 running, 0 new steps in 130 s"), tr(400, "stuck", "busy")];
+    expect(summary(deriveOutages("a", t, 0, 10_000 * s, opts))).toEqual([["stuck", 100, 400, 300]]);
+  });
+  it("names a mixed outage by its worst state and lists the others; a 12-minute stuck restarted is stuck, not down", () => {
+    const t = [
+      tr(0, null, "busy"),
+      tr(100, "busy", "stuck", "2 running, 0 new steps in 130 s"),
+      tr(820, "stuck", "restarting"),
+      tr(830, "restarting", "down", "refused while it loads"),
+      tr(860, "down", "starting"),
+      tr(900, "starting", "idle"),
+    ];
+    const o = deriveOutages("a", t, 0, 10_000 * s, opts);
+    expect(summary(o)).toEqual([["stuck", 100, 900, 800]]);
+    expect(o[0].states).toEqual(["stuck", "down", "restarting", "starting"]);
+    const plain = deriveOutages("a", [tr(0, "busy", "stuck"), tr(50, "stuck", "restarting"), tr(60, "restarting", "starting"), tr(90, "starting", "idle")], 0, 10_000 * s, opts);
+    expect(plain[0].states).toEqual(["stuck", "restarting", "starting"]);
+  });
+  it("keeps maintenance apart: an outage inside it is labelled so and is not downtime", () => {
+    const now = 1000 * s;
+    const maintenance = [{ start: 200 * s, end: 500 * s }];
+    // Down 300..400 inside maintenance; down 600..700 outside; down 450..550 half in.
+    const t = [tr(0, null, "idle"), tr(300, "idle", "down"), tr(400, "down", "idle"), tr(450, "idle", "down"), tr(550, "down", "idle"), tr(600, "idle", "down"), tr(700, "down", "idle")];
+    const o = deriveOutages("a", t, 0, now, { ...opts, now, maintenance });
+    expect(o.map((x) => [x.start / s, x.inMaintenance, x.maintenanceSeconds, x.durationSeconds])).toEqual([
+      [300, true, 100, 100],
+      [450, true, 50, 100],
+      [600, false, 0, 100],
+    ]);
+    // Watched 1000 s less 300 s of maintenance; down outside it 50 + 100 s.
+    expect(uptimePercent(o, 0, 0, now, now, maintenance)).toBeCloseTo((100 * (700 - 150)) / 700, 9);
+    // Without the maintenance the same outages are 300 s of 1000.
+    expect(uptimePercent(o, 0, 0, now, now)).toBe(70);
+    // Overlapping periods are counted once.
+    expect(uptimePercent(o, 0, 0, now, now, [...maintenance, { start: 250 * s, end: 500 * s }])).toBeCloseTo((100 * (700 - 150)) / 700, 9);
+  });
   it("computes uptime over the watched part of a window", () => {
     const o = deriveOutages("a", [tr(100, "idle", "down"), tr(200, "down", "idle")], 0, 1000 * s, { ...opts, now: 1000 * s });
     expect(uptimePercent(o, 0, 0, 1000 * s, 1000 * s)).toBe(90);

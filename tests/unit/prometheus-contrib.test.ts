@@ -38,7 +38,7 @@ describe("contrib/prometheus", () => {
   it("the alert rules pass promtool check rules and their unit tests pass promtool test rules", async () => {
     assertPromtool();
     const check = await promtool(["check", "rules", RULES]);
-    expect(check.stdout + check.stderr).toContain("SUCCESS: 5 rules found");
+    expect(check.stdout + check.stderr).toContain("SUCCESS: 7 rules found");
     expect(check.code).toBe(0);
     const test = await promtool(["test", "rules", RULES_TEST]);
     expect({ code: test.code, out: test.stdout + test.stderr }).toMatchObject({ code: 0, out: expect.stringContaining("SUCCESS") });
@@ -60,7 +60,37 @@ describe("contrib/prometheus", () => {
     }
   });
 
-  it("names the five alerts and only series the export has", async () => {
+  it("the silence tests can fail: a stuck rule that ignores acknowledgement and maintenance pages for them", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-rules-"));
+    try {
+      const rules = fs.readFileSync(RULES, "utf8");
+      const unsilenced = rules.replace(/(stepwatch_backend_state\{state="stuck"\} == 1)\n\s+unless[^\n]*\n[^\n]*\n/, "$1\n");
+      expect(unsilenced).not.toBe(rules);
+      fs.writeFileSync(path.join(dir, "stepwatch-rules.yml"), unsilenced);
+      fs.copyFileSync(RULES_TEST, path.join(dir, "stepwatch-rules.test.yml"));
+      const test = await promtool(["test", "rules", path.join(dir, "stepwatch-rules.test.yml")]);
+      expect(test.code).not.toBe(0);
+      // The extra alerts are the silenced backends.
+      expect(test.stdout + test.stderr).toMatch(/backend="(acked|maint)"/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("every rule has a runbook_url into docs/runbooks.md, each to a section that exists", () => {
+    const rules = fs.readFileSync(RULES, "utf8");
+    const runbooks = fs.readFileSync(path.resolve(CONTRIB, "../docs/runbooks.md"), "utf8");
+    // GitHub's anchor of "## StepwatchBackendStuck" is "#stepwatchbackendstuck".
+    const sections = new Set([...runbooks.matchAll(/^## (\w+)$/gm)].map((m) => m[1].toLowerCase()));
+    const alerts = [...rules.matchAll(/- alert: (\w+)[\s\S]*?runbook_url: (\S+)/g)];
+    expect(alerts.length).toBe([...rules.matchAll(/- alert: /g)].length);
+    for (const [, alert, url] of alerts) {
+      expect(url, alert).toBe(`https://github.com/stepwatch/stepwatch/blob/main/docs/runbooks.md#${alert.toLowerCase()}`);
+      expect(sections, alert).toContain(alert.toLowerCase());
+    }
+  });
+
+  it("names the seven alerts and only series the export has", async () => {
     const rules = fs.readFileSync(RULES, "utf8");
     expect([...rules.matchAll(/- alert: (\w+)/g)].map((m) => m[1])).toEqual([
       "StepwatchBackendStuck",
@@ -68,6 +98,8 @@ describe("contrib/prometheus", () => {
       "StepwatchRestartFailed",
       "StepwatchNotScraping",
       "StepwatchOverloaded",
+      "StepwatchProxyBackendsUnhealthy",
+      "StepwatchNotificationChannelFailing",
     ]);
     const families = await exportedFamilies();
     for (const n of namesIn(rules)) expect(families, n).toContain(n);
@@ -83,7 +115,7 @@ describe("contrib/prometheus", () => {
       fs.writeFileSync(path.join(dir, "prometheus.yml"), fs.readFileSync(EXAMPLE, "utf8").replace("/etc/prometheus/stepwatch-metrics.token", token));
       fs.copyFileSync(RULES, path.join(dir, "stepwatch-rules.yml"));
       const check = await promtool(["check", "config", path.join(dir, "prometheus.yml")]);
-      expect({ code: check.code, out: check.stdout + check.stderr }).toMatchObject({ code: 0, out: expect.stringContaining("SUCCESS: 5 rules found") });
+      expect({ code: check.code, out: check.stdout + check.stderr }).toMatchObject({ code: 0, out: expect.stringContaining("SUCCESS: 7 rules found") });
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
@@ -121,6 +153,13 @@ describe("contrib/grafana", () => {
       const hits = colours.filter((c) => c.re.test(`gb10-a ${state}`)).map((c) => c.colour);
       expect(hits, `state "${state}" needs one colour (${HEALTH_COLOUR[STATE_INFO[state].health]}) in ${DASHBOARD}`).toEqual([HEALTH_COLOUR[STATE_INFO[state].health]]);
     }
+  });
+
+  it("draws prompt and generation tokens per second on separate axes (prompt on the right)", () => {
+    const panel = dash.panels.find((p) => p.title === "Tokens per second")!;
+    const prompt = panel.targets!.find((t) => t.expr.includes("stepwatch_backend_prompt_tokens_per_second")) as { refId?: string };
+    const right = panel.fieldConfig!.overrides.find((o) => o.matcher.id === "byFrameRefID" && o.matcher.options === prompt.refId);
+    expect(right?.properties).toContainEqual({ id: "custom.axisPlacement", value: "right" });
   });
 
   it("shows restarts as annotations with their outcome", () => {

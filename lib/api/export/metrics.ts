@@ -14,7 +14,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import { RESTART_OUTCOMES, type RestartOutcome } from "../../../db/schema";
-import type { FleetBackend, FleetResponse } from "../types";
+import type { FleetBackend, FleetProxy, FleetResponse } from "../types";
 import { BACKEND_STATES } from "../../core/states";
 import type { WatcherTelemetry } from "../../watcher/telemetry";
 
@@ -131,14 +131,44 @@ export class StepwatchMetrics {
       seconds(b.lastReadAt),
     );
 
+    // Silences, so alert rules can leave out what a person already handles (`unless on(backend)`):
+    // the same acknowledgement and maintenance that mute stepwatch's own notifications.
+    perBackend("stepwatch_backend_acknowledged", "1 while someone has acknowledged the backend's current problem, else 0.", (b) =>
+      b.acknowledged ? 1 : 0,
+    );
+    perBackend("stepwatch_backend_in_maintenance", "1 while the backend is in maintenance (API or config), else 0.", (b) => (b.maintenance ? 1 : 0));
+
+    /** A gauge per proxy, set afresh at each scrape (a proxy whose value is null is left out). */
+    const perProxy = (name: string, help: string, value: (p: FleetProxy) => number | null) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ["proxy"],
+        registers,
+        collect() {
+          this.reset();
+          for (const p of fleet()?.proxies ?? []) {
+            const v = value(p);
+            if (v !== null) this.set({ proxy: p.id }, v);
+          }
+        },
+      });
+    perProxy("stepwatch_proxy_up", "1 when the proxy answered GET /v1/models (state up), 0 when down or not read yet.", (p) => (p.state === "up" ? 1 : 0));
+    // A proxy that answers /v1/models is up even when every backend behind it is down: these say
+    // how many of the backends the config names for it (proxies[].backends) are healthy now.
+    perProxy("stepwatch_proxy_backends_healthy", "Of the backends the config names for the proxy (proxies[].backends), how many are healthy now; absent when it names none.", (p) =>
+      p.totalBackends === null ? null : p.healthyBackends,
+    );
+    // Not "_total": that suffix is for counters (promtool check metrics rejects a gauge named so).
+    perProxy("stepwatch_proxy_backends", "How many backends the config names for the proxy (proxies[].backends); absent when it names none.", (p) => p.totalBackends);
     new Gauge({
-      name: "stepwatch_proxy_up",
-      help: "1 when the proxy answered GET /v1/models (state up), 0 when down or not read yet.",
-      labelNames: ["proxy"],
+      name: "stepwatch_notification_channel_failing",
+      help: "1 while the channel is failing (its last 3 delivery attempts failed; they are kept and retried), else 0.",
+      labelNames: ["channel"],
       registers,
       collect() {
         this.reset();
-        for (const p of fleet()?.proxies ?? []) this.set({ proxy: p.id }, p.state === "up" ? 1 : 0);
+        for (const c of fleet()?.notificationChannels ?? []) this.set({ channel: c.id }, c.failing ? 1 : 0);
       },
     });
     const self = this;
