@@ -138,7 +138,7 @@ describe("CSV cells are safe in ',' and ';' (and tab) locales", () => {
 
   it("the outages export: a backend's redirect target in the cause stays one quoted cell", () => {
     const cause = "GET /metrics answered 302 to http://evil.example/a;=cmd|' /C calc'!A0";
-    const csv = outagesCsv([{ backendId: "b1", state: "down", cause, start: 0, end: 1000, durationSeconds: 1 }]);
+    const csv = outagesCsv([{ backendId: "b1", state: "down", cause, start: 0, end: 1000, durationSeconds: 1, states: ["down"], maintenanceSeconds: 0, inMaintenance: false }]);
     const record = csv.split("\r\n")[1];
     expect(record).toContain('"GET /metrics answered 302 to http://evil.example/a;\'=cmd|\' /C calc\'!A0"');
     for (const sep of [",", ";"]) for (const c of spreadsheetCells(record, sep)) expect(runs(c), `${sep}: ${c}`).toBe(false);
