@@ -244,6 +244,36 @@ export function renderMetrics(model: VllmSimModel, extra: { openConnections?: nu
  * name is not) is copied as latin1 instead of encoded as UTF-8, the same bytes at a fraction of the
  * cost, and node writes a Buffer without encoding it again.
  */
+/** The `name[]` values of a request URL, as prometheus_client reads them; undefined when none is given (everything). */
+export function sampleNamesOf(url: string | undefined): ReadonlySet<string> | undefined {
+  const names = new URL(url ?? "/", "http://sim").searchParams.getAll("name[]");
+  return names.length > 0 ? new Set(names) : undefined;
+}
+
+/**
+ * What prometheus_client's `name[]` filter leaves of an exposition: the samples whose exact name was
+ * asked for, each under its family's HELP and TYPE (a family with none left is dropped whole). The
+ * order is kept (the real one's is a Python set's; a reader must not rely on either).
+ */
+export function filterExposition(body: Buffer, names: ReadonlySet<string>): Buffer {
+  const out: string[] = [];
+  let comments: string[] = [];
+  for (const line of body.toString("latin1").split("\n")) {
+    if (line === "") continue;
+    if (line.startsWith("#")) {
+      // A new family's HELP starts its comments afresh.
+      if (line.startsWith("# HELP ")) comments = [];
+      comments.push(line);
+      continue;
+    }
+    const end = line.search(/[{ ]/);
+    if (!names.has(end < 0 ? line : line.slice(0, end))) continue;
+    out.push(...comments, line);
+    comments = [];
+  }
+  return Buffer.from(out.length > 0 ? `${out.join("\n")}\n` : "", "latin1");
+}
+
 export function renderMetricsBody(model: VllmSimModel, extra: { openConnections?: number } = {}): Buffer {
   const { text, ascii } = render(model, extra);
   return Buffer.from(text, ascii ? "latin1" : "utf8");

@@ -57,6 +57,42 @@ export interface ReadOptions {
    * families are then read from them where the lines did not change (see LineCache).
    */
   lineCache?: LineCache;
+  /** What this backend's reads learned about its filtered exposition (kept beside the line cache). */
+  filterMemory?: FilterMemory;
+}
+
+/** How long a backend that did not filter is read in full before the filtered GET is tried again. */
+export const FILTER_RETRY_MS = 10 * 60_000;
+
+/**
+ * Whether a backend's filtered exposition (`reads.filtered`) works, per backend, like the line cache:
+ * "try" (not known: ask it), "filtered" (it works), "full" (refused, empty or incomplete: the
+ * multiprocess server answers 200 with nothing) or "unfiltered" (the query was ignored: the full
+ * body came back, so ask the plain path). A remembered "full"/"unfiltered" is tried again after
+ * FILTER_RETRY_MS or when the process start time changes (an upgrade can make it work).
+ */
+export class FilterMemory {
+  mode: "try" | "filtered" | "full" | "unfiltered" = "try";
+  /** When `mode` was last set. */
+  since = 0;
+  /** process_start_time_seconds of the last read (null: not exposed). */
+  startTime: number | null = null;
+
+  shouldTry(at: number): boolean {
+    return this.mode === "try" || this.mode === "filtered" || at - this.since >= FILTER_RETRY_MS;
+  }
+
+  set(mode: FilterMemory["mode"], at: number): void {
+    this.mode = mode;
+    this.since = at;
+  }
+
+  /** After a read: a new process is asked the filtered GET again. */
+  noteStart(start: number | null | undefined, at: number): void {
+    if (start === undefined || start === null) return;
+    if (this.startTime !== null && start !== this.startTime && this.mode !== "filtered") this.set("try", at);
+    this.startTime = start;
+  }
 }
 
 export const READ_DEFAULTS = { timeoutMs: 10_000, probeTimeoutMs: 10_000, maxBytes: 2 * 1024 * 1024 };
@@ -65,7 +101,10 @@ export const READ_DEFAULTS = { timeoutMs: 10_000, probeTimeoutMs: 10_000, maxByt
 export function endpoint(base: string, path: string): string {
   try {
     const url = new URL(base);
-    url.pathname = url.pathname.replace(/\/+$/, "") + path;
+    const q = path.indexOf("?");
+    url.pathname = url.pathname.replace(/\/+$/, "") + (q < 0 ? path : path.slice(0, q));
+    // A path's own query (a filtered exposition's name[]) goes after the configured URL's.
+    if (q >= 0) url.search = url.search ? `${url.search}&${path.slice(q + 1)}` : path.slice(q);
     return url.href;
   } catch {
     return base.replace(/\/+$/, "") + path; // not a URL: httpRequest reports it as a failed read
@@ -134,6 +173,7 @@ async function get(target: BackendTarget, path: string, common: Common, accept: 
 export async function readBackend(target: BackendTarget, opts: ReadOptions = {}): Promise<Reading> {
   const common = commonOf(opts);
   const reading = await readBackendUncapped(target, opts, common);
+  opts.filterMemory?.noteStart(reading.metrics?.processStartTime, reading.at);
   // A timeout this process saw late is not the server's to answer for (lib/check/late.ts).
   if (common.late.ms > 0) reading.watcherLateMs = common.late.ms;
   return capReading(reading);
@@ -224,8 +264,27 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, com
 
   const known = engine ?? hint;
   const metricsPath = (known ? ADAPTERS[known].reads.metricsPath : null) ?? "/metrics";
-  const res = await get(target, metricsPath, common, "text/plain");
-  bytes += res.bytes;
+  const filtered = known ? ADAPTERS[known].reads.filtered : undefined;
+  let res: HttpResult | undefined;
+  if (filtered) {
+    // A one-shot read (the CLI) has no memory: it asks the filtered GET and falls back each time.
+    const memory = opts.filterMemory ?? new FilterMemory();
+    if (memory.shouldTry(at)) {
+      const answer = await get(target, filtered.path, common, "text/plain");
+      bytes += answer.bytes;
+      const found = filteredAnswer(answer, filtered);
+      // No answer at all (refused, reset, timed out) says nothing of the filter: the read goes on with it as /metrics'.
+      if (found === "down") res = answer;
+      else {
+        memory.set(found, at);
+        if (found !== "full") res = answer;
+      }
+    }
+  }
+  if (!res) {
+    res = await get(target, metricsPath, common, "text/plain");
+    bytes += res.bytes;
+  }
   const reading: Reading = { at, latencyMs: res.latencyMs, outcome: res.outcome, status: res.status, metrics: null, bytes, ...(engine ? { engine } : {}) };
 
   if (res.outcome === "refused" || res.outcome === "reset" || res.outcome === "timeout") {
@@ -323,6 +382,40 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, com
   reading.models = { outcome: models.outcome, status: models.status, ids: models.models };
   reading.bytes = (reading.bytes ?? 0) + models.bytes;
   return reading;
+}
+
+/**
+ * What a filtered exposition's answer says: "filtered" (only names asked for, the required ones
+ * among them), "unfiltered" (the required ones and samples not asked for: the query was ignored and
+ * this is the full body, usable as such), "full" (refused, empty, not an exposition, or without a
+ * required sample: read the plain path;
+ * an empty 200 is prometheus_client in multiprocess mode, never an idle server), or "down" (no
+ * answer at all). Families come in any order (a Python set's), so every sample line is looked at.
+ */
+function filteredAnswer(res: HttpResult, filtered: NonNullable<EngineAdapter["reads"]["filtered"]>): "filtered" | "unfiltered" | "full" | "down" {
+  if (res.outcome === "refused" || res.outcome === "reset" || res.outcome === "timeout") return "down";
+  if (res.outcome !== "ok") return "full";
+  const body = res.body;
+  const seen = new Set<string>();
+  let extra = false;
+  for (let i = 0; i < body.length; ) {
+    let end = body.indexOf("\n", i);
+    if (end < 0) end = body.length;
+    if (body.charCodeAt(i) !== 35 /* # */ && end > i) {
+      let n = i;
+      while (n < end) {
+        const c = body.charCodeAt(n);
+        if (c === 123 /* { */ || c === 32 || c === 9) break;
+        n++;
+      }
+      const name = body.slice(i, n);
+      if (!filtered.samples.has(name)) extra = true;
+      else seen.add(name);
+    }
+    i = end + 1;
+  }
+  if (!filtered.required.every((r) => seen.has(r))) return "full";
+  return extra ? "unfiltered" : "filtered";
 }
 
 /** `reading` with `adapter`'s metrics from `index` (and what else its reads take from the same body). */

@@ -1,5 +1,6 @@
 /**
- * `npm run --silent check -- <url> [--proxy] [--wait SECONDS] [--json]`
+ * `stepwatch check <url> [--proxy] [--wait SECONDS] [--json]` (the bundle `npm run build:cli` makes,
+ * dist/stepwatch.cjs: one file, no node_modules) or `npm run --silent check -- <url> ...`.
  * For cron, systemd timers and Kubernetes exec probes. Exit codes: 0 healthy (idle, busy, sleeping,
  * proxy up), 1 stuck, 2 down, 3 cannot judge (no-metrics, unknown, starting, stalled), 64 bad usage.
  */
@@ -9,7 +10,7 @@ import { STATE_INFO, type BackendState } from "../core/states";
 import { PROBE_CHOICES, type ProbeChoice } from "../core/types";
 import { ENGINE_CHOICES, ENGINE_LABELS, type EngineChoice } from "../core/engine";
 
-const USAGE = `usage: npm run --silent check -- <url> [--proxy] [--wait SECONDS] [--json]
+const USAGE = `usage: stepwatch check <url> [--proxy] [--wait SECONDS] [--json]
           [--api-key KEY | --api-key env:NAME] [--model NAME] [--timeout SECONDS] [--probe-timeout SECONDS]
           [--engine ${ENGINE_CHOICES.join("|")}] [--probe ${PROBE_CHOICES.join("|")}]
 
@@ -69,7 +70,9 @@ async function main(): Promise<void> {
   } catch (err) {
     fail((err as Error).message);
   }
-  const { values, positionals } = parsed;
+  const { values } = parsed;
+  // `stepwatch check <url>` (the bundled CLI's bin) and `npm run check -- <url>` both: the subcommand is optional.
+  const positionals = parsed.positionals[0] === "check" ? parsed.positionals.slice(1) : parsed.positionals;
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     return;

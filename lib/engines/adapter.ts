@@ -109,6 +109,13 @@ export interface EngineReads {
    * `auto` backend whose exposition answers 404/405/410 these are tried too.
    */
   withoutMetrics?: { liveness: Ask<string>; models: Ask<string[]> };
+  /**
+   * The exposition asked for only the samples this adapter reads (prometheus_client's `name[]`
+   * filter), tried once the engine is known. `path` carries the query; `required` are the samples a
+   * filtered answer must hold to be used (else the full `metricsPath` is read, and the backend's
+   * FilterMemory remembers it: multiprocess servers answer a filtered GET with an empty 200).
+   */
+  filtered?: { path: string; samples: ReadonlySet<string>; required: readonly string[] };
   /** Figures read from the same exposition besides `extract`'s: vLLM's latency histograms (the dashboard's charts). */
   latency?(index: Index): VllmLatency;
 }

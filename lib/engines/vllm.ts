@@ -30,7 +30,7 @@ import type { EngineAdapter } from "./adapter";
 import { readExposition } from "./exposition";
 import { buildIndex, combine, hasPrefix, labelValues, optional, type Index, type Pick } from "./series";
 import { detach, type ParseResult } from "../metrics/prometheus";
-import { extractVllmLatency, LATENCY_FAMILIES } from "../metrics/vllm-latency";
+import { extractVllmLatency, LATENCY_FAMILIES, LATENCY_HISTOGRAMS } from "../metrics/vllm-latency";
 import type { EngineMetrics, EngineSlice } from "../core/engine";
 
 /** What vLLM's own /metrics says (the engine-neutral shape; kept under its first name). */
@@ -66,6 +66,24 @@ export const VLLM_FAMILIES: ReadonlySet<string> = new Set([
   "process_start_time_seconds",
   ...LATENCY_FAMILIES,
 ]);
+
+/**
+ * The sample names of VLLM_FAMILIES, as prometheus_client's `name[]` filter matches them: exact
+ * sample names, so a histogram is its `_bucket`, `_count` and `_sum` (a family name alone returns
+ * nothing). Old and new names both: an unknown name costs the server nothing.
+ */
+export const VLLM_SAMPLES: ReadonlySet<string> = new Set(
+  [...VLLM_FAMILIES].flatMap((f) => (LATENCY_HISTOGRAMS.includes(f) ? [`${f}_bucket`, `${f}_count`, `${f}_sum`] : [f])),
+);
+
+/**
+ * vLLM ≥ 0.8.3 answers an exact `/metrics` from prometheus_fastapi_instrumentator's route, which
+ * ignores the query (vllm-project/vllm#53140); `/metrics/` reaches prometheus_client's own app
+ * mounted behind it, which renders only the names asked for (≥ 0.23; older ones ignore the query
+ * and send everything, which read.ts recognises). About 4x fewer bytes and server CPU per read
+ * (bench/filtered.ts).
+ */
+const FILTERED_PATH = `/metrics/?${[...VLLM_SAMPLES].map((n) => `name[]=${encodeURIComponent(n)}`).join("&")}`;
 
 /** Finished requests that are not progress: the client gave up, or the request failed. */
 const NOT_PROGRESS = new Set(["abort", "error"]);
@@ -225,7 +243,10 @@ export const vllmAdapter: EngineAdapter = {
   prefix: VLLM_PREFIX,
   families: VLLM_FAMILIES,
   rules: { minStuckWindowSeconds: 0, livenessPath: "/health", probe: "openai", metricsFlag: null },
-  reads: { metricsPath: "/metrics", latency: (index) => extractVllmLatency(index) },
+  reads: {
+    metricsPath: "/metrics",
+    filtered: { path: FILTERED_PATH, samples: VLLM_SAMPLES, required: ["vllm:num_requests_running", "vllm:num_requests_waiting"] },
+    latency: (index) => extractVllmLatency(index) },
   extract(index) {
     if (!hasPrefix(index, VLLM_PREFIX)) return { metrics: null, warnings: [], error: "no vLLM series" };
     return extractFromIndex(index);

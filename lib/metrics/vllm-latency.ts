@@ -21,6 +21,9 @@ const FAMILIES = {
   queue: ["vllm:request_queue_time_seconds"],
 } as const;
 
+/** The histogram families read here (their samples are `_bucket`, `_count` and `_sum`). */
+export const LATENCY_HISTOGRAMS: readonly string[] = Object.values(FAMILIES).flat();
+
 /** Every family read here: parseVllmMetrics parses these (and its own series) and skips the rest. */
 export const LATENCY_FAMILIES: readonly string[] = [...Object.values(FAMILIES).flat(), "vllm:request_success_total", "vllm:num_preemptions_total"];
 

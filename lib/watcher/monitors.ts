@@ -196,7 +196,7 @@ export class BackendMonitor {
       this.link = link;
       signal.addEventListener("abort", () => link.close(), { once: true });
     }
-    return { ...this.deps.read, signal, lineCache: link.cache, dispatcher: this.deps.read.dispatcher ?? link.client() ?? undefined };
+    return { ...this.deps.read, signal, lineCache: link.cache, filterMemory: link.filter, dispatcher: this.deps.read.dispatcher ?? link.client() ?? undefined };
   }
 
   /** Notifications, acknowledgement clearing and the unattended restart for this verdict (lib/notify/policy.ts decides). */

@@ -31,7 +31,7 @@ port.on("message", (ask: PoolAsk) => {
   const controller = new AbortController();
   inFlight.set(ask.id, controller);
   const own = { signal: controller.signal, dispatcher: link.client() ?? undefined };
-  const asked = ask.kind === "read" ? readBackend(ask.target, { ...ask.options, ...own, lineCache: link.cache }) : probeBackend(ask.target, { ...ask.options, ...own });
+  const asked = ask.kind === "read" ? readBackend(ask.target, { ...ask.options, ...own, lineCache: link.cache, filterMemory: link.filter }) : probeBackend(ask.target, { ...ask.options, ...own });
   void asked
     .then(
       (value): PoolAnswer => ({ id: ask.id, value }),

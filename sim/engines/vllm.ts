@@ -10,7 +10,7 @@
  * - Asleep (POST /sleep), requests pend: they neither fail nor wake the engine until /wake_up.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { renderMetricsBody } from "../metrics";
+import { filterExposition, renderMetricsBody, sampleNamesOf } from "../metrics";
 import { BadRequest, STREAM_DONE, completionBody, errorBody, parseCompletionAsk, streamChunk, type CompletionAsk, type ResponseMeta } from "../openai";
 import { answerError, readJson, sendJson } from "../reply";
 import { HeldRequests, Parked, type Held } from "./held";
@@ -49,7 +49,7 @@ export class VllmFront implements EngineFront {
   }
 
   kindOf(path: string): FrontRequestKind {
-    if (path === "/metrics") return "metrics";
+    if (path === "/metrics" || path === "/metrics/") return "metrics";
     if (path === "/health") return "health";
     if (path === "/v1/models") return "models";
     // Every request that takes a slot (a probe of any kind).
@@ -67,6 +67,9 @@ export class VllmFront implements EngineFront {
 
   private async route(req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
     if (path === "/metrics") return this.handleMetrics(res, method);
+    // vLLM >= 0.8.3: an exact /metrics is prometheus_fastapi_instrumentator's route (the query is
+    // ignored); /metrics/ is prometheus_client's app mounted behind it, which honours name[].
+    if (path === "/metrics/") return this.handleMetrics(res, method, sampleNamesOf(req.url));
     if (path === "/health") return routeGet(res, method, () => res.writeHead(200, { "content-length": 0 }).end());
     if (path === "/version") return routeGet(res, method, () => sendJson(res, 200, { version: VLLM_VERSION }));
     if (this.sleepMode && (path === "/sleep" || path === "/wake_up" || path === "/is_sleeping")) return this.handleSleep(req, res, path, method);
@@ -133,7 +136,8 @@ export class VllmFront implements EngineFront {
     res.writeHead(200, { "content-length": 0 }).end();
   }
 
-  private handleMetrics(res: ServerResponse, method: string): void {
+  /** `names`: the samples asked for on /metrics/ (prometheus_client's filter), undefined for everything. */
+  private handleMetrics(res: ServerResponse, method: string, names?: ReadonlySet<string>): void {
     routeGet(res, method, () => {
       if (this.model.mode === "slow-metrics") {
         // An API server too busy to answer /metrics in time (a huge tokenization, a blocked event
@@ -154,7 +158,11 @@ export class VllmFront implements EngineFront {
         res.end(html);
         return;
       }
-      const body = renderMetricsBody(this.model, { openConnections: this.held.size });
+      let body = renderMetricsBody(this.model, { openConnections: this.held.size });
+      // Several API servers are prometheus_client's multiprocess mode, whose collector has no
+      // names: a filtered answer is an empty 200 (prometheus_client < 0.25, or without
+      // support_collectors_without_names).
+      if (names) body = this.exposesProcessStartTime ? filterExposition(body, names) : Buffer.alloc(0);
       res.writeHead(200, { "content-type": EXPOSITION, "content-length": body.length });
       res.end(body);
     });

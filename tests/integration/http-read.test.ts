@@ -11,6 +11,10 @@ import { Agent } from "undici";
 import { afterEach, describe, expect, it } from "vitest";
 import { httpRequest } from "@/lib/net/http";
 import { readBackend, readProxy, probeBackend } from "@/lib/check/read";
+import { ADAPTERS } from "@/lib/engines/registry";
+
+/** vLLM's filtered exposition (lib/engines/vllm.ts), asked once the engine is known. */
+const VLLM_FILTERED = ADAPTERS.vllm.reads.filtered!.path;
 
 const METRICS = readFileSync(new URL("../fixtures/real-metrics/vllm-0.29.0-inferstack.prom", import.meta.url), "utf8");
 const open: Array<Server | NetServer> = [];
@@ -156,14 +160,14 @@ describe("readBackend: a failed or strange answer is a Reading with an error", (
     expect(r).toMatchObject({ outcome: "refused", metrics: null, health: { outcome: "refused" } });
   });
 
-  it("HTTP 500 on /metrics: a failed read, no other request", async () => {
+  it("HTTP 500 on /metrics: a failed read, no other request (vLLM's filtered /metrics/ first, refused too)", async () => {
     const s = await serve((_req, res) => {
       res.writeHead(500);
       res.end("boom");
     });
     const r = await readBackend({ url: s.url, engine: "vllm" }, { timeoutMs: 1000 });
     expect(r).toMatchObject({ outcome: "http-error", status: 500, metrics: null, error: "HTTP 500" });
-    expect(s.hits).toEqual(["GET /metrics"]);
+    expect(s.hits).toEqual([`GET ${VLLM_FILTERED}`, "GET /metrics"]);
     // engine "auto" on a first read asks /props first (a sleeping llama-server must not get /metrics).
     s.hits.length = 0;
     await readBackend({ url: s.url }, { timeoutMs: 1000 });
@@ -309,7 +313,8 @@ describe("readBackend: an idle keep-alive connection closed under a read", () =>
       const p = await probeBackend({ url: s.url, model: "m" }, { probeTimeoutMs: 2000, dispatcher });
       expect(p.ok).toBe(false);
       expect(p.error).toMatch(/connection reset/);
-      expect(s.lines).toEqual(["GET /metrics", "POST /v1/completions"]);
+      // The filtered /metrics/ answered with the whole body (the query ignored): that is the read.
+      expect(s.lines).toEqual([`GET ${VLLM_FILTERED}`, "POST /v1/completions"]);
     });
   });
 
