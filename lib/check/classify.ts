@@ -8,7 +8,7 @@
  * rules, and each reading's `evidence`).
  */
 import { rulesOf } from "../engines/registry";
-import { ENGINE_LABELS, PROGRESS_COUNTERS, type EngineMetrics, type EngineSlice, type EvidenceFigure } from "../core/engine";
+import { ENGINE_LABELS, PROGRESS_COUNTERS, type EngineMetrics, type ProgressCounter, type EngineSlice, type EvidenceFigure } from "../core/engine";
 import { countOf, namesOf } from "../core/caps";
 import { lateReason, seenLate } from "./late";
 import { STATE_INFO, restartRecommended, type BackendState } from "../core/states";
@@ -597,23 +597,46 @@ function lastWithMetrics(rs: Reading[]): Reading | undefined {
   return undefined;
 }
 
-/** Rates between the two newest readings of one process; null where a counter is missing. */
+/**
+ * The rates shown. A figure the engine moves on every step is the rate between the two newest
+ * readings of one process. One it moves only when a request ends or its scheduler logs
+ * (EngineMetrics.cadence) would read 0 between those and spike after: it is shown as the average
+ * over the last RATE_WINDOW_SECONDS instead, or, where the adapter says so (llama.cpp), generation
+ * tokens/s is the live step rate × busy slots per step. Null where a counter is missing.
+ */
 export function ratesOf(all: Reading[]): Rates {
   const seg = currentProcess(all);
   const none: Rates = { stepsPerSecond: null, generationTokensPerSecond: null, promptTokensPerSecond: null };
   if (seg.length < 2) return none;
   const a = seg[seg.length - 2];
   const b = seg[seg.length - 1];
-  const dt = (b.at - a.at) / 1000;
-  if (dt <= 0) return none;
-  const rate = (k: "steps" | "generationTokens" | "promptTokens") => {
-    const x = a.metrics![k];
-    const y = b.metrics![k];
-    if (x === null || y === null || y < x) return null;
-    return (y - x) / dt;
+  const m = b.metrics!;
+  const between = (x: Reading, k: ProgressCounter) => {
+    const dt = (b.at - x.at) / 1000;
+    const from = x.metrics![k];
+    const to = m[k];
+    if (dt <= 0 || from === null || to === null || to < from) return null;
+    return (to - from) / dt;
   };
-  return { stepsPerSecond: rate("steps"), generationTokensPerSecond: rate("generationTokens"), promptTokensPerSecond: rate("promptTokens") };
+  const live = (k: ProgressCounter) => (m.cadence?.[k] ?? "step") === "step";
+  const windowed = (k: ProgressCounter) => {
+    const since = b.at - RATE_WINDOW_SECONDS * 1000;
+    const first = seg.find((r) => r.at >= since && r.metrics![k] !== null && r !== b) ?? a;
+    return between(first, k);
+  };
+  const rate = (k: ProgressCounter) => (live(k) ? between(a, k) : windowed(k));
+  const steps = rate("steps");
+  let generation: number | null;
+  if (!live("generationTokens") && rulesOf(b.engine).updates?.generationFromSteps && live("steps") && steps !== null) {
+    // Each busy slot decodes one token per step; without the engine's own average, the running requests.
+    const slots = m.slotsPerStep != null && m.slotsPerStep > 0 ? m.slotsPerStep : (a.metrics!.running + m.running) / 2;
+    generation = steps * slots;
+  } else generation = rate("generationTokens");
+  return { stepsPerSecond: steps, generationTokensPerSecond: generation, promptTokensPerSecond: rate("promptTokens") };
 }
+
+/** The window a figure that moves only per request or per scheduler log is averaged over for the rates shown. */
+export const RATE_WINDOW_SECONDS = 60;
 
 function verdict(j: Judgement, rates: Rates, basis: Reading[]): Verdict {
   const health = STATE_INFO[j.state].health;
