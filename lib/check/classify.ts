@@ -8,6 +8,7 @@
  * rules, and each reading's `evidence`).
  */
 import { rulesOf } from "../engines/registry";
+import type { EngineUpdates } from "../engines/adapter";
 import { ENGINE_LABELS, PROGRESS_COUNTERS, type EngineMetrics, type ProgressCounter, type EngineSlice, type EvidenceFigure } from "../core/engine";
 import { countOf, namesOf } from "../core/caps";
 import { lateReason, seenLate } from "./late";
@@ -188,11 +189,15 @@ function judgeSlice(segment: Reading[], id: string | null, t: Thresholds, minWin
   const base = flatBase(slices);
   const waits = segment.length - 1 - base;
   const flatFor = (cur.at - segment[base].at) / 1000;
+  const window = slices.slice(base) as EngineSlice[];
+  const quiet = quietSeconds(window, cur.metrics!, rulesOf(cur.engine).updates);
+  const expected = (what: string) =>
+    reason("no-change-expected", `${load(m)}; ${what}, none expected yet: ${quiet.why} (at ${LOWEST_HEALTHY_STEPS_PER_SECOND} step/s, ${fmtSeconds(quiet.seconds)})`);
   if (waits === 0) {
+    if (quiet.seconds > 0) return { state: "busy", reasons: [expected("work arrived since the last read")], waits, line: load(m) };
     // Work arrived after an idle read: the first wait that counts towards "stuck" starts now.
     return { state: "stalled", reasons: [reason("work-arrived", `${load(m)}: work arrived since the last read, no progress yet`)], waits, line: load(m) };
   }
-  const window = slices.slice(base) as EngineSlice[];
   if (!flatIsEvidence(window, evidence)) {
     // "No progress" would be a guess, and a restart needs evidence: garbage metrics are never "stuck".
     return {
@@ -202,15 +207,59 @@ function judgeSlice(segment: Reading[], id: string | null, t: Thresholds, minWin
       line: load(m),
     };
   }
+  if (flatFor < quiet.seconds) {
+    return { state: "busy", reasons: [expected(`no change in ${fmtSeconds(flatFor)} across ${waits + 1} reads`)], waits, line: load(m) };
+  }
   const line = `${load(m)}, 0 new steps in ${fmtSeconds(flatFor)} across ${waits + 1} reads`;
   const evidenceLine = reason("no-progress", `${line}; ${describeFlat(m, window)}`);
   const queuedOnly = m.running === 0 ? [reason("queued-not-scheduled", "queued requests are not being scheduled (a known vLLM hang pattern, not idle)")] : [];
-  const need = Math.max(t.stuckAfterSeconds, minWindow);
-  const longer = minWindow > t.stuckAfterSeconds ? ` (this engine refreshes its figures slowly: at least ${minWindow} s)` : "";
+  const need = Math.max(t.stuckAfterSeconds, minWindow, Math.ceil(quiet.seconds));
+  const longer =
+    need > t.stuckAfterSeconds
+      ? quiet.seconds > minWindow
+        ? ` (${quiet.why}: at least ${need} s)`
+        : ` (this engine refreshes its figures slowly: at least ${minWindow} s)`
+      : "";
   if (waits >= 2 && flatFor >= need) {
     return { state: "stuck", reasons: [evidenceLine, ...queuedOnly, reason("no-progress-stuck", `no progress across ${waits} waits and at least ${need} s${longer}`)], waits, line };
   }
   return { state: "stalled", reasons: [evidenceLine, ...queuedOnly, reason("no-progress-stalled", `would be called stuck after 2 waits and ${need} s without progress${longer}`)], waits, line };
+}
+
+/** The slowest step rate a healthy engine with work is taken to keep (docs/engines.md "Cadence"). */
+export const LOWEST_HEALTHY_STEPS_PER_SECOND = 1;
+
+/**
+ * How long an engine with work may show no change before its flat figures say anything: the time
+ * the engine needs, at LOWEST_HEALTHY_STEPS_PER_SECOND, before a change would show at all. Two
+ * causes, stated by the adapter: figures written only when the scheduler logs (SGLang: every 40
+ * decode steps, unless a per-step counter is among the evidence), and values printed with few
+ * significant digits (llama.cpp: 6, so past 10^6 n_decode_total moves in printed steps of 10, past
+ * 10^8 of 1000). Inside it a flat read is "no change expected yet" (busy), and "stuck" waits for it too.
+ */
+function quietSeconds(window: EngineSlice[], m: EngineMetrics, updates: EngineUpdates | undefined): { seconds: number; why: string } {
+  const evidence = m.evidence ?? DEFAULT_EVIDENCE;
+  const last = window[window.length - 1];
+  let steps = 0;
+  let why = "";
+  const perStep = evidence.some((k) => last[k] != null && (m.cadence?.[k] ?? "step") === "step");
+  if (updates?.schedulerLogSteps && !perStep) {
+    steps = updates.schedulerLogSteps;
+    why = `its figures are written only when its scheduler logs, every ${updates.schedulerLogSteps} decode steps`;
+  }
+  const digits = updates?.printedDigits;
+  if (digits) {
+    for (const k of evidence) {
+      const v = k === "throughput" ? null : last[k];
+      if (v == null || v < 10 ** digits) continue;
+      const step = 10 ** (Math.floor(Math.log10(v)) - digits + 1);
+      if (step > steps) {
+        steps = step;
+        why = `it prints ${digits} significant digits, so at ${v.toPrecision(digits)} ${describeEvidence([k]).replace(/ is$/, "")} move in printed steps of ${fmt(step)}`;
+      }
+    }
+  }
+  return { seconds: steps / LOWEST_HEALTHY_STEPS_PER_SECOND, why };
 }
 
 /**
