@@ -12,6 +12,7 @@ import { checkBackend } from "@/lib/check/oneshot";
 import { observe } from "@/lib/check/observe";
 import { figuresOf, type Reading, type Thresholds, type Verdict } from "@/lib/core/types";
 import { call, waitFor } from "./sim-support";
+import { cppDouble } from "@/sim/engines/llamacpp";
 import { countingProxy, llamaServerPath, metricValue, sendLong, startLlama, stopAllLlama } from "../support/llama-server";
 
 const closers: Array<() => unknown> = [];
@@ -108,6 +109,18 @@ describe("real llama-server (llama.cpp b10573)", () => {
     }
     expect(history.at(-1)!.metrics!.generationTokens).toBe(history[0].metrics!.generationTokens);
     for (const rate of shown) expect(rate, `shown generation tokens/s on each read: ${shown.join(", ")}`).toBeGreaterThan(0);
+  });
+
+  it("the simulator's llama.cpp prints every value as the real server does (ostream << double, 6 significant digits)", async () => {
+    const s = await startLlama();
+    long(s.url, 2);
+    await waitFor("both slots decoding", async () => (await metricValue(s.url, "llamacpp:requests_processing")) === 2, 20_000, 100);
+    await pause(300); // a scrape window with decoding in it: fractional gauges (n_busy_slots_per_decode, tokens/s)
+    const body = (await call(`${s.url}/metrics`)).body;
+    const values = [...body.matchAll(/^llamacpp:\S+ (\S+)$/gm)].map((m) => m[1]);
+    expect(values.length).toBeGreaterThanOrEqual(15);
+    expect(values.some((v) => v.includes("."))).toBe(true);
+    for (const v of values) expect(cppDouble(Number(v)), `the real server printed ${v}`).toBe(v);
   });
 
   it("queueing beyond the slots: busy with waiting > 0 (requests_deferred), no probe", async () => {
