@@ -117,10 +117,11 @@ export const sglangAdapter: EngineAdapter = {
       throughput: opt(perGroup(index, "sglang:gen_throughput", "rate", "sum"), "sglang:gen_throughput", warnings),
       models: [...models].sort(),
       evidence,
-      // Forward passes count per pass; realtime tokens are added when the scheduler logs; the
-      // *_tokens_total / num_requests_total counters when a request finishes (collector.py).
+      // Forward passes and realtime tokens are added when the scheduler logs (the realtime family's
+      // HELP says so; passes per log interval, docs/engines.md); the *_tokens_total /
+      // num_requests_total counters when a request finishes (collector.py).
       cadence: {
-        steps: "step",
+        steps: "scheduler-log",
         promptTokens: realtime ? "scheduler-log" : "request-end",
         generationTokens: realtime ? "scheduler-log" : "request-end",
         finishedRequests: "request-end",
