@@ -45,7 +45,7 @@ async function watchUntil(url: string, t: Thresholds, done: (v: Verdict) => bool
     history.push(reading);
     verdicts.push(verdict);
     if (done(verdict)) return { verdicts, history, last: verdict };
-    if (Date.now() > end) throw new Error(`deadline: states so far ${verdicts.map((v) => v.state).join(", ")}; last reasons: ${verdict.reasons.join(" | ")}`);
+    if (Date.now() > end) throw new Error(`deadline: states so far ${verdicts.map((v) => v.state).join(", ")}; last reasons: ${verdict.reasons.map((x) => x.text).join(" | ")}`);
     await pause(gapMs);
   }
 }
@@ -74,7 +74,7 @@ describe("real llama-server (llama.cpp b10573)", () => {
     const s = await startLlama();
     const p = await proxied(s.url);
     const r = await checkBackend({ url: p.url }, { waitSeconds: 1, read: READ });
-    expect(r.state, r.reasons.join(" | ")).toBe("idle");
+    expect(r.state, r.reasons.map((x) => x.text).join(" | ")).toBe("idle");
     expect(r.engine).toBe("llamacpp");
     expect(posts(p.seen).length).toBeLessThanOrEqual(1);
   });
@@ -85,7 +85,7 @@ describe("real llama-server (llama.cpp b10573)", () => {
     await waitFor("both slots decoding", async () => (await metricValue(s.url, "llamacpp:requests_processing")) === 2, 20_000, 100);
     const p = await proxied(s.url);
     const r = await checkBackend({ url: p.url }, { waitSeconds: 1, read: READ });
-    expect(r.state, r.reasons.join(" | ")).toBe("busy");
+    expect(r.state, r.reasons.map((x) => x.text).join(" | ")).toBe("busy");
     expect(r.running).toBe(2);
     expect(r.probeSent).toBe(false);
     expect(r.stepsPerSecond).toBeGreaterThan(0);
@@ -129,7 +129,7 @@ describe("real llama-server (llama.cpp b10573)", () => {
     await waitFor("two requests deferred", async () => ((await metricValue(s.url, "llamacpp:requests_deferred")) ?? 0) > 0, 20_000, 100);
     const p = await proxied(s.url);
     const r = await checkBackend({ url: p.url }, { waitSeconds: 1, read: READ });
-    expect(r.state, r.reasons.join(" | ")).toBe("busy");
+    expect(r.state, r.reasons.map((x) => x.text).join(" | ")).toBe("busy");
     expect(r.waiting).toBeGreaterThan(0);
     expect(posts(p.seen)).toEqual([]);
   });
@@ -138,17 +138,17 @@ describe("real llama-server (llama.cpp b10573)", () => {
     const s = await startLlama([], { metrics: false });
     const r = await checkBackend({ url: s.url }, { waitSeconds: 1, read: READ });
     expect(r.engine).toBe("llamacpp");
-    expect(r.reasons.join(" ")).toMatch(/--metrics/);
+    expect(r.reasons.map((x) => x.text).join(" ")).toMatch(/--metrics/);
   });
 
   it("--api-key without the key: a configProblem naming the backend's apiKey setting, never stuck or down", async () => {
     const s = await startLlama(["--api-key", "sekret"]);
     const r = await checkBackend({ url: s.url }, { waitSeconds: 1, read: READ });
-    expect(r.configProblem, r.reasons.join(" | ")).toMatch(/apiKey/);
+    expect(r.configProblem, r.reasons.map((x) => x.text).join(" | ")).toMatch(/apiKey/);
     expect(r.state).toBe("unknown");
     expect(r.restartRecommended).toBe(false);
     const keyed = await checkBackend({ url: s.url, apiKey: "sekret" }, { waitSeconds: 1, read: READ });
-    expect(keyed.state, keyed.reasons.join(" | ")).toBe("idle");
+    expect(keyed.state, keyed.reasons.map((x) => x.text).join(" | ")).toBe("idle");
     expect(keyed.configProblem).toBeNull();
   });
 
@@ -165,7 +165,7 @@ describe("real llama-server (llama.cpp b10573)", () => {
     const newToken = back.history.at(-1)!.metrics!.processToken;
     expect(newToken).toBeTruthy();
     expect(newToken).not.toBe(token);
-    expect(back.verdicts.flatMap((v) => v.reasons).join(" ")).toMatch(/new process since the last read \(Process-Start-Time-Unix/);
+    expect(back.verdicts.flatMap((v) => v.reasons).map((x) => x.text).join(" ")).toMatch(/new process since the last read \(Process-Start-Time-Unix/);
   });
 
   it("a real wedge (only the engine's main thread stopped by ptrace, HTTP threads alive, requests in flight): stalled, then stuck with a restart recommended", async () => {
@@ -181,7 +181,7 @@ describe("real llama-server (llama.cpp b10573)", () => {
     expect(wedged.last.restartRecommended).toBe(true);
     // Seen both ways on b10573, depending on where the thread stopped: /metrics answered with the
     // step count frozen, or /metrics (queued on the stopped loop) timing out while /health answers.
-    expect(wedged.last.reasons.join(" ")).toMatch(/2 running, 0 waiting, 0 new steps|answers \/health but not \/metrics/);
+    expect(wedged.last.reasons.map((x) => x.text).join(" ")).toMatch(/2 running, 0 waiting, 0 new steps|answers \/health but not \/metrics/);
   });
 
   it("asleep (--sleep-idle-seconds): sleeping, healthy, never probed and never woken", async () => {
@@ -189,7 +189,7 @@ describe("real llama-server (llama.cpp b10573)", () => {
     await waitFor("/props is_sleeping", async () => JSON.parse((await call(`${s.url}/props`)).body).is_sleeping === true, 20_000, 200);
     const p = await proxied(s.url);
     const r = await checkBackend({ url: p.url }, { waitSeconds: 1, read: READ });
-    expect(r.state, r.reasons.join(" | ")).toBe("sleeping");
+    expect(r.state, r.reasons.map((x) => x.text).join(" | ")).toBe("sleeping");
     expect(r.healthy).toBe(true);
     expect(posts(p.seen)).toEqual([]);
     expect(JSON.parse((await call(`${s.url}/props`)).body).is_sleeping).toBe(true);
@@ -210,7 +210,7 @@ describe("real llama-server (llama.cpp b10573)", () => {
     const end = Date.now() + 30_000;
     let r = await checkBackend({ url: p.url }, { waitSeconds: 1, read: READ });
     while (r.state !== "sleeping") {
-      expect(r.state, r.reasons.join(" | ")).toBe("idle");
+      expect(r.state, r.reasons.map((x) => x.text).join(" | ")).toBe("idle");
       if (Date.now() > end) throw new Error(`never fell asleep under the CLI; requests sent: ${p.seen.slice(-6).join(", ")}`);
       await pause(1000);
       r = await checkBackend({ url: p.url }, { waitSeconds: 1, read: READ });
