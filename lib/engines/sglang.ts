@@ -117,11 +117,11 @@ export const sglangAdapter: EngineAdapter = {
       throughput: opt(perGroup(index, "sglang:gen_throughput", "rate", "sum"), "sglang:gen_throughput", warnings),
       models: [...models].sort(),
       evidence,
-      // Forward passes and realtime tokens are added when the scheduler logs (the realtime family's
-      // HELP says so; passes per log interval, docs/engines.md); the *_tokens_total /
-      // num_requests_total counters when a request finishes (collector.py).
+      // Forward passes on every decode batch (process_batch_result_decode ->
+      // increment_decode_cuda_graph_pass); realtime tokens when the scheduler logs (the family's
+      // HELP says so); the *_tokens_total / num_requests_total counters when a request finishes.
       cadence: {
-        steps: "scheduler-log",
+        steps: "step",
         promptTokens: realtime ? "scheduler-log" : "request-end",
         generationTokens: realtime ? "scheduler-log" : "request-end",
         finishedRequests: "request-end",
