@@ -9,7 +9,8 @@
  */
 import { formatFigure, formatMinutes, formatSeconds, formatShare } from "../core/format";
 import { rulesOf } from "../engines/registry";
-import { ENGINE_LABELS, PROGRESS_COUNTERS, type EngineMetrics, type EngineSlice, type EvidenceFigure } from "../core/engine";
+import type { EngineUpdates } from "../engines/adapter";
+import { ENGINE_LABELS, PROGRESS_COUNTERS, type EngineMetrics, type ProgressCounter, type EngineSlice, type EvidenceFigure } from "../core/engine";
 import { countOf, namesOf } from "../core/caps";
 import { lateReason, seenLate } from "./late";
 import { STATE_INFO, restartRecommended, type BackendState } from "../core/states";
@@ -189,11 +190,15 @@ function judgeSlice(segment: Reading[], id: string | null, t: Thresholds, minWin
   const base = flatBase(slices);
   const waits = segment.length - 1 - base;
   const flatFor = (cur.at - segment[base].at) / 1000;
+  const window = slices.slice(base) as EngineSlice[];
+  const quiet = quietSeconds(window, cur.metrics!, rulesOf(cur.engine).updates);
+  const expected = (what: string) =>
+    reason("no-change-expected", `${load(m)}; ${what}, none expected yet: ${quiet.why} (at ${LOWEST_HEALTHY_STEPS_PER_SECOND} step/s, ${formatSeconds(quiet.seconds)})`);
   if (waits === 0) {
+    if (quiet.seconds > 0) return { state: "busy", reasons: [expected("work arrived since the last read")], waits, line: load(m) };
     // Work arrived after an idle read: the first wait that counts towards "stuck" starts now.
     return { state: "stalled", reasons: [reason("work-arrived", `${load(m)}: work arrived since the last read, no progress yet`)], waits, line: load(m) };
   }
-  const window = slices.slice(base) as EngineSlice[];
   if (!flatIsEvidence(window, evidence)) {
     // "No progress" would be a guess, and a restart needs evidence: garbage metrics are never "stuck".
     return {
@@ -203,15 +208,59 @@ function judgeSlice(segment: Reading[], id: string | null, t: Thresholds, minWin
       line: load(m),
     };
   }
+  if (flatFor < quiet.seconds) {
+    return { state: "busy", reasons: [expected(`no change in ${formatSeconds(flatFor)} across ${waits + 1} reads`)], waits, line: load(m) };
+  }
   const line = `${load(m)}, 0 new steps in ${formatSeconds(flatFor)} across ${waits + 1} reads`;
   const evidenceLine = reason("no-progress", `${line}; ${describeFlat(m, window)}`);
   const queuedOnly = m.running === 0 ? [reason("queued-not-scheduled", "queued requests are not being scheduled (a known vLLM hang pattern, not idle)")] : [];
-  const need = Math.max(t.stuckAfterSeconds, minWindow);
-  const longer = minWindow > t.stuckAfterSeconds ? ` (this engine refreshes its figures slowly: at least ${minWindow} s)` : "";
+  const need = Math.max(t.stuckAfterSeconds, minWindow, Math.ceil(quiet.seconds));
+  const longer =
+    need > t.stuckAfterSeconds
+      ? quiet.seconds > minWindow
+        ? ` (${quiet.why}: at least ${need} s)`
+        : ` (this engine refreshes its figures slowly: at least ${minWindow} s)`
+      : "";
   if (waits >= 2 && flatFor >= need) {
     return { state: "stuck", reasons: [evidenceLine, ...queuedOnly, reason("no-progress-stuck", `no progress across ${waits} waits and at least ${need} s${longer}`)], waits, line };
   }
   return { state: "stalled", reasons: [evidenceLine, ...queuedOnly, reason("no-progress-stalled", `would be called stuck after 2 waits and ${need} s without progress${longer}`)], waits, line };
+}
+
+/** The slowest step rate a healthy engine with work is taken to keep (docs/engines.md "Cadence"). */
+export const LOWEST_HEALTHY_STEPS_PER_SECOND = 1;
+
+/**
+ * How long an engine with work may show no change before its flat figures say anything: the time
+ * the engine needs, at LOWEST_HEALTHY_STEPS_PER_SECOND, before a change would show at all. Two
+ * causes, stated by the adapter: figures written only when the scheduler logs (SGLang: every 40
+ * decode steps, unless a per-step counter is among the evidence), and values printed with few
+ * significant digits (llama.cpp: 6, so past 10^6 n_decode_total moves in printed steps of 10, past
+ * 10^8 of 1000). Inside it a flat read is "no change expected yet" (busy), and "stuck" waits for it too.
+ */
+function quietSeconds(window: EngineSlice[], m: EngineMetrics, updates: EngineUpdates | undefined): { seconds: number; why: string } {
+  const evidence = m.evidence ?? DEFAULT_EVIDENCE;
+  const last = window[window.length - 1];
+  let steps = 0;
+  let why = "";
+  const perStep = evidence.some((k) => last[k] != null && (m.cadence?.[k] ?? "step") === "step");
+  if (updates?.schedulerLogSteps && !perStep) {
+    steps = updates.schedulerLogSteps;
+    why = `its figures are written only when its scheduler logs, every ${updates.schedulerLogSteps} decode steps`;
+  }
+  const digits = updates?.printedDigits;
+  if (digits) {
+    for (const k of evidence) {
+      const v = k === "throughput" ? null : last[k];
+      if (v == null || v < 10 ** digits) continue;
+      const step = 10 ** (Math.floor(Math.log10(v)) - digits + 1);
+      if (step > steps) {
+        steps = step;
+        why = `it prints ${digits} significant digits, so at ${v.toPrecision(digits)} ${describeEvidence([k]).replace(/ is$/, "")} move in printed steps of ${formatFigure(step)}`;
+      }
+    }
+  }
+  return { seconds: steps / LOWEST_HEALTHY_STEPS_PER_SECOND, why };
 }
 
 /**
@@ -598,23 +647,46 @@ function lastWithMetrics(rs: Reading[]): Reading | undefined {
   return undefined;
 }
 
-/** Rates between the two newest readings of one process; null where a counter is missing. */
+/**
+ * The rates shown. A figure the engine moves on every step is the rate between the two newest
+ * readings of one process. One it moves only when a request ends or its scheduler logs
+ * (EngineMetrics.cadence) would read 0 between those and spike after: it is shown as the average
+ * over the last RATE_WINDOW_SECONDS instead, or, where the adapter says so (llama.cpp), generation
+ * tokens/s is the live step rate × busy slots per step. Null where a counter is missing.
+ */
 export function ratesOf(all: Reading[]): Rates {
   const seg = currentProcess(all);
   const none: Rates = { stepsPerSecond: null, generationTokensPerSecond: null, promptTokensPerSecond: null };
   if (seg.length < 2) return none;
   const a = seg[seg.length - 2];
   const b = seg[seg.length - 1];
-  const dt = (b.at - a.at) / 1000;
-  if (dt <= 0) return none;
-  const rate = (k: "steps" | "generationTokens" | "promptTokens") => {
-    const x = a.metrics![k];
-    const y = b.metrics![k];
-    if (x === null || y === null || y < x) return null;
-    return (y - x) / dt;
+  const m = b.metrics!;
+  const between = (x: Reading, k: ProgressCounter) => {
+    const dt = (b.at - x.at) / 1000;
+    const from = x.metrics![k];
+    const to = m[k];
+    if (dt <= 0 || from === null || to === null || to < from) return null;
+    return (to - from) / dt;
   };
-  return { stepsPerSecond: rate("steps"), generationTokensPerSecond: rate("generationTokens"), promptTokensPerSecond: rate("promptTokens") };
+  const live = (k: ProgressCounter) => (m.cadence?.[k] ?? "step") === "step";
+  const windowed = (k: ProgressCounter) => {
+    const since = b.at - RATE_WINDOW_SECONDS * 1000;
+    const first = seg.find((r) => r.at >= since && r.metrics![k] !== null && r !== b) ?? a;
+    return between(first, k);
+  };
+  const rate = (k: ProgressCounter) => (live(k) ? between(a, k) : windowed(k));
+  const steps = rate("steps");
+  let generation: number | null;
+  if (!live("generationTokens") && rulesOf(b.engine).updates?.generationFromSteps && live("steps") && steps !== null) {
+    // Each busy slot decodes one token per step; without the engine's own average, the running requests.
+    const slots = m.slotsPerStep != null && m.slotsPerStep > 0 ? m.slotsPerStep : (a.metrics!.running + m.running) / 2;
+    generation = steps * slots;
+  } else generation = rate("generationTokens");
+  return { stepsPerSecond: steps, generationTokensPerSecond: generation, promptTokensPerSecond: rate("promptTokens") };
 }
+
+/** The window a figure that moves only per request or per scheduler log is averaged over for the rates shown. */
+export const RATE_WINDOW_SECONDS = 60;
 
 function verdict(j: Judgement, rates: Rates, basis: Reading[]): Verdict {
   const health = STATE_INFO[j.state].health;

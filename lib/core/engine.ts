@@ -42,11 +42,28 @@ export interface EngineSlice {
   throughput?: number | null;
   /** Put to sleep on purpose (vLLM engine_sleep_state awake=0). */
   asleep?: boolean | null;
+  /**
+   * Busy slots per engine step since the engine's last scrape (llama.cpp n_busy_slots_per_decode):
+   * with every busy slot decoding one token per step, generation tokens ≈ steps × this.
+   */
+  slotsPerStep?: number | null;
 }
 
 /** Counters a comparison of two reads may use; the adapter says which are evidence of a hang. */
 export const PROGRESS_COUNTERS = ["steps", "promptTokens", "generationTokens", "finishedRequests"] as const;
 export type ProgressCounter = (typeof PROGRESS_COUNTERS)[number];
+/**
+ * When an engine moves a figure (docs/engines.md "Cadence"): on every engine step ("step"), when its
+ * scheduler logs ("scheduler-log", SGLang: every 40 decode steps), when a request (or a prompt)
+ * ends ("request-end"), or as a gauge over the window since the last scrape ("scrape-window").
+ * Only a "step" figure shows progress between any two reads; the others are shown as averages
+ * over a window long enough to span them, never as 0 then a spike.
+ */
+export const CADENCES = ["step", "scheduler-log", "request-end", "scrape-window"] as const;
+export type Cadence = (typeof CADENCES)[number];
+/** The figures an adapter states a cadence for; one it does not name is "step". */
+export type CadencedFigure = ProgressCounter | "throughput";
+
 /** Figures whose staying flat, with work in flight, is evidence of a hang. */
 export type EvidenceFigure = "steps" | "promptTokens" | "generationTokens" | "throughput";
 
@@ -69,6 +86,8 @@ export interface EngineMetrics extends EngineSlice {
    * by the first version): steps, prompt and generation tokens, as vLLM.
    */
   evidence?: EvidenceFigure[];
+  /** When each figure moves, stated by the adapter; a figure not named (and readings stored before this) is "step". */
+  cadence?: Partial<Record<CadencedFigure, Cadence>>;
 }
 
 /** What a read of an engine produced, before the classifier: the adapter's part of a Reading. */

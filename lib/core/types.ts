@@ -145,6 +145,7 @@ export const RULES = [
   "idle-loop-answered",
   // 3. busy
   "progress",
+  "no-change-expected",
   // 4. stalled / stuck (and llama.cpp's blocked engine loop)
   "work-arrived",
   "no-progress",

@@ -40,6 +40,21 @@ export interface EngineRules {
    * TGI's a prefill on the shards when unhealthy, so for those a static route is asked instead.
    */
   livenessPath: string;
+  /** How the engine updates what it exposes, beyond each figure's cadence (EngineMetrics.cadence). */
+  updates?: EngineUpdates;
+}
+
+/** docs/engines.md "Cadence": what keeps a healthy engine's figures flat between two reads. */
+export interface EngineUpdates {
+  /**
+   * Generation tokens/s is read live from the step counter: steps/s × busy slots per step (every
+   * busy slot decodes one token per step), because the token counter moves only when a request ends.
+   */
+  generationFromSteps?: boolean;
+  /** The figures are written only when the scheduler logs, every this many decode steps (SGLang --decode-log-interval). */
+  schedulerLogSteps?: number;
+  /** Values are printed with this many significant digits (llama.cpp: C++ ostream's default, 6): a counter past 10^digits moves in printed steps. */
+  printedDigits?: number;
 }
 
 export interface ExtractContext {

@@ -31,9 +31,14 @@ export const llamacppAdapter: EngineAdapter = {
     "llamacpp:n_decode_total",
     "llamacpp:prompt_tokens_total",
     "llamacpp:tokens_predicted_total",
+    "llamacpp:n_busy_slots_per_decode",
   ]),
   // /metrics is a task on the same loop as decoding (server-context.cpp): a blocked loop never answers it.
-  rules: { minStuckWindowSeconds: 0, livenessPath: "/health", probe: "openai", metricsFlag: "--metrics", metricsOnEngineLoop: true, idleProvenByMetrics: true },
+  rules: { minStuckWindowSeconds: 0, livenessPath: "/health", probe: "openai", metricsFlag: "--metrics", metricsOnEngineLoop: true, idleProvenByMetrics: true,
+    // tokens_predicted_total moves only when a slot is released: the live generation rate is
+    // n_decode_total/s × n_busy_slots_per_decode. Every value is printed `<< double` with the
+    // stream's default precision (server-task.cpp to_metrics): 6 significant digits.
+    updates: { generationFromSteps: true, printedDigits: 6 } },
   reads: {
     metricsPath: "/metrics",
     // /props answers a sleeping llama-server from its cache with is_sleeping, so a sleeping server is
@@ -67,8 +72,13 @@ export const llamacppAdapter: EngineAdapter = {
       generationTokens: optional(index, "llamacpp:tokens_predicted_total", "count", "sum", warnings),
       finishedRequests: null,
       kvCacheUsage: kv,
+      // Averaged over the window since the last /metrics read (every read resets its bucket).
+      slotsPerStep: optional(index, "llamacpp:n_busy_slots_per_decode", "count", "mean", warnings),
       models: [],
       evidence: ["steps"],
+      // n_decode_total: +1 per llama_decode() call. The token counters: when a prompt evaluation
+      // ends (prompt) and when a slot is released (generation), checked on b10573.
+      cadence: { steps: "step", promptTokens: "request-end", generationTokens: "request-end" },
     };
     return { metrics, warnings };
   },

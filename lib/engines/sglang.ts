@@ -65,7 +65,14 @@ export const sglangAdapter: EngineAdapter = {
     "sglang:token_usage",
     "sglang:gen_throughput",
   ]),
-  rules: { minStuckWindowSeconds: 150, livenessPath: "/v1/models", probe: "openai", metricsFlag: "--enable-metrics" },
+  rules: {
+    minStuckWindowSeconds: 150,
+    livenessPath: "/v1/models",
+    probe: "openai",
+    metricsFlag: "--enable-metrics",
+    // --decode-log-interval's default: the scheduler writes its gauges every 40 decode passes.
+    updates: { schedulerLogSteps: 40 },
+  },
   reads: { metricsPath: "/metrics" },
   extract(index) {
     const warnings: string[] = [];
@@ -110,6 +117,16 @@ export const sglangAdapter: EngineAdapter = {
       throughput: opt(perGroup(index, "sglang:gen_throughput", "rate", "sum"), "sglang:gen_throughput", warnings),
       models: [...models].sort(),
       evidence,
+      // Forward passes on every decode batch (process_batch_result_decode ->
+      // increment_decode_cuda_graph_pass); realtime tokens when the scheduler logs (the family's
+      // HELP says so); the *_tokens_total / num_requests_total counters when a request finishes.
+      cadence: {
+        steps: "step",
+        promptTokens: realtime ? "scheduler-log" : "request-end",
+        generationTokens: realtime ? "scheduler-log" : "request-end",
+        finishedRequests: "request-end",
+        throughput: "scheduler-log",
+      },
     };
     return { metrics, warnings };
   },

@@ -50,6 +50,8 @@ export const tgiAdapter: EngineAdapter = {
       kvCacheUsage: null,
       models: [],
       evidence: ["steps"],
+      // batch_inference_count: at the start of every forward call; request_success: at a request's end.
+      cadence: { steps: "step", finishedRequests: "request-end" },
     };
     return { metrics, warnings };
   },

@@ -163,6 +163,8 @@ function extractFromIndex(index: Index): VllmExtraction {
     ...whole,
     models: [...models].sort(),
     evidence: ["steps", "promptTokens", "generationTokens"],
+    // V1 records its token counters from every engine step's IterationStats; request_success at a request's end.
+    cadence: { steps: "step", promptTokens: "step", generationTokens: "step", finishedRequests: "request-end" },
   };
   const level = whole.asleep ? sleepLevel(index) : null;
   if (level !== null) metrics.sleepLevel = level;

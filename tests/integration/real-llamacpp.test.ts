@@ -10,8 +10,9 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { checkBackend } from "@/lib/check/oneshot";
 import { observe } from "@/lib/check/observe";
-import { reasonText, type Reading, type Thresholds, type Verdict } from "@/lib/core/types";
+import { figuresOf, reasonText, type Reading, type Thresholds, type Verdict } from "@/lib/core/types";
 import { call, waitFor } from "./sim-support";
+import { cppDouble } from "@/sim/engines/llamacpp";
 import { countingProxy, llamaServerPath, metricValue, sendLong, startLlama, stopAllLlama } from "../support/llama-server";
 
 const closers: Array<() => unknown> = [];
@@ -90,6 +91,36 @@ describe("real llama-server (llama.cpp b10573)", () => {
     expect(r.stepsPerSecond).toBeGreaterThan(0);
     expect(posts(p.seen)).toEqual([]);
     expect(p.seen.every((x) => x === "GET /metrics" || x === "GET /props")).toBe(true);
+  });
+
+  it("busy with every slot decoding: the generation tokens/s shown is live (non-zero on every read), not 0 until a request ends", async () => {
+    const s = await startLlama();
+    long(s.url, 2);
+    await waitFor("both slots decoding", async () => (await metricValue(s.url, "llamacpp:requests_processing")) === 2, 20_000, 100);
+    // tokens_predicted_total moves only when a request ends (n_predict 20000: not within these reads).
+    const history: Reading[] = [];
+    const shown: Array<number | null> = [];
+    for (let i = 0; i < 5; i++) {
+      const { reading, verdict } = await observe({ url: s.url }, history, { thresholds: T, read: READ });
+      history.push(reading);
+      expect(reading.metrics?.running, verdict.reasons.map((r) => r.text).join(" | ")).toBe(2);
+      if (i > 0) shown.push(figuresOf(reading, verdict).generationTokensPerSecond);
+      await pause(400);
+    }
+    expect(history.at(-1)!.metrics!.generationTokens).toBe(history[0].metrics!.generationTokens);
+    for (const rate of shown) expect(rate, `shown generation tokens/s on each read: ${shown.join(", ")}`).toBeGreaterThan(0);
+  });
+
+  it("the simulator's llama.cpp prints every value as the real server does (ostream << double, 6 significant digits)", async () => {
+    const s = await startLlama();
+    long(s.url, 2);
+    await waitFor("both slots decoding", async () => (await metricValue(s.url, "llamacpp:requests_processing")) === 2, 20_000, 100);
+    await pause(300); // a scrape window with decoding in it: fractional gauges (n_busy_slots_per_decode, tokens/s)
+    const body = (await call(`${s.url}/metrics`)).body;
+    const values = [...body.matchAll(/^llamacpp:\S+ (\S+)$/gm)].map((m) => m[1]);
+    expect(values.length).toBeGreaterThanOrEqual(15);
+    expect(values.some((v) => v.includes("."))).toBe(true);
+    for (const v of values) expect(cppDouble(Number(v)), `the real server printed ${v}`).toBe(v);
   });
 
   it("queueing beyond the slots: busy with waiting > 0 (requests_deferred), no probe", async () => {

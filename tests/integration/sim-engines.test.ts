@@ -8,6 +8,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parsePrometheus, type ParseResult } from "@/lib/metrics/prometheus";
 import { startSimulator, type Simulator, type SimulatorOptions } from "@/sim/server";
 import { call, waitFor } from "./sim-support";
+import { observe } from "@/lib/check/observe";
+import type { Reading, Thresholds } from "@/lib/core/types";
+import { trimHistory } from "@/lib/watcher/history";
 
 const sims: Simulator[] = [];
 async function sim(opts: SimulatorOptions): Promise<Simulator> {
@@ -320,6 +323,31 @@ describe("SGLang", () => {
     await s.whenListening();
     expect(await metric(s, "sglang:num_requests_total")).toBe(0);
   });
+});
+
+describe("SGLang watched under its normal load (issue 29 item 5)", () => {
+  it("ten engine minutes of the demo's batch job (2-3 long generations at a time), read every 5 s by the watcher's read and classifier: busy throughout, never stalled", async () => {
+    let now = Date.now(); // an injected clock: ten engine minutes without waiting ten minutes
+    const s = await sim({ engine: "sglang", timeScale: 1, clock: () => now, engineOptions: { warmupSeconds: 0 } });
+    const t: Thresholds = { stuckAfterSeconds: 120, idleProbeSeconds: 60, recoveryTimeoutSeconds: 900, startupGraceSeconds: 600 };
+    // The demo's side job (sim/demo.ts SIDE_SCHEDULE, sideJob): prompts of 200-2000 tokens, 600-1500 out.
+    let seed = 7;
+    const rand = (lo: number, hi: number) => lo + ((seed = (seed * 48271) % 2147483647) % (hi - lo + 1));
+    let history: Reading[] = [];
+    const states: string[] = [];
+    for (let second = 0; second < 600; second++) {
+      const want = second < 300 ? 2 : 3;
+      const short = want - s.state().running - s.state().waiting;
+      for (let i = 0; i < short; i++) s.load({ requests: 1, promptTokens: rand(200, 2000), maxTokens: rand(600, 1500) });
+      now += 1000;
+      if (second % 5 !== 4) continue;
+      const { reading, verdict } = await observe({ url: s.url, engine: "sglang" }, history, { thresholds: t, read: { timeoutMs: 5000 }, now: () => now });
+      history = trimHistory([...history, reading], now, t);
+      states.push(`${second + 1}s ${verdict.state}${verdict.state === "busy" ? "" : `: ${verdict.reasons.map((r) => r.text).join(" | ")}`}`);
+    }
+    const notBusy = states.slice(1).filter((x) => !/ busy$/.test(x));
+    expect(notBusy, notBusy.slice(0, 5).join("\n")).toEqual([]);
+  }, 60_000);
 });
 
 describe("TGI", () => {

@@ -10,6 +10,9 @@ import { judgeProxy } from "@/lib/check/proxy";
 import type { BackendState } from "@/lib/core/states";
 import { type PendingRestart, type ProbeChoice, type ProbeResult, type Reading, type Thresholds, RULES, type RuleId } from "@/lib/core/types";
 import { parseVllmMetrics, type VllmMetrics } from "@/lib/engines/vllm";
+import { readExposition } from "@/lib/engines/exposition";
+import { ADAPTERS } from "@/lib/engines/registry";
+import type { EngineKind } from "@/lib/core/engine";
 
 const T: Thresholds = { stuckAfterSeconds: 120, idleProbeSeconds: 60, recoveryTimeoutSeconds: 900 };
 const REAL = readFileSync(new URL("../fixtures/real-metrics/vllm-0.29.0-inferstack.prom", import.meta.url), "utf8");
@@ -152,6 +155,29 @@ interface Row {
   probe?: ProbeChoice;
 }
 
+/** A reading of another engine: its exposition (a real capture, values rewritten) through its adapter. */
+function engineRead(kind: EngineKind, atS: number, text: string, headers: Record<string, string> = {}): Reading {
+  const exp = readExposition(text);
+  if (!exp.ok) throw new Error(exp.error);
+  const p = ADAPTERS[kind].extract(exp.index, { headers });
+  if (!p.metrics) throw new Error(`${kind} body did not parse: ${p.error}`);
+  return { at: atS * 1000, latencyMs: 4, outcome: "ok", status: 200, engine: kind, metrics: p.metrics };
+}
+const fixtureText = (p: string) => readFileSync(new URL(`../fixtures/${p}`, import.meta.url), "utf8");
+// Real llama-server b10573 with both slots decoding; n_decode_total as the server prints it (6 significant digits).
+const LLAMA_BUSY = fixtureText("engines/llamacpp-b10573-busy.prom");
+const llamaBusy = (atS: number, decode: string, running = 2): Reading =>
+  engineRead(
+    "llamacpp",
+    atS,
+    LLAMA_BUSY.replace(/^llamacpp:n_decode_total .*$/m, `llamacpp:n_decode_total ${decode}`).replace(/^llamacpp:requests_processing .*$/m, `llamacpp:requests_processing ${running}`),
+    { "process-start-time-unix": "492656745" },
+  );
+// Real SGLang 0.5.10 (no per-step counter: gen_throughput, written when the scheduler logs, is the evidence).
+const SGLANG_REAL = fixtureText("real-metrics/sglang-0.5.10-datadog.prom");
+const sglangBusy = (atS: number, throughput: number): Reading =>
+  engineRead("sglang", atS, SGLANG_REAL.replace(/^(sglang:num_running_reqs\{[^}]*\}) .*$/m, "$1 2").replace(/^(sglang:gen_throughput\{[^}]*\}) .*$/m, `$1 ${throughput}`));
+
 /** llama.cpp's /metrics timing out while /health answers: its engine loop is blocked. */
 const blockedLoop = (atS: number): Reading => ({ ...slowWithHealth(atS, "ok"), engine: "llamacpp" });
 /** A read whose evidence figures (steps, prompt and generation tokens) were all unusable, on the whole server or on one engine. */
@@ -253,6 +279,21 @@ const rows: Row[] = [
   // llama.cpp serves /metrics from its engine loop: timeouts there with /health up are a blocked loop
   { name: "llama.cpp: /metrics timing out with /health up for one wait: stalled", reads: [blockedLoop(0), blockedLoop(5)], state: "stalled", rules: ["loop-blocked", "loop-blocked-stalled"] },
   { name: "llama.cpp: /metrics timing out with /health up across two waits and 120 s: stuck", reads: [blockedLoop(0), blockedLoop(67), blockedLoop(134)], state: "stuck", rules: ["loop-blocked", "loop-blocked-stuck"], text: /on 3 reads over 134 s/ },
+  // issue 29: llama.cpp prints 6 significant digits: past 1e6 n_decode_total moves in printed steps of 10 (1000 past 1e8)
+  { name: "llama.cpp below 1e6: a flat n_decode_total is no progress at once (printed exactly)", reads: [llamaBusy(0, "1184"), llamaBusy(5, "1184")], state: "stalled", rules: ["no-progress", "no-progress-stalled"] },
+  { name: "llama.cpp at 1.23457e+06 flat across reads for 8 s (inside one printed step of 10 at 1 step/s): busy, no change expected yet", reads: [llamaBusy(0, "1.23457e+06"), llamaBusy(4, "1.23457e+06"), llamaBusy(8, "1.23457e+06")], state: "busy", rules: ["no-change-expected"], text: /prints 6 significant digits, so at 1\.23457e\+6 engine steps move in printed steps of 10/ },
+  { name: "llama.cpp at 1.23457e+06 flat past one printed step: stalled", reads: [llamaBusy(0, "1.23457e+06"), llamaBusy(6, "1.23457e+06"), llamaBusy(12, "1.23457e+06")], state: "stalled", rules: ["no-progress", "no-progress-stalled"] },
+  { name: "llama.cpp at 1.23457e+06 flat across two waits and 120 s: stuck", reads: [llamaBusy(0, "1.23457e+06"), llamaBusy(67, "1.23457e+06"), llamaBusy(134, "1.23457e+06")], state: "stuck", rules: ["no-progress", "no-progress-stuck"] },
+  { name: "llama.cpp at 1.23457e+08 flat for 134 s, past stuckAfterSeconds but inside one printed step of 1000: busy, never stuck", reads: [llamaBusy(0, "1.23457e+08"), llamaBusy(67, "1.23457e+08"), llamaBusy(134, "1.23457e+08")], state: "busy", rules: ["no-change-expected"] },
+  { name: "llama.cpp at 1.23457e+08 flat past 1000 s across two waits: stuck, the window widened to one printed step", reads: [llamaBusy(0, "1.23457e+08"), llamaBusy(600, "1.23457e+08"), llamaBusy(1001, "1.23457e+08")], state: "stuck", rules: ["no-progress", "no-progress-stuck"] },
+  { name: "llama.cpp past 1e6, work that just arrived: busy, no change expected yet", reads: [llamaBusy(0, "1.23457e+06", 0), llamaBusy(5, "1.23457e+06")], state: "busy", rules: ["no-change-expected"] },
+  { name: "llama.cpp idle: the engine loop's own /metrics answer, never probed", reads: [llamaBusy(0, "1184", 0)], state: "idle", rules: ["idle-loop-answered"] },
+  { name: "/metrics refused 401: a configuration problem, not the engine", reads: [{ at: 0, latencyMs: 2, outcome: "http-error", status: 401, error: "HTTP 401", metrics: null, engine: "llamacpp" }], state: "unknown", rules: ["metrics-auth"] },
+  // issue 29: SGLang writes its gauges only when its scheduler logs (every 40 decode steps): a read between two logs sees no change
+  { name: "SGLang: gen_throughput unchanged across reads inside the scheduler's log cadence: busy, not stalled", reads: [sglangBusy(0, 425.5), sglangBusy(5, 425.5), sglangBusy(10, 425.5)], state: "busy", rules: ["no-change-expected"], text: /written only when its scheduler logs, every 40 decode steps/ },
+  { name: "SGLang: a new log, then none for 5 s: busy", reads: [sglangBusy(0, 425.5), sglangBusy(5, 431.2), sglangBusy(10, 431.2)], state: "busy" },
+  { name: "SGLang: no log for longer than 40 decode steps at 1 step/s: stalled", reads: [sglangBusy(0, 425.5), sglangBusy(25, 425.5), sglangBusy(50, 425.5)], state: "stalled", rules: ["no-progress", "no-progress-stalled"] },
+  { name: "SGLang: no log across two waits and its 150 s: stuck", reads: [sglangBusy(0, 425.5), sglangBusy(80, 425.5), sglangBusy(160, 425.5)], state: "stuck", rules: ["no-progress", "no-progress-stuck"] },
   // a read stepwatch saw late is not judged (lib/check/late.ts; more below)
   { name: "a late newest read: the verdict of the reads before it, with the reason first", reads: [read(0, { running: 2 }), { ...timedOut(5), watcherLateMs: 1500 }], state: "unknown", rules: ["watcher-late", "first-read"] },
   // restart confirmed from stepwatch

@@ -336,3 +336,38 @@ describe("classify per engine: each engine's progress signal and its trap", () =
     expect(v.reasons.map((r) => r.rule)).toContain("idle-loop-answered");
   });
 });
+
+describe("the rates shown follow each figure's cadence (issue 29): never 0 while tokens are generated, then a spike", () => {
+  // Captured from the real llama-server b10573 with both slots decoding (tests/fixtures/engines/README.md).
+  const BUSY = fixture("engines/llamacpp-b10573-busy.prom");
+  const rates = (rs: Reading[]) => classify({ history: rs.slice(0, -1), reading: rs[rs.length - 1], thresholds: T, now: rs[rs.length - 1].at }).rates;
+
+  it("llama.cpp: generation tokens/s is n_decode_total/s × busy slots per decode while tokens_predicted_total stays flat", () => {
+    const at = (s: number, steps: number, predicted: number) =>
+      reading("llamacpp", s, set(set(BUSY, "llamacpp:n_decode_total", steps), "llamacpp:tokens_predicted_total", predicted));
+    const r = rates([at(0, 929, 0), at(1, 1184, 0)]);
+    expect(r.stepsPerSecond).toBe(255);
+    expect(r.generationTokensPerSecond).toBeCloseTo(255 * 1.99916, 3);
+    // The request ends: the counter jumps by 8186 at once; the rate shown stays the live one.
+    const end = rates([at(0, 929, 0), at(1, 1184, 0), at(2, 1439, 8186)]);
+    expect(end.generationTokensPerSecond).toBeCloseTo(255 * 1.99916, 3);
+  });
+
+  it("llama.cpp: an exposition without n_busy_slots_per_decode falls back to the running requests", () => {
+    const noSlots = BUSY.replace(/^llamacpp:n_busy_slots_per_decode .*$/m, "");
+    const at = (s: number, steps: number) => reading("llamacpp", s, set(noSlots, "llamacpp:n_decode_total", steps));
+    expect(rates([at(0, 100), at(2, 300)]).generationTokensPerSecond).toBe(200);
+  });
+
+  it("SGLang without realtime counters: generation_tokens_total (counted at a request's end) is averaged over the window, not shown as a spike", () => {
+    const at = (s: number, gen: number) => reading("sglang", s, set(set(SGLANG, "sglang:generation_tokens_total", gen), "sglang:num_running_reqs", 2));
+    const reads = [at(0, 1000), at(10, 1000), at(20, 1000), at(30, 1600)];
+    // Between the last two reads alone it would be 60 tokens/s after 0, 0.
+    expect(rates(reads).generationTokensPerSecond).toBe(20);
+  });
+
+  it("vLLM's token counters move on every step: the rate between the two newest reads", () => {
+    const r = extract("vllm", fixture("real-metrics/vllm-0.29.0-inferstack.prom"));
+    expect(r.metrics?.cadence?.generationTokens).toBe("step");
+  });
+});

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
 import { cppDouble } from "@/sim/engines/llamacpp";
@@ -21,6 +22,12 @@ describe("llama.cpp's value format (ostream << double, precision 6)", () => {
     expect(parsed.errors).toEqual([]);
     // Six significant digits: off by at most half a unit in the sixth.
     expect(Math.abs(parsed.samples[0].value - value)).toBeLessThanOrEqual(Math.abs(value) * 5e-6);
+  });
+
+  it("agrees with C's printf %g (what std::ostream's default precision is) past a million and below 1e-4", () => {
+    for (const v of [1_234_567, 123_456_789, 1e6, 999_999.5, 2.3715126, 0.00001, 0.009595, 1.99916, 48211, 3.2145678e12]) {
+      expect(cppDouble(v), String(v)).toBe(execFileSync("printf", ["%g", String(v)], { encoding: "utf8", env: { ...process.env, LC_ALL: "C" } }));
+    }
   });
 
   it("hides a counter's last digits past a million: two different counts print the same", () => {

@@ -28,6 +28,7 @@ describe("parseVllmMetrics on real scrapes", () => {
         asleep: false, // engine_sleep_state{sleep_state="awake"} 1.0
         models: ["qwen2.5-1.5b"],
         evidence: ["steps", "promptTokens", "generationTokens"],
+        cadence: { steps: "step", promptTokens: "step", generationTokens: "step", finishedRequests: "request-end" },
       },
     },
     {
@@ -47,6 +48,7 @@ describe("parseVllmMetrics on real scrapes", () => {
         asleep: false,
         models: ["deepseek-v4-flash-vision-exp-ablit-dual"],
         evidence: ["steps", "promptTokens", "generationTokens"],
+        cadence: { steps: "step", promptTokens: "step", generationTokens: "step", finishedRequests: "request-end" },
       },
     },
     {
@@ -67,6 +69,7 @@ describe("parseVllmMetrics on real scrapes", () => {
         asleep: false,
         models: ["facebook/opt-125m"],
         evidence: ["steps", "promptTokens", "generationTokens"],
+        cadence: { steps: "step", promptTokens: "step", generationTokens: "step", finishedRequests: "request-end" },
       },
     },
   ])("$file", ({ file, samples, metrics }) => {
@@ -183,6 +186,7 @@ describe("extraction rules", () => {
       preemptions: null,
       asleep: null,
       evidence: ["steps", "promptTokens", "generationTokens"],
+      cadence: { steps: "step", promptTokens: "step", generationTokens: "step", finishedRequests: "request-end" },
       models: ["m"],
     });
   });
