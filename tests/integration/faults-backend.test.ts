@@ -73,7 +73,8 @@ class Front {
       }, 3500);
       return;
     }
-    if (req.url === "/metrics" && this.mode !== "pass") {
+    // The exposition on either path stepwatch reads it from: vLLM's filtered /metrics/?name[]= or the full /metrics.
+    if (req.url?.startsWith("/metrics") && this.mode !== "pass") {
       const mode = this.mode;
       if (mode === "slow" || mode === "slow-all") {
         // Answers, but only after the reader's deadline (2 s at a 1 s poll interval).
