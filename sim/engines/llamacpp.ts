@@ -17,7 +17,10 @@
  *   route is a task that wakes the server and reloads the model first, /metrics included until
  *   #27376 (then /metrics is answered from a cache). Each wake is recorded in `wokenBy`.
  * - /metrics and /slots are tasks on the same loop as decoding: when the loop is blocked inside a
- *   device call ("blocked") they never answer, while /health and /props still do.
+ *   device call ("blocked") they never answer, while /health and /props still do. (b10573 with its
+ *   main thread stopped shows this, or frozen answers: mode "hang".)
+ * - --api-key (option apiKey): every route but /health and /v1/health answers 401 "Invalid API
+ *   Key", /metrics and /props included; `Authorization: Bearer K` and `X-Api-Key: K` both pass.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { LiveMode } from "../model";
