@@ -42,7 +42,7 @@ export interface SimulatorOptions {
   timeScale?: number;
   /** vLLM with several API server processes: no process_start_time_seconds. */
   multiApiServer?: boolean;
-  /** When set, /v1/* needs "Authorization: Bearer <apiKey>" (vLLM --api-key; /metrics and /health need none). */
+  /** --api-key. vLLM: /v1/* needs "Authorization: Bearer <apiKey>" (/metrics and /health need none); llama.cpp: every route but /health (Bearer or X-Api-Key). */
   apiKey?: string;
   /**
    * A pooling (embedding) model: no completion routes (404, as vLLM registers none for it), and

@@ -17,7 +17,10 @@
  *   route is a task that wakes the server and reloads the model first, /metrics included until
  *   #27376 (then /metrics is answered from a cache). Each wake is recorded in `wokenBy`.
  * - /metrics and /slots are tasks on the same loop as decoding: when the loop is blocked inside a
- *   device call ("blocked") they never answer, while /health and /props still do.
+ *   device call ("blocked") they never answer, while /health and /props still do. (b10573 with its
+ *   main thread stopped shows this, or frozen answers: mode "hang".)
+ * - --api-key (option apiKey): every route but /health and /v1/health answers 401 "Invalid API
+ *   Key", /metrics and /props included; `Authorization: Bearer K` and `X-Api-Key: K` both pass.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { LiveMode } from "../model";
@@ -252,6 +255,10 @@ export class LlamaCppFront extends HeldFront implements EngineFront {
     }
     const get = method === "GET" || method === "HEAD";
     if (get && (path === "/health" || path === "/v1/health")) return sendJson(res, 200, { status: "ok" });
+    // --api-key is cpp-httplib middleware that runs before any route (so before the
+    // "Start it with --metrics" 501): every route but /health answers 401, /metrics and /props
+    // included (real b10573; /health is public so a load balancer can check it).
+    if (this.ctx.opts.apiKey !== undefined && !this.keyAccepted(req)) return this.refuseKey(res);
     if (get && path === "/props") return sendJson(res, 200, this.props());
     if (get && path === "/metrics") return this.metrics(req, res, path);
     if (get && path === "/slots") {
@@ -264,6 +271,19 @@ export class LlamaCppFront extends HeldFront implements EngineFront {
     }
     if (method === "POST" && COMPLETION_PATHS.has(path)) return this.completion(req, res, path);
     throw llamaError("File Not Found", "not_found_error");
+  }
+
+  /** Both headers the real server accepts for --api-key (`Authorization: Bearer K`, `X-Api-Key: K`). */
+  private keyAccepted(req: IncomingMessage): boolean {
+    const key = this.ctx.opts.apiKey;
+    return req.headers.authorization === `Bearer ${key}` || req.headers["x-api-key"] === key;
+  }
+
+  /** The 401 of the key middleware: its own key order (message, type, code) and the connection closed. */
+  private refuseKey(res: ServerResponse): void {
+    const body = JSON.stringify({ error: { message: "Invalid API Key", type: "authentication_error", code: 401 } });
+    res.writeHead(401, { "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(body), connection: "close" });
+    res.end(body);
   }
 
   /** Answer now, or park the answer while the loop is blocked. */

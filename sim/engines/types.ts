@@ -24,7 +24,7 @@ export type FrontRequestKind = "metrics" | "health" | "models" | "completion" | 
  * options of startSimulator (SimulatorOptions, where they are described): they came first.
  */
 export interface FrontOptions {
-  /** vLLM --api-key: /v1/* needs "Authorization: Bearer <apiKey>". */
+  /** --api-key. vLLM: /v1/* needs "Authorization: Bearer <apiKey>". llama.cpp: every route but /health and /v1/health needs it, as Bearer or X-Api-Key. */
   apiKey?: string;
   /** vLLM: a pooling (embedding) model: /v1/embeddings and no completion routes. Default false. */
   pooling?: boolean;

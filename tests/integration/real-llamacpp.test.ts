@@ -5,15 +5,13 @@
  * "no probe while busy" is counted, not assumed. Every wait has a deadline; nothing asserts a
  * timing. A missing server fails the suite (tests/support/llama-server.ts), it never skips.
  */
-import { spawn } from "node:child_process";
-import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { checkBackend } from "@/lib/check/oneshot";
 import { observe } from "@/lib/check/observe";
 import { figuresOf, reasonText, type Reading, type Thresholds, type Verdict } from "@/lib/core/types";
 import { call, waitFor } from "./sim-support";
 import { cppDouble } from "@/sim/engines/llamacpp";
-import { countingProxy, llamaServerPath, metricValue, sendLong, startLlama, stopAllLlama } from "../support/llama-server";
+import { countingProxy, llamaServerPath, metricValue, sendLong, startLlama, stopAllLlama, wedgeMainThread as wedge } from "../support/llama-server";
 
 const closers: Array<() => unknown> = [];
 afterEach(async () => {
@@ -48,19 +46,6 @@ async function watchUntil(url: string, t: Thresholds, done: (v: Verdict) => bool
     if (Date.now() > end) throw new Error(`deadline: states so far ${verdicts.map((v) => v.state).join(", ")}; last reasons: ${reasonText(verdict.reasons, " | ")}`);
     await pause(gapMs);
   }
-}
-
-/** Stops only the engine's main thread (tests/support/wedge.py) for up to 60 s; released when the test ends. */
-async function wedgeMainThread(pid: number): Promise<void> {
-  const wedge = spawn("python3", [path.join(__dirname, "../support/wedge.py"), String(pid), "60"], { stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  wedge.stdout!.on("data", (c: Buffer) => (out += c.toString()));
-  wedge.stderr!.on("data", (c: Buffer) => (out += c.toString()));
-  closers.push(() => {
-    if (wedge.exitCode === null) wedge.kill("SIGKILL");
-  });
-  await waitFor("the wedge script to stop the main thread", () => out.includes("stopped tid") || out.includes("failed"), 20_000, 50);
-  if (!out.includes("stopped tid")) throw new Error(`wedge.py could not stop thread ${pid}: ${out}`);
 }
 
 const T: Thresholds = { stuckAfterSeconds: 2, idleProbeSeconds: 60, recoveryTimeoutSeconds: 900, startupGraceSeconds: 600 };
@@ -175,7 +160,7 @@ describe("real llama-server (llama.cpp b10573)", () => {
     long(s.url, 2);
     await waitFor("both slots decoding", async () => (await metricValue(s.url, "llamacpp:requests_processing")) === 2, 20_000, 100);
     const before = await watchUntil(s.url, T, (v) => v.state === "busy", 15_000, 300);
-    await wedgeMainThread(s.pid);
+    closers.push(await wedge(s.pid));
     const wedged = await watchUntil(s.url, T, (v) => v.state === "stuck", 30_000, 500, before.history);
     const states = wedged.verdicts.map((v) => v.state);
     expect(states.indexOf("stalled")).toBeGreaterThanOrEqual(0);
@@ -224,7 +209,7 @@ describe("real llama-server (llama.cpp b10573)", () => {
   it("an idle engine loop that stops (ptrace, no requests): /metrics, a task on that loop, stops answering while /health does: stalled, then stuck", async () => {
     const s = await startLlama();
     const before = await watchUntil(s.url, T, (v) => v.state === "idle", 15_000, 300);
-    await wedgeMainThread(s.pid);
+    closers.push(await wedge(s.pid));
     const wedged = await watchUntil(s.url, { ...T, stuckAfterSeconds: 2 }, (v) => v.state === "stuck", 40_000, 300, before.history);
     expect(wedged.verdicts.map((v) => v.state)).toContain("stalled");
     expect(wedged.last.restartRecommended).toBe(true);

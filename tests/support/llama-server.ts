@@ -127,3 +127,28 @@ export async function metricValue(url: string, family: string): Promise<number |
   const m = new RegExp(`^${family.replace(/[:]/g, "\\:")} (\\S+)$`, "m").exec(a.body);
   return m ? Number(m[1]) : null;
 }
+
+/**
+ * Stops only the engine's main thread (tests/support/wedge.py: ptrace that one thread, no group
+ * SIGSTOP) for up to 60 s, as a loop stuck inside a device call; the returned function releases it.
+ */
+export async function wedgeMainThread(pid: number): Promise<() => void> {
+  const wedge = spawn("python3", [path.join(__dirname, "wedge.py"), String(pid), "60"], { stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  wedge.stdout!.on("data", (c: Buffer) => (out += c.toString()));
+  wedge.stderr!.on("data", (c: Buffer) => (out += c.toString()));
+  const release = () => {
+    if (wedge.exitCode === null) wedge.kill("SIGKILL");
+  };
+  try {
+    await waitFor("the wedge script to stop the main thread", () => out.includes("stopped tid") || out.includes("failed"), 20_000, 50);
+  } catch (err) {
+    release();
+    throw err;
+  }
+  if (!out.includes("stopped tid")) {
+    release();
+    throw new Error(`wedge.py could not stop thread ${pid}: ${out}`);
+  }
+  return release;
+}
