@@ -6,7 +6,7 @@ import { useEffect, useMemo, useState } from "react";
 import useSWR from "swr";
 import type uPlot from "uplot";
 import type { FleetResponse, HistoryResponse, TransitionDTO, Viewer } from "@/lib/api/types";
-import { canAct, whoCanAct } from "@/lib/ui/access";
+import { canAct } from "@/lib/ui/access";
 import { BACKEND_STATES, type BackendState } from "@/lib/core/states";
 import { chartText, hasData, RANGES, rangeMs, toHistorySeries, toMarkers, type HistorySeries, type RangeKey } from "@/lib/ui/chart";
 import { collapseBlips, filterTransitions, BLIP_SECONDS } from "@/lib/ui/timeline";
@@ -23,6 +23,7 @@ import { ErrorBanner } from "./Review";
 import { StateBadge } from "./StateBadge";
 import { ReasonList } from "./Reasons";
 import { TimeChart, type ChartSeries } from "./TimeChart";
+import { WhoCanAct } from "./WhoCanAct";
 import { FLEET_POLLING } from "./FleetView";
 
 /** Short ranges refresh often; a week of minute rollups changes slowly. */
@@ -302,9 +303,7 @@ export function BackendView({
           </span>
         ) : null}
         {b?.restartConfigured && !canAct(viewer) ? (
-          <span className="muted small" style={{ marginLeft: "auto" }} data-testid={`who-can-restart-${id}`}>
-            {whoCanAct(viewer, "restart")}
-          </span>
+          <WhoCanAct viewer={viewer} verbs="restart" testId={`who-can-restart-${id}`} style={{ marginLeft: "auto" }} />
         ) : b?.restartConfigured ? (
           <button
             type="button"

@@ -5,7 +5,7 @@ import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { useEffect, useMemo, useState } from "react";
 import useSWR from "swr";
 import type { FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, SparkPoint, Viewer } from "@/lib/api/types";
-import { canAct, whoCanAct } from "@/lib/ui/access";
+import { canAct } from "@/lib/ui/access";
 import { BACKEND_STATES } from "@/lib/core/states";
 import { sparklineText, toSparkline } from "@/lib/ui/chart";
 import { getJson, polling, refreshText } from "@/lib/ui/fetcher";
@@ -35,6 +35,7 @@ import { ProxyBadge, StateBadge } from "./StateBadge";
 import { ReasonList } from "./Reasons";
 import { RestartDialog } from "./RestartDialog";
 import { TimeChart } from "./TimeChart";
+import { WhoCanAct } from "./WhoCanAct";
 
 /**
  * How often this page asks stepwatch for the fleet. The backends themselves are read by the
@@ -146,9 +147,7 @@ function BackendCard({ b, points, now, viewer, onRestart }: { b: FleetBackend; p
       <div className="card-foot">
         <span className="muted small">read {formatAgo(b.lastReadAt, now)}</span>
         {b.restartConfigured && !canAct(viewer) ? (
-          <span className="muted small" data-testid={`who-can-restart-${b.id}`}>
-            {whoCanAct(viewer, "restart")}
-          </span>
+          <WhoCanAct viewer={viewer} verbs="restart" testId={`who-can-restart-${b.id}`} />
         ) : b.restartConfigured ? (
           <button
             type="button"
