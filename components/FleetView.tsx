@@ -213,7 +213,7 @@ const TABLE_HEADS: Array<{ col: TableColumn | null; label: string; numeric?: boo
   { col: "waiting", label: "Waiting", numeric: true },
   { col: "steps", label: "Steps/s", numeric: true },
   { col: "tokens", label: "Gen tok/s", numeric: true },
-  { col: "since", label: "Since" },
+  { col: "since", label: "Since", numeric: true },
 ];
 
 /**
@@ -314,13 +314,6 @@ function FleetToolbar({ query, onChange, backends }: { query: FleetQuery; onChan
           </select>
         </div>
       ) : null}
-      <div>
-        <label htmlFor="fleet-sort">Sort</label>
-        <select id="fleet-sort" value={query.sort} onChange={(e) => set({ sort: e.target.value === "name" ? "name" : "attention" })} data-testid="fleet-sort">
-          <option value="attention">Needs attention first</option>
-          <option value="name">Name</option>
-        </select>
-      </div>
       <div className="view-toggle" role="group" aria-label="View">
         {(["cards", "table"] as const).map((v) => (
           <button key={v} type="button" aria-pressed={query.view === v} onClick={() => set({ view: v })} data-testid={`fleet-view-${v}`}>
@@ -328,10 +321,22 @@ function FleetToolbar({ query, onChange, backends }: { query: FleetQuery; onChan
           </button>
         ))}
       </div>
-      <label className="check">
-        <input type="checkbox" checked={query.group} onChange={(e) => set({ group: e.target.checked })} data-testid="fleet-group" />
-        Group by model
-      </label>
+      {/* The table sorts by its column headers and lists every backend in one list. */}
+      {query.view === "cards" ? (
+        <>
+          <div>
+            <label htmlFor="fleet-sort">Sort</label>
+            <select id="fleet-sort" value={query.sort} onChange={(e) => set({ sort: e.target.value === "name" ? "name" : "attention" })} data-testid="fleet-sort">
+              <option value="attention">Needs attention first</option>
+              <option value="name">Name</option>
+            </select>
+          </div>
+          <label className="check">
+            <input type="checkbox" checked={query.group} onChange={(e) => set({ group: e.target.checked })} data-testid="fleet-group" />
+            Group by model
+          </label>
+        </>
+      ) : null}
     </div>
   );
 }
@@ -343,11 +348,12 @@ export function FleetView({ initial, viewer }: { initial: FleetResponse | null; 
     fallbackData: initial ?? undefined,
     revalidateOnFocus: true,
   });
-  const { data: recent } = useSWR<FleetRecentResponse>("/api/fleet/recent", getJson, { refreshInterval: SPARK_REFRESH_MS, revalidateOnFocus: true });
   const router = useRouter();
   const path = usePathname();
   const params = useSearchParams();
   const [query, setQuery] = useState<FleetQuery>(() => parseFleetQuery(params));
+  // The sparklines' points only where there are sparklines: the table of 500 rows needs none.
+  const { data: recent } = useSWR<FleetRecentResponse>(query.view === "cards" ? "/api/fleet/recent" : null, getJson, { ...polling(SPARK_REFRESH_MS), revalidateOnFocus: true });
   const [restarting, setRestarting] = useState<string | null>(null);
   const [flash, setFlash] = useState<string | null>(null);
   const { fmt } = useTimeZone();
