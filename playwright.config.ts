@@ -4,7 +4,7 @@
  * browser download here; CHROMIUM_PATH points elsewhere if needed.
  */
 import { defineConfig, devices } from "@playwright/test";
-import { APP_PORT, APP_URL, CONFIG_FILE, DB_FILE, OPERATOR, OPERATOR_ENV, SIMS, SIM_WEIGHTS_LOAD_SECONDS } from "./tests/e2e/support/stack";
+import { APP_PORT, APP_URL, CONFIG_FILE, DB_FILE, OPERATOR, OPERATOR_ENV, SIMS, SIM_WEIGHTS_LOAD_SECONDS, VIEWER, VIEWER_ENV } from "./tests/e2e/support/stack";
 
 const ports = Object.values(SIMS);
 /** One simulator process serving every e2e backend (each on its own port, as separate servers). */
@@ -65,6 +65,7 @@ export default defineConfig({
         STEPWATCH_CONFIG: CONFIG_FILE,
         STEPWATCH_DB: DB_FILE,
         [OPERATOR_ENV]: OPERATOR.password,
+        [VIEWER_ENV]: VIEWER.password,
         NEXT_TELEMETRY_DISABLED: "1",
       },
     },

@@ -5,7 +5,8 @@ import { usePathname, useRouter } from "next/navigation";
 import { useEffect, useMemo, useState } from "react";
 import useSWR from "swr";
 import type uPlot from "uplot";
-import type { FleetResponse, HistoryResponse, TransitionDTO } from "@/lib/api/types";
+import type { FleetResponse, HistoryResponse, TransitionDTO, Viewer } from "@/lib/api/types";
+import { canAct } from "@/lib/ui/access";
 import { BACKEND_STATES, type BackendState } from "@/lib/core/states";
 import { chartText, hasData, RANGES, rangeMs, toHistorySeries, toMarkers, type HistorySeries, type RangeKey } from "@/lib/ui/chart";
 import { collapseBlips, filterTransitions, BLIP_SECONDS } from "@/lib/ui/timeline";
@@ -22,7 +23,8 @@ import { ErrorBanner } from "./Review";
 import { StateBadge } from "./StateBadge";
 import { ReasonList } from "./Reasons";
 import { TimeChart, type ChartSeries } from "./TimeChart";
-import { FLEET_REFRESH_MS } from "./FleetView";
+import { WhoCanAct } from "./WhoCanAct";
+import { FLEET_POLLING } from "./FleetView";
 
 /** Short ranges refresh often; a week of minute rollups changes slowly. */
 const REFRESH_MS: Record<RangeKey, number> = { "15m": 3000, "1h": 5000, "24h": 30_000, "7d": 60_000 };
@@ -224,20 +226,22 @@ export function BackendView({
   id,
   initialRange,
   initialWindow,
-  operator,
+  viewer,
 }: {
   id: string;
   initialRange: RangeKey;
   initialWindow: FixedWindow;
-  operator: string | null;
+  /** Who is looking: a viewer gets no action buttons (the API would answer 403), only who can act. */
+  viewer: Viewer | null;
 }) {
+  const operator = viewer?.name ?? null;
   const router = useRouter();
   const path = usePathname();
   const { fmt } = useTimeZone();
   const [range, setRange] = useState<RangeKey>(initialRange);
   const [fixed, setFixed] = useState<FixedWindow>(initialWindow);
   const [dialog, setDialog] = useState(false);
-  const fleet = useSWR<FleetResponse>("/api/fleet", getJson, { refreshInterval: FLEET_REFRESH_MS });
+  const fleet = useSWR<FleetResponse>("/api/fleet", getJson, FLEET_POLLING);
   const history = useSWR<HistoryResponse & { series: HistorySeries }>(
     ["history", id, range, fixed?.from, fixed?.to],
     async () => {
@@ -298,7 +302,9 @@ export function BackendView({
             since {formatAgo(b.since, now)} · {b.url}
           </span>
         ) : null}
-        {b?.restartConfigured ? (
+        {b?.restartConfigured && !canAct(viewer) ? (
+          <WhoCanAct viewer={viewer} verbs="restart" testId={`who-can-restart-${id}`} style={{ marginLeft: "auto" }} />
+        ) : b?.restartConfigured ? (
           <button
             type="button"
             style={{ marginLeft: "auto" }}
@@ -330,7 +336,7 @@ export function BackendView({
         </div>
       ) : null}
 
-      {b ? <OnCallPanel b={b} operator={operator} onChanged={() => void fleet.mutate()} /> : null}
+      {b ? <OnCallPanel b={b} viewer={viewer} onChanged={() => void fleet.mutate()} /> : null}
 
       <div className="page-head" style={{ marginBottom: ".6rem" }}>
         <div className="ranges" role="group" aria-label="Time range">

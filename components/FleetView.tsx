@@ -4,10 +4,11 @@ import Link from "next/link";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { useEffect, useMemo, useState } from "react";
 import useSWR from "swr";
-import type { FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, SparkPoint } from "@/lib/api/types";
+import type { FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, SparkPoint, Viewer } from "@/lib/api/types";
+import { canAct } from "@/lib/ui/access";
 import { BACKEND_STATES } from "@/lib/core/states";
 import { sparklineText, toSparkline } from "@/lib/ui/chart";
-import { getJson } from "@/lib/ui/fetcher";
+import { getJson, polling, refreshText } from "@/lib/ui/fetcher";
 import {
   attentionTitle,
   distinct,
@@ -16,13 +17,17 @@ import {
   filterFleet,
   fleetQueryString,
   groupByModel,
+  nextSort,
   parseFleetQuery,
   sortFleet,
+  sortTable,
+  stateCounts,
   type FleetQuery,
+  type TableColumn,
 } from "@/lib/ui/fleet";
 import { formatAgo, formatCount, formatPercent, formatRate } from "@/lib/core/format";
 import { frontedLabel } from "@/lib/ui/proxy";
-import { stateLabel } from "@/lib/ui/state";
+import { STATE_TONE, stateLabel } from "@/lib/ui/state";
 import { ConfigErrorBanner } from "./ConfigErrorBanner";
 import { useTimeZone } from "./TimeZone";
 import { FailingChannels, OnCallStatus } from "./OnCallStatus";
@@ -30,12 +35,15 @@ import { ProxyBadge, StateBadge } from "./StateBadge";
 import { ReasonList } from "./Reasons";
 import { RestartDialog } from "./RestartDialog";
 import { TimeChart } from "./TimeChart";
+import { WhoCanAct } from "./WhoCanAct";
 
 /**
  * How often this page asks stepwatch for the fleet. The backends themselves are read by the
  * watcher every pollIntervalSeconds; asking faster than ~1.5 s only costs requests.
  */
 export const FLEET_REFRESH_MS = 1500;
+/** The SWR options the fleet list is polled with, and what the page says about them (the same numbers). */
+export const FLEET_POLLING = polling(FLEET_REFRESH_MS);
 /** The sparklines' points (GET /api/fleet/recent) move one point per poll interval: no need to ask as often. */
 export const SPARK_REFRESH_MS = 5000;
 const NO_POINTS: SparkPoint[] = [];
@@ -64,7 +72,7 @@ function Sparkline({ b, points }: { b: FleetBackend; points: SparkPoint[] }) {
   );
 }
 
-function BackendCard({ b, points, now, onRestart }: { b: FleetBackend; points: SparkPoint[]; now: number; onRestart: () => void }) {
+function BackendCard({ b, points, now, viewer, onRestart }: { b: FleetBackend; points: SparkPoint[]; now: number; viewer: Viewer | null; onRestart: () => void }) {
   const pending = b.pendingRestartId !== null;
   const { fmt } = useTimeZone();
   const engine = engineLabel(b);
@@ -138,7 +146,9 @@ function BackendCard({ b, points, now, onRestart }: { b: FleetBackend; points: S
       ) : null}
       <div className="card-foot">
         <span className="muted small">read {formatAgo(b.lastReadAt, now)}</span>
-        {b.restartConfigured ? (
+        {b.restartConfigured && !canAct(viewer) ? (
+          <WhoCanAct viewer={viewer} verbs="restart" testId={`who-can-restart-${b.id}`} />
+        ) : b.restartConfigured ? (
           <button
             type="button"
             className={b.restartRecommended ? "danger" : undefined}
@@ -164,6 +174,99 @@ function FrontedBackends({ p }: { p: FleetProxy }) {
     <span className={`badge tone-${f.tone}`} data-testid={`proxy-${p.id}-backends`} title="backends this proxy fronts (proxies[].backends)">
       {f.text}
     </span>
+  );
+}
+
+/**
+ * How many backends are in each state, each a filter (the same `?state=` as the select): at 500
+ * backends the first question is "how many are down", before any card. Clicking the active one
+ * clears it.
+ */
+function StateCounts({ backends, query, onChange }: { backends: FleetBackend[]; query: FleetQuery; onChange: (q: FleetQuery) => void }) {
+  const counts = stateCounts(backends);
+  return (
+    <div className="state-counts" role="group" aria-label="Backends by state" data-testid="state-counts">
+      <button type="button" aria-pressed={query.state === ""} onClick={() => onChange({ ...query, state: "" })} data-testid="count-all">
+        All <span className="n">{backends.length}</span>
+      </button>
+      {counts.map(({ state, count }) => (
+        <button
+          key={state}
+          type="button"
+          className={`tone-${STATE_TONE[state]}`}
+          aria-pressed={query.state === state}
+          onClick={() => onChange({ ...query, state: query.state === state ? "" : state })}
+          data-testid={`count-${state}`}
+        >
+          {stateLabel(state)} <span className="n">{count}</span>
+        </button>
+      ))}
+    </div>
+  );
+}
+
+const TABLE_HEADS: Array<{ col: TableColumn | null; label: string; numeric?: boolean }> = [
+  { col: null, label: "Backend" },
+  { col: "state", label: "State" },
+  { col: "engine", label: "Engine" },
+  { col: "running", label: "Running", numeric: true },
+  { col: "waiting", label: "Waiting", numeric: true },
+  { col: "steps", label: "Steps/s", numeric: true },
+  { col: "tokens", label: "Gen tok/s", numeric: true },
+  { col: "since", label: "Since", numeric: true },
+];
+
+/**
+ * One row per backend, for fleets a wall of cards cannot show. Fixed column widths
+ * (`table-layout: fixed`) and tabular numbers, so a figure changing on refresh never moves a
+ * column or the row under the pointer.
+ */
+function FleetTable({ backends, now, query, onChange }: { backends: FleetBackend[]; now: number; query: FleetQuery; onChange: (q: FleetQuery) => void }) {
+  return (
+    <div className="table-wrap fleet-table-wrap">
+      <table className="fleet-table" data-testid="fleet-table">
+        <thead>
+          <tr>
+            {TABLE_HEADS.map((h) => (
+              <th
+                key={h.label}
+                className={h.numeric ? "num" : undefined}
+                aria-sort={h.col && query.col === h.col ? (query.dir === "asc" ? "ascending" : "descending") : undefined}
+              >
+                {h.col ? (
+                  <button type="button" className="link" onClick={() => onChange({ ...query, ...nextSort(query, h.col!) })} data-testid={`sort-${h.col}`}>
+                    {h.label}
+                    {query.col === h.col ? (query.dir === "asc" ? " ▲" : " ▼") : ""}
+                  </button>
+                ) : (
+                  h.label
+                )}
+              </th>
+            ))}
+          </tr>
+        </thead>
+        <tbody>
+          {backends.map((b) => (
+            <tr key={b.id} data-testid={`fleet-row-${b.id}`} data-state={b.state}>
+              <td className="id-cell">
+                <Link href={`/backends/${encodeURIComponent(b.id)}`} title={b.url}>
+                  {b.id}
+                </Link>
+              </td>
+              <td>
+                <StateBadge state={b.state} testId={`row-state-${b.id}`} />
+              </td>
+              <td>{engineLabel(b) ?? "—"}</td>
+              <td className="num">{formatCount(b.running)}</td>
+              <td className="num">{formatCount(b.waiting)}</td>
+              <td className="num">{formatRate(b.stepsPerSecond)}</td>
+              <td className="num">{formatRate(b.generationTokensPerSecond)}</td>
+              <td className="num">{formatAgo(b.since, now)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }
 
@@ -211,32 +314,46 @@ function FleetToolbar({ query, onChange, backends }: { query: FleetQuery; onChan
           </select>
         </div>
       ) : null}
-      <div>
-        <label htmlFor="fleet-sort">Sort</label>
-        <select id="fleet-sort" value={query.sort} onChange={(e) => set({ sort: e.target.value === "name" ? "name" : "attention" })} data-testid="fleet-sort">
-          <option value="attention">Needs attention first</option>
-          <option value="name">Name</option>
-        </select>
+      <div className="view-toggle" role="group" aria-label="View">
+        {(["cards", "table"] as const).map((v) => (
+          <button key={v} type="button" aria-pressed={query.view === v} onClick={() => set({ view: v })} data-testid={`fleet-view-${v}`}>
+            {v === "cards" ? "Cards" : "Table"}
+          </button>
+        ))}
       </div>
-      <label className="check">
-        <input type="checkbox" checked={query.group} onChange={(e) => set({ group: e.target.checked })} data-testid="fleet-group" />
-        Group by model
-      </label>
+      {/* The table sorts by its column headers and lists every backend in one list. */}
+      {query.view === "cards" ? (
+        <>
+          <div>
+            <label htmlFor="fleet-sort">Sort</label>
+            <select id="fleet-sort" value={query.sort} onChange={(e) => set({ sort: e.target.value === "name" ? "name" : "attention" })} data-testid="fleet-sort">
+              <option value="attention">Needs attention first</option>
+              <option value="name">Name</option>
+            </select>
+          </div>
+          <label className="check">
+            <input type="checkbox" checked={query.group} onChange={(e) => set({ group: e.target.checked })} data-testid="fleet-group" />
+            Group by model
+          </label>
+        </>
+      ) : null}
     </div>
   );
 }
 
-export function FleetView({ initial, operator }: { initial: FleetResponse | null; operator: string | null }) {
+export function FleetView({ initial, viewer }: { initial: FleetResponse | null; viewer: Viewer | null }) {
+  const operator = viewer?.name ?? null;
   const { data, error, mutate } = useSWR<FleetResponse>("/api/fleet", getJson, {
-    refreshInterval: FLEET_REFRESH_MS,
+    ...FLEET_POLLING,
     fallbackData: initial ?? undefined,
     revalidateOnFocus: true,
   });
-  const { data: recent } = useSWR<FleetRecentResponse>("/api/fleet/recent", getJson, { refreshInterval: SPARK_REFRESH_MS, revalidateOnFocus: true });
   const router = useRouter();
   const path = usePathname();
   const params = useSearchParams();
   const [query, setQuery] = useState<FleetQuery>(() => parseFleetQuery(params));
+  // The sparklines' points only where there are sparklines: the table of 500 rows needs none.
+  const { data: recent } = useSWR<FleetRecentResponse>(query.view === "cards" ? "/api/fleet/recent" : null, getJson, { ...polling(SPARK_REFRESH_MS), revalidateOnFocus: true });
   const [restarting, setRestarting] = useState<string | null>(null);
   const [flash, setFlash] = useState<string | null>(null);
   const { fmt } = useTimeZone();
@@ -244,7 +361,8 @@ export function FleetView({ initial, operator }: { initial: FleetResponse | null
   const all = useMemo(() => data?.backends ?? [], [data]);
   const dialogBackend = restarting ? all.find((b) => b.id === restarting) : undefined;
   const lastRead = all.reduce<number | null>((m, b) => (b.lastReadAt !== null && (m === null || b.lastReadAt > m) ? b.lastReadAt : m), null);
-  const shown = useMemo(() => sortFleet(filterFleet(all, query), query.sort), [all, query]);
+  const filtered = useMemo(() => filterFleet(all, query), [all, query]);
+  const shown = useMemo(() => (query.view === "table" ? sortTable(filtered, query.col, query.dir) : sortFleet(filtered, query.sort)), [filtered, query]);
   const groups = useMemo(() => (query.group ? groupByModel(shown) : [{ model: null, backends: shown }]), [shown, query.group]);
   const poll = (data as (FleetResponse & { pollIntervalSeconds?: number }) | undefined)?.pollIntervalSeconds;
 
@@ -258,7 +376,7 @@ export function FleetView({ initial, operator }: { initial: FleetResponse | null
     router.replace(`${path}${fleetQueryString(q)}`, { scroll: false });
   }
 
-  const card = (b: FleetBackend) => <BackendCard key={b.id} b={b} points={recent?.backends[b.id] ?? NO_POINTS} now={now} onRestart={() => setRestarting(b.id)} />;
+  const card = (b: FleetBackend) => <BackendCard key={b.id} b={b} points={recent?.backends[b.id] ?? NO_POINTS} now={now} viewer={viewer} onRestart={() => setRestarting(b.id)} />;
 
   return (
     <>
@@ -291,9 +409,10 @@ export function FleetView({ initial, operator }: { initial: FleetResponse | null
         <h1>Fleet</h1>
         <span className="meta" data-testid="last-read">
           {lastRead ? `last read ${fmt(lastRead)}` : "not read yet"}
-          {poll ? ` · each backend is read every ${poll} s` : ""} · this page refreshes every {FLEET_REFRESH_MS / 1000} s
+          {poll ? ` · each backend is read every ${poll} s` : ""} · this page {refreshText(FLEET_POLLING)}
         </span>
       </div>
+      {all.length > 0 ? <StateCounts backends={all} query={query} onChange={changeQuery} /> : null}
       {all.length > 1 ? <FleetToolbar query={query} onChange={changeQuery} backends={all} /> : null}
       {!data ? (
         <p className="empty">Loading…</p>
@@ -306,6 +425,8 @@ export function FleetView({ initial, operator }: { initial: FleetResponse | null
             Clear filters
           </button>
         </p>
+      ) : query.view === "table" ? (
+        <FleetTable backends={shown} now={now} query={query} onChange={changeQuery} />
       ) : (
         groups.map((g) => (
           <section key={g.model ?? ""} className={query.group ? "fleet-group" : undefined} data-testid={query.group ? "fleet-group-section" : undefined}>

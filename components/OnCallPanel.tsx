@@ -7,7 +7,8 @@
 import Link from "next/link";
 import { useState } from "react";
 import useSWR from "swr";
-import type { FleetBackend, NotificationsResponse } from "@/lib/api/types";
+import type { FleetBackend, NotificationsResponse, Viewer } from "@/lib/api/types";
+import { canAct, whoCanAct } from "@/lib/ui/access";
 import { EVENT_TITLES } from "@/lib/core/events";
 import { ApiError, getJson, sendJson } from "@/lib/ui/fetcher";
 import { canAcknowledge } from "@/lib/ui/oncall";
@@ -16,7 +17,7 @@ import { useTimeZone } from "./TimeZone";
 
 const MAINTENANCE_CHOICES = [30, 60, 120, 240, 480];
 
-export function OnCallPanel({ b, operator, onChanged }: { b: FleetBackend; operator: string | null; onChanged: () => void }) {
+export function OnCallPanel({ b, viewer, onChanged }: { b: FleetBackend; viewer: Viewer | null; onChanged: () => void }) {
   const [note, setNote] = useState("");
   const [minutes, setMinutes] = useState(60);
   const [busy, setBusy] = useState(false);
@@ -53,7 +54,7 @@ export function OnCallPanel({ b, operator, onChanged }: { b: FleetBackend; opera
           <p className="small muted">No open problem.{b.unattendedConfigured ? " Unattended restart configured." : ""}</p>
         )}
         <OnCallStatus b={b} />
-        {operator ? (
+        {canAct(viewer) ? (
           <div className="oncall-actions">
             <label>
               Note (optional)
@@ -84,8 +85,14 @@ export function OnCallPanel({ b, operator, onChanged }: { b: FleetBackend; opera
             ) : null}
           </div>
         ) : (
-          <p className="small">
-            <Link href="/signin">Sign in</Link> as an operator to acknowledge or start maintenance.
+          <p className="small" data-testid="who-can-act">
+            {viewer ? (
+              whoCanAct(viewer, "acknowledge or start maintenance")
+            ) : (
+              <>
+                <Link href="/signin">Sign in</Link> as an operator to acknowledge or start maintenance.
+              </>
+            )}
           </p>
         )}
         {error ? (

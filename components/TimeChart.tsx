@@ -9,7 +9,7 @@
 import { useEffect, useRef, useState } from "react";
 import type uPlotType from "uplot";
 import "uplot/dist/uPlot.min.css";
-import { markerNear, type Marker } from "@/lib/ui/chart";
+import { isolatedPoints, markerNear, type Marker } from "@/lib/ui/chart";
 import { formatAxisNumber, formatTick } from "@/lib/core/format";
 import { STATE_TONE } from "@/lib/ui/state";
 import { useTimeZone } from "./TimeZone";
@@ -190,7 +190,17 @@ export function TimeChart(props: TimeChartProps) {
               width: sparkline ? 1.5 : 1.75,
               fill: s.fill ? withAlpha(stroke, 0.14) : undefined,
               spanGaps: false,
-              points: { show: false },
+              // Lines only, except a value with no neighbour: with no line to draw it would be
+              // invisible, and a panel would be blank while its text says "p50 now 0.15 s".
+              points: {
+                show: false,
+                size: sparkline ? 4 : 5,
+                fill: stroke,
+                filter: (u: uPlotType, si: number) => {
+                  const idx = isolatedPoints(u.data[si] as Array<number | null>);
+                  return idx.length ? idx : null;
+                },
+              },
               value: s.format ? (_u: uPlotType, v: number | null) => s.format!(v) : undefined,
             };
           }),

@@ -9,6 +9,7 @@ import { cookies, headers } from "next/headers";
 import type { NextResponse } from "next/server";
 import { DomainError } from "../core/errors";
 import { errorResponse } from "./respond";
+import type { Viewer } from "./types";
 import { getRuntime, type Runtime } from "../runtime";
 import { buildNetPolicy, clientAddressOf, currentNetPolicy, isForeignOriginFor, requestOrigin, setNetPolicy, type HeaderSource, type NetPolicy } from "../net/net-policy";
 import { principalOf, type Principal } from "../auth/principal";
@@ -64,6 +65,16 @@ export async function currentToken(req: Request): Promise<string | undefined> {
 export async function currentOperatorName(): Promise<string | null> {
   try {
     return (await currentPrincipal())?.name ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** For server pages: who is looking and their role, for the client components' buttons; null when nobody signed in (never throws). */
+export async function currentViewer(): Promise<Viewer | null> {
+  try {
+    const p = await currentPrincipal();
+    return p ? { name: p.name, role: p.role } : null;
   } catch {
     return null;
   }

@@ -272,3 +272,12 @@ export interface OutagesResponse {
   outages: Outage[];
   uptime: UptimeDTO[];
 }
+
+/**
+ * Who is looking at a page, as the server pages hand it to client components (never a token or a
+ * session id): the name shown in the top bar and the role that decides which buttons exist.
+ */
+export interface Viewer {
+  name: string;
+  role: "operator" | "viewer";
+}

@@ -213,3 +213,17 @@ export function seriesMax(series: Series[], floor = 1): number {
   for (const s of series) for (const v of s) if (v !== null && Number.isFinite(v) && v > m) m = v;
   return m;
 }
+
+/**
+ * The indices of values with no value on either side (null or the series' end): uPlot draws a
+ * line between two points, so with points hidden such a value is drawn as nothing at all. A TTFT
+ * or queue-time percentile exists only for the reads that finished a request, so a quiet backend's
+ * latency series is often all isolated points; the chart draws these as dots (TimeChart's
+ * `points.filter`) and the rest as lines.
+ */
+export function isolatedPoints(values: ArrayLike<number | null | undefined>): number[] {
+  const has = (i: number) => i >= 0 && i < values.length && values[i] !== null && values[i] !== undefined && Number.isFinite(values[i] as number);
+  const out: number[] = [];
+  for (let i = 0; i < values.length; i++) if (has(i) && !has(i - 1) && !has(i + 1)) out.push(i);
+  return out;
+}

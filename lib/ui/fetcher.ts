@@ -45,3 +45,24 @@ export async function sendJson<T>(url: string, method: "POST" | "DELETE", body?:
     }),
   );
 }
+
+/** SWR's default dedupingInterval (swr 2.x): a refresh inside it reuses the last answer instead of asking. */
+export const SWR_DEFAULT_DEDUPE_MS = 2000;
+
+/**
+ * SWR options that really poll every `ms`. SWR's refresh timer revalidates *with* dedupe, so an
+ * interval shorter than dedupingInterval (2 s by default) skips every other tick: the fleet page's
+ * "1.5 s" was a request every 3 s. The dedupe window is kept under the interval, and the text a
+ * page shows is made from the same number (`refreshText`).
+ */
+export function polling(ms: number): { refreshInterval: number; dedupingInterval: number } {
+  return { refreshInterval: ms, dedupingInterval: Math.min(SWR_DEFAULT_DEDUPE_MS, Math.floor(ms / 2)) };
+}
+
+/** "refreshes every 1.5 s": what a page says about its own polling, from the options it passes SWR. */
+export function refreshText(o: { refreshInterval: number; dedupingInterval?: number }): string {
+  // The interval a person sees: each tick inside the dedupe window is skipped (see `polling`).
+  const dedupe = o.dedupingInterval ?? SWR_DEFAULT_DEDUPE_MS;
+  const effective = o.refreshInterval * Math.max(1, Math.ceil(dedupe / o.refreshInterval));
+  return `refreshes every ${effective / 1000} s`;
+}

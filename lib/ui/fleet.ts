@@ -5,9 +5,15 @@
  */
 import { ENGINE_LABELS } from "../core/engine";
 import type { FleetBackend } from "../api/types";
-import { STATE_INFO, type BackendState, type Health } from "../core/states";
+import { BACKEND_STATES, STATE_INFO, type BackendState, type Health } from "../core/states";
 
 export type FleetSort = "attention" | "name";
+/** Cards (the default, with sparklines) or one dense row per backend: 500 cards are 60,000 px tall. */
+export type FleetLayout = "cards" | "table";
+/** The table's sortable columns. */
+export const TABLE_COLUMNS = ["state", "engine", "running", "waiting", "steps", "tokens", "since"] as const;
+export type TableColumn = (typeof TABLE_COLUMNS)[number];
+export type SortDir = "asc" | "desc";
 /** "" all; "attention" everything not healthy; or one state. */
 export type StateFilter = "" | "attention" | BackendState;
 
@@ -18,11 +24,23 @@ export interface FleetQuery {
   model: string;
   sort: FleetSort;
   group: boolean;
+  view: FleetLayout;
+  /** The table's sort column; null keeps the attention order. */
+  col: TableColumn | null;
+  dir: SortDir;
 }
 
-export const EMPTY_QUERY: FleetQuery = { q: "", state: "", engine: "", model: "", sort: "attention", group: false };
+export const EMPTY_QUERY: FleetQuery = { q: "", state: "", engine: "", model: "", sort: "attention", group: false, view: "cards", col: null, dir: "asc" };
 
 const HEALTH_RANK: Record<Health, number> = { no: 0, watch: 1, unknown: 2, yes: 3 };
+
+/**
+ * States that ask nothing of anyone: parked on purpose (sleeping) or never judgeable (no-metrics,
+ * an Ollama that exports none). They sort after the healthy ones, or an Ollama fleet's permanent
+ * "No metrics" cards would push every healthy backend below the fold. `unknown` (a first or one
+ * failed read) is not quiet: it may be the start of a "down".
+ */
+export const QUIET_STATES: ReadonlySet<BackendState> = new Set<BackendState>(["sleeping", "no-metrics"]);
 
 function healthOf(state: string): Health {
   return (STATE_INFO as Record<string, { health: Health } | undefined>)[state]?.health ?? "unknown";
@@ -39,9 +57,10 @@ export function engineLabel(b: FleetBackend): string | null {
   return b.engine ? ENGINE_LABELS[b.engine] : null;
 }
 
-/** Lower is more urgent: unhealthy, then "watch", then cannot judge, then healthy. */
+/** Lower is more urgent: unhealthy, then "watch", then cannot judge, then healthy, then quiet. */
 export function attentionRank(b: Pick<FleetBackend, "state" | "restartRecommended">): number {
-  return HEALTH_RANK[healthOf(b.state)] * 2 + (b.restartRecommended ? 0 : 1);
+  const rank = QUIET_STATES.has(b.state) ? HEALTH_RANK.yes + 1 : HEALTH_RANK[healthOf(b.state)];
+  return rank * 2 + (b.restartRecommended ? 0 : 1);
 }
 
 export function needsAttention(b: Pick<FleetBackend, "state">): boolean {
@@ -58,6 +77,9 @@ export function parseFleetQuery(sp: { get(name: string): string | null }): Fleet
     model: sp.get("model") ?? "",
     sort: sp.get("sort") === "name" ? "name" : "attention",
     group: sp.get("group") === "model",
+    view: sp.get("view") === "table" ? "table" : "cards",
+    col: (TABLE_COLUMNS as readonly string[]).includes(sp.get("col") ?? "") ? (sp.get("col") as TableColumn) : null,
+    dir: sp.get("dir") === "desc" ? "desc" : "asc",
   };
 }
 
@@ -70,6 +92,9 @@ export function fleetQueryString(f: FleetQuery): string {
   if (f.model) p.set("model", f.model);
   if (f.sort !== "attention") p.set("sort", f.sort);
   if (f.group) p.set("group", "model");
+  if (f.view !== "cards") p.set("view", f.view);
+  if (f.col) p.set("col", f.col);
+  if (f.col && f.dir !== "asc") p.set("dir", f.dir);
   const s = p.toString();
   return s ? `?${s}` : "";
 }
@@ -124,4 +149,46 @@ export function attentionTitle(backends: Array<Pick<FleetBackend, "state">>, suf
   for (const b of backends) if (healthOf(b.state) === "no") counts.set(b.state, (counts.get(b.state) ?? 0) + 1);
   const parts = [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).map(([s, n]) => `${n} ${s}`);
   return parts.length ? `${parts.join(", ")} · ${suffix}` : suffix;
+}
+
+/** Each state present in the fleet and how many backends are in it, in the one list's order (the counts bar). */
+export function stateCounts(backends: Array<Pick<FleetBackend, "state">>): Array<{ state: BackendState; count: number }> {
+  const n = new Map<BackendState, number>();
+  for (const b of backends) n.set(b.state, (n.get(b.state) ?? 0) + 1);
+  return BACKEND_STATES.filter((s) => n.has(s)).map((state) => ({ state, count: n.get(state)! }));
+}
+
+const COLUMN_VALUE: Record<TableColumn, (b: FleetBackend) => number | string | null> = {
+  state: (b) => attentionRank(b),
+  engine: (b) => engineLabel(b),
+  running: (b) => b.running,
+  waiting: (b) => b.waiting,
+  steps: (b) => b.stepsPerSecond,
+  tokens: (b) => b.generationTokensPerSecond,
+  since: (b) => b.since,
+};
+
+/**
+ * The table sorted by a column. A missing value (no engine yet, a down backend's figures) goes last
+ * in either direction: "most waiting first" must not open on a screen of dashes. Ties keep the
+ * attention order, then the name. `since` ascending is the oldest first (the longest in its state).
+ */
+export function sortTable(backends: FleetBackend[], col: TableColumn | null, dir: SortDir): FleetBackend[] {
+  const base = sortFleet(backends, "attention");
+  if (!col) return dir === "desc" ? base.reverse() : base;
+  const value = COLUMN_VALUE[col];
+  const pos = new Map(base.map((b, i) => [b.id, i]));
+  const sign = dir === "desc" ? -1 : 1;
+  return [...base].sort((a, b) => {
+    const va = value(a);
+    const vb = value(b);
+    if (va === null || vb === null) return va === vb ? pos.get(a.id)! - pos.get(b.id)! : va === null ? 1 : -1;
+    const c = typeof va === "string" || typeof vb === "string" ? String(va).localeCompare(String(vb)) : va - vb;
+    return c * sign || pos.get(a.id)! - pos.get(b.id)!;
+  });
+}
+
+/** Clicking a column header: the same column flips its direction, a new one starts ascending. */
+export function nextSort(q: Pick<FleetQuery, "col" | "dir">, col: TableColumn): Pick<FleetQuery, "col" | "dir"> {
+  return q.col === col ? { col, dir: q.dir === "asc" ? "desc" : "asc" } : { col, dir: "asc" };
 }

@@ -1,7 +1,7 @@
 import type { Metadata } from "next";
 import { notFound } from "next/navigation";
 import { BackendView } from "@/components/BackendView";
-import { currentOperatorName } from "@/lib/api/operator";
+import { currentViewer } from "@/lib/api/operator";
 import { getRuntime } from "@/lib/runtime";
 import { parseRange, parseWindow } from "@/lib/ui/chart";
 
@@ -31,7 +31,7 @@ export default async function BackendPage({ params, searchParams }: Props) {
       id={id}
       initialRange={parseRange(one(sp.range))}
       initialWindow={parseWindow(one(sp.from), one(sp.to))}
-      operator={await currentOperatorName()}
+      viewer={await currentViewer()}
     />
   );
 }

@@ -15,12 +15,12 @@ export async function sim(id: SimId, route: string, body: Record<string, unknown
   return res.json();
 }
 
-export async function signInThroughPage(page: Page, next = "/"): Promise<void> {
+export async function signInThroughPage(page: Page, next = "/", who: { name: string; password: string } = OPERATOR): Promise<void> {
   await page.goto(`/signin?next=${encodeURIComponent(next)}`);
-  await page.getByTestId("signin-name").fill(OPERATOR.name);
-  await page.getByTestId("signin-password").fill(OPERATOR.password);
+  await page.getByTestId("signin-name").fill(who.name);
+  await page.getByTestId("signin-password").fill(who.password);
   await page.getByTestId("signin-submit").click();
-  await expect(page.getByTestId("operator-name")).toHaveText(OPERATOR.name);
+  await expect(page.getByTestId("operator-name")).toHaveText(who.name);
 }
 
 export async function signInApi(request: APIRequestContext): Promise<void> {

@@ -2,7 +2,7 @@
 // e2e simulators, every run (old state would make the specs depend on each other's leftovers).
 import fs from "node:fs";
 import path from "node:path";
-import { ARTIFACTS, CONFIG_FILE, DB_FILE, OPERATOR, OPERATOR_ENV, ROOT, SIMS, RESTART_LOAD_SECONDS, TMP, type SimId, counterFile, simUrl } from "./stack";
+import { ARTIFACTS, CONFIG_FILE, DB_FILE, OPERATOR, OPERATOR_ENV, VIEWER, VIEWER_ENV, ROOT, SIMS, RESTART_LOAD_SECONDS, TMP, type SimId, counterFile, simUrl } from "./stack";
 
 fs.rmSync(TMP, { recursive: true, force: true });
 fs.mkdirSync(TMP, { recursive: true });
@@ -32,7 +32,10 @@ const config = {
     recoveredAfterSeconds: 2,
     channels: [{ id: "pager", type: "webhook", url: "http://127.0.0.1:9/nobody-listens", events: ["stuck"], backends: ["gb10-c"] }],
   },
-  operators: [{ name: OPERATOR.name, password: `env:${OPERATOR_ENV}` }],
+  operators: [
+    { name: OPERATOR.name, password: `env:${OPERATOR_ENV}` },
+    { name: VIEWER.name, password: `env:${VIEWER_ENV}`, role: "viewer" },
+  ],
 };
 fs.writeFileSync(CONFIG_FILE, JSON.stringify(config, null, 2));
 console.log(`e2e: wrote ${CONFIG_FILE}; database ${DB_FILE}`);

@@ -11,6 +11,9 @@ export const APP_PORT = 18430;
 export const APP_URL = `http://127.0.0.1:${APP_PORT}`;
 export const OPERATOR = { name: "ana", password: "e2e-Operator-pw-7431" };
 export const OPERATOR_ENV = "STEPWATCH_E2E_PASSWORD";
+/** A signed-in viewer (role "viewer"): reads everything, is offered no action (fleet-scale.spec.ts). */
+export const VIEWER = { name: "vic", password: "e2e-Viewer-pw-2280" };
+export const VIEWER_ENV = "STEPWATCH_E2E_VIEWER_PASSWORD";
 
 /** a: the person's path (busy, hang, restart). b: typed confirmation. c: API answers and races. */
 export const SIMS = {
