@@ -81,7 +81,7 @@ export const VLLM_SAMPLES: ReadonlySet<string> = new Set(
  * ignores the query (vllm-project/vllm#53140); `/metrics/` reaches prometheus_client's own app
  * mounted behind it, which renders only the names asked for (≥ 0.23; older ones ignore the query
  * and send everything, which read.ts recognises). About 4x fewer bytes and server CPU per read
- * (bench/filtered.ts).
+ * (bench/read-cost.ts).
  */
 const FILTERED_PATH = `/metrics/?${[...VLLM_SAMPLES].map((n) => `name[]=${encodeURIComponent(n)}`).join("&")}`;
 
