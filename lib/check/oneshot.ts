@@ -15,7 +15,7 @@ import { rulesOf } from "../engines/registry";
 import { ENGINE_LABELS, type EngineKind } from "../core/engine";
 import { readProxy, type BackendTarget, type ReadOptions } from "./read";
 import type { BackendState, ProxyState } from "../core/states";
-import { sameProcess } from "./classify";
+import { progressed, sameProcess } from "./classify";
 import { DEFAULT_THRESHOLDS, figuresOf, type Figures, type Reading, type Verdict, reason, type Reason } from "../core/types";
 
 export interface CheckOptions {
@@ -123,10 +123,20 @@ const MAX_READS = 3;
 export const BUSY_RECHECK_MS = 1500;
 
 /**
- * A read between the window's reads ends the check when it would have ended it as one of them,
- * except `stuck` and `down`: those are judged only at the window's own reads, after the full waits.
+ * Whether a read between the window's reads (`r`, judged against the window's last read `prev`)
+ * ends the check. `busy` only on proof: the counters moved since `prev` (or every waiting request
+ * is deferred, which even a first read calls busy); a flat read inside the engine's quiet time
+ * (rule no-change-expected: SGLang's 40-step log cadence, llama.cpp's printed digits) is not, or a
+ * hung SGLang would be called busy 1.5 s in. Otherwise as at one of the window's reads (idle after
+ * its probe, sleeping, no metrics), except `stuck` and `down`: judged only at the window's reads.
  */
-function answersEarly(verdict: Verdict, r: Reading): boolean {
+function answersEarly(verdict: Verdict, r: Reading, prev: Reading): boolean {
+  if (verdict.state === "busy") {
+    if (verdict.reasons.some((x) => x.rule === "deferred-only")) return true;
+    const a = prev.metrics;
+    const b = r.metrics;
+    return !!a && !!b && sameProcess(a, b) && progressed(a, b);
+  }
   if (verdict.state === "stuck" || verdict.state === "down") return false;
   return r.probe !== undefined || FINAL.has(verdict.state) || answeredWithoutMetrics(r);
 }
@@ -197,7 +207,7 @@ export async function checkBackend(target: BackendTarget, opts: CheckOptions): P
         await sleep(pause);
         left -= pause;
         step = await look();
-        if (left <= 0 || answersEarly(step.verdict, step.reading)) break;
+        if (left <= 0 || answersEarly(step.verdict, step.reading, prev)) break;
         rereads++;
       }
     }
