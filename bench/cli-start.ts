@@ -83,11 +83,13 @@ export async function runCliStartBench(opts: { quick: boolean }): Promise<CliSta
 
 const f = (x: number, d = 0) => (Number.isFinite(x) ? x.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d }) : "n/a");
 
-export function cliStartSection(r: CliStartResult): string {
+export function cliStartSection(r: CliStartResult, measured = ""): string {
   const rows = r.rows.map(
     (x) => `| ${x.what} | \`${x.command}\` | ${x.exitCode} | ${f(x.wallMs.p50)} ms (p90 ${f(x.wallMs.p90)}) | ${f(x.cpuMs.p50)} ms | ${f(x.maxRssMb.p50, 1)} MB |`,
   );
   return `## 8. The check CLI's start-up
+
+${measured}
 
 Each command ${r.runs} times, interleaved, after one warm-up (\`bench/cli-start.ts\`): the bundled CLI
 (\`dist/stepwatch.cjs\`, ${f(r.bundleBytes / 1024)} KB, built by \`npm run build:cli\` first) against today's

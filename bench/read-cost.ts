@@ -97,10 +97,12 @@ export async function runReadCostBench(opts: { quick: boolean }): Promise<ReadCo
 
 const f = (x: number, d = 1) => (Number.isFinite(x) ? x.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d }) : "n/a");
 
-export function readCostSection(r: ReadCostResult): string {
+export function readCostSection(r: ReadCostResult, measured = ""): string {
   const row = (x: ReadCostRow) =>
     `| ${x.what} | ${x.names || "-"} | ${f(x.bytesPerRead / 1024)} KB | ${f(r.full.bytesPerRead / x.bytesPerRead)}x | ${f(x.serverCpuMsPerRead, 2)} ms | ${f(r.full.serverCpuMsPerRead / x.serverCpuMsPerRead)}x |`;
   return `## 7. What one read costs the model server (vLLM)
+
+${measured}
 
 The real prometheus_client ${r.prometheusClient} (Debian's), single-process, serving a registry rebuilt from a real
 vLLM scrape (\`${r.fixture}\`) the way vLLM mounts it (\`tests/support/prom-vllm.py\`), read ${r.reads} times each way,

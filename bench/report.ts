@@ -551,6 +551,12 @@ ${rows.join("\n")}
 `;
 }
 
+/** When, at which commit and on how fast a machine a section measured: the line under its heading. */
+function measuredLine(s: SectionRun | undefined): string {
+  if (!s) return "Measured: not recorded.";
+  return `Measured ${s.startedAt.slice(0, 16).replace("T", " ")}Z at commit ${s.commit}; machine: reference workload ${machineSpeed(s)}, load average ${s.loadAverageAtStart?.join(" / ") ?? "n/a"} -> ${s.loadAverageAtEnd?.join(" / ") ?? "n/a"}.`;
+}
+
 /** bench/machine.ts's two figures for a run ("not recorded" for runs before them). */
 function machineSpeed(s: SectionRun): string {
   if (s.cpuReferenceMs === undefined) return "not recorded";
@@ -613,8 +619,8 @@ ${g
     dash ? dashboardSection(dash) : `## 4. Dashboard\n\n${why(r.dashboard)}\n`,
     ok(r.load) ? loadSection(ok(r.load)!) : `## 5. Load: 200 dashboards while the watcher works\n\n${why(r.load)}\n`,
     ok(r.metrics) ? metricsScrapeSection(ok(r.metrics)!) : `## 6. One /metrics scrape at 1000 backends\n\n${why(r.metrics)}\n`,
-    ok(r.reads) ? readCostSection(ok(r.reads)!) : `## 7. What one read costs the model server (vLLM)\n\n${why(r.reads)}\n`,
-    ok(r.cli) ? cliStartSection(ok(r.cli)!) : `## 8. The check CLI's start-up\n\n${why(r.cli)}\n`,
+    ok(r.reads) ? readCostSection(ok(r.reads)!, measuredLine(r.sections?.reads)) : `## 7. What one read costs the model server (vLLM)\n\n${why(r.reads)}\n`,
+    ok(r.cli) ? cliStartSection(ok(r.cli)!, measuredLine(r.sections?.cli)) : `## 8. The check CLI's start-up\n\n${why(r.cli)}\n`,
   ];
   return parts.join("\n");
 }
