@@ -107,7 +107,7 @@ ${measured}
 The real prometheus_client ${r.prometheusClient} (Debian's), single-process, serving a registry rebuilt from a real
 vLLM scrape (\`${r.fixture}\`) the way vLLM mounts it (\`tests/support/prom-vllm.py\`), read ${r.reads} times each way,
 back to back (\`bench/read-cost.ts\`), as stepwatch reads them (\`lib/net/http.ts\`: no \`Accept-Encoding\`, so not gzipped;
-Prometheus asks gzip, which costs the server more CPU for fewer bytes). Bytes and CPU are the server's own (its \`/stats\`: bytes sent,
+Prometheus asks for gzip: fewer bytes, more server CPU, not measured here). Bytes and CPU are the server's own (its \`/stats\`: bytes sent,
 \`time.process_time()\`). The last row is not what stepwatch sends: it is the filter without the latency
 histograms' \`_bucket\` samples, to show what not asking the buckets on every read would save.
 
