@@ -8,6 +8,8 @@ import type { IncidentResult } from "./incident";
 import type { LoadResult } from "./load";
 import type { PeerResult, PeerRun } from "./peer";
 import { metricsScrapeSection, type MetricsScrapeResult } from "./metrics-scrape";
+import { readCostSection, type ReadCostResult } from "./read-cost";
+import { cliStartSection, type CliStartResult } from "./cli-start";
 import type { ScaleResult } from "./scale";
 import type { ScaleRun } from "./scale-worker";
 import type { StorageResult } from "./storage";
@@ -15,7 +17,7 @@ import type { StorageResult } from "./storage";
 type Maybe<T> = T | { error: string } | undefined;
 
 /** The measured sections of results.json, in report order. */
-export const SECTION_KEYS = ["incident", "cost", "peer", "scale", "storage", "dashboard", "load", "metrics"] as const;
+export const SECTION_KEYS = ["incident", "cost", "peer", "scale", "storage", "dashboard", "load", "metrics", "reads", "cli"] as const;
 export type SectionKey = (typeof SECTION_KEYS)[number];
 
 /** Which run (and code) a section's numbers came from: a partial re-run keeps older sections. */
@@ -55,6 +57,8 @@ export interface BenchResults {
   load?: Maybe<LoadResult>;
   peer?: Maybe<PeerResult>;
   metrics?: Maybe<MetricsScrapeResult>;
+  reads?: Maybe<ReadCostResult>;
+  cli?: Maybe<CliStartResult>;
   sections?: Partial<Record<SectionKey, SectionRun>>;
   /**
    * The analysis of each goal (Goal.id -> text), written by hand after a run: why a goal was met or
@@ -277,6 +281,38 @@ export function goals(r: BenchResults): Goal[] {
       from: ["load"],
     });
   } else missing("load", loadGoal, ["load"], why(r.load));
+
+  // Issue 30: what a read costs the model server, and the CLI as a probe.
+  const reads = ok(r.reads);
+  const readsGoal = "vLLM: at least 10x less bytes and server CPU per read than the full /metrics";
+  if (reads) {
+    const bytesX = reads.full.bytesPerRead / reads.filtered.bytesPerRead;
+    const cpuX = reads.full.serverCpuMsPerRead / reads.filtered.serverCpuMsPerRead;
+    out.push({
+      id: "read-cost",
+      goal: readsGoal,
+      stepwatch: `filtered /metrics/ (${reads.filtered.names} names): ${kb(reads.filtered.bytesPerRead)}, ${n(reads.filtered.serverCpuMsPerRead, 2)} ms server CPU per read`,
+      peer: `full /metrics (what Prometheus scrapes): ${kb(reads.full.bytesPerRead)}, ${n(reads.full.serverCpuMsPerRead, 2)} ms`,
+      ratio: `bytes ${n(bytesX, 1)}x, CPU ${n(cpuX, 1)}x less`,
+      met: bytesX >= 10 && cpuX >= 10,
+      from: ["reads"],
+    });
+  } else missing("read-cost", readsGoal, ["reads"], why(r.reads));
+  const cli = ok(r.cli);
+  const cliGoal = "The check CLI: start-up under 150 ms and RSS under 60 MB";
+  const bundleHelp = cli?.rows.find((x) => x.what.startsWith("bundle, --help"));
+  const todayHelp = cli?.rows.find((x) => x.what.startsWith("npx tsx (today), --help"));
+  if (cli && bundleHelp && todayHelp) {
+    out.push({
+      id: "cli-start",
+      goal: cliGoal,
+      stepwatch: `node dist/stepwatch.cjs check --help: ${n(bundleHelp.wallMs.p50)} ms wall, ${n(bundleHelp.cpuMs.p50)} ms CPU, ${n(bundleHelp.maxRssMb.p50, 1)} MB`,
+      peer: `today, npx tsx lib/cli/check.ts --help: ${n(todayHelp.wallMs.p50)} ms, ${n(todayHelp.cpuMs.p50)} ms CPU, ${n(todayHelp.maxRssMb.p50, 1)} MB (largest process)`,
+      ratio: `wall ${n(todayHelp.wallMs.p50 / bundleHelp.wallMs.p50, 1)}x, CPU ${n(todayHelp.cpuMs.p50 / bundleHelp.cpuMs.p50, 1)}x less`,
+      met: bundleHelp.wallMs.p50 < 150 && bundleHelp.maxRssMb.p50 < 60,
+      from: ["cli"],
+    });
+  } else missing("cli-start", cliGoal, ["cli"], why(r.cli));
   return out;
 }
 
@@ -515,6 +551,12 @@ ${rows.join("\n")}
 `;
 }
 
+/** When, at which commit and on how fast a machine a section measured: the line under its heading. */
+function measuredLine(s: SectionRun | undefined): string {
+  if (!s) return "Measured: not recorded.";
+  return `Measured ${s.startedAt.slice(0, 16).replace("T", " ")}Z at commit ${s.commit}; machine: reference workload ${machineSpeed(s)}, load average ${s.loadAverageAtStart?.join(" / ") ?? "n/a"} -> ${s.loadAverageAtEnd?.join(" / ") ?? "n/a"}.`;
+}
+
 /** bench/machine.ts's two figures for a run ("not recorded" for runs before them). */
 function machineSpeed(s: SectionRun): string {
   if (s.cpuReferenceMs === undefined) return "not recorded";
@@ -577,6 +619,8 @@ ${g
     dash ? dashboardSection(dash) : `## 4. Dashboard\n\n${why(r.dashboard)}\n`,
     ok(r.load) ? loadSection(ok(r.load)!) : `## 5. Load: 200 dashboards while the watcher works\n\n${why(r.load)}\n`,
     ok(r.metrics) ? metricsScrapeSection(ok(r.metrics)!) : `## 6. One /metrics scrape at 1000 backends\n\n${why(r.metrics)}\n`,
+    ok(r.reads) ? readCostSection(ok(r.reads)!, measuredLine(r.sections?.reads)) : `## 7. What one read costs the model server (vLLM)\n\n${why(r.reads)}\n`,
+    ok(r.cli) ? cliStartSection(ok(r.cli)!, measuredLine(r.sections?.cli)) : `## 8. The check CLI's start-up\n\n${why(r.cli)}\n`,
   ];
   return parts.join("\n");
 }

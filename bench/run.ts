@@ -2,7 +2,7 @@
  * The benchmarks: `npm run bench` (full, about 10 minutes on 2 cores) or `npm run bench -- --quick`
  * (fewer and shorter runs, under two minutes plus a `next build` when .next is missing or stale).
  * Writes bench/results.json and bench/RESULTS.md. Numbers are reported, never asserted.
- * Options: --quick, --only incident,cost,peer,scale,storage,dashboard,load,metrics (storage needs incident;
+ * Options: --quick, --only incident,cost,peer,scale,storage,dashboard,load,metrics,reads,cli (storage needs incident;
  * dashboard needs storage), --render (rewrite RESULTS.md from results.json, measuring nothing).
  * With --only, the sections not measured are kept from the stored results.json, and each section
  * records the run and commit it came from (results.sections), so a partial re-run never passes
@@ -19,11 +19,13 @@ import { cpuReferenceMs, cpuTicks, stealPercent } from "./machine";
 import { runLoadBench } from "./load";
 import { runPeerBench } from "./peer";
 import { runMetricsScrapeBench } from "./metrics-scrape";
+import { runReadCostBench } from "./read-cost";
+import { runCliStartBench } from "./cli-start";
 import { renderReport, SECTION_KEYS, type BenchResults, type SectionKey, type SectionRun } from "./report";
 import { runScaleBench } from "./scale";
 import { runStorageBench } from "./storage";
 
-const SECTIONS = ["incident", "cost", "peer", "scale", "storage", "dashboard", "load", "metrics"] as const;
+const SECTIONS = ["incident", "cost", "peer", "scale", "storage", "dashboard", "load", "metrics", "reads", "cli"] as const;
 type Section = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; only: Set<Section>; partial: boolean } {
@@ -125,6 +127,8 @@ async function main(): Promise<void> {
     }
     if (only.has("load")) results.load = await section("load", "load (200 clients)", () => runLoadBench({ quick, workDir: work, log }));
     if (only.has("metrics")) results.metrics = await section("metrics", "one /metrics scrape at 1000 backends", () => runMetricsScrapeBench({ quick }));
+    if (only.has("reads")) results.reads = await section("reads", "what one read costs the model server", () => runReadCostBench({ quick }));
+    if (only.has("cli")) results.cli = await section("cli", "the check CLI's start-up", () => runCliStartBench({ quick }));
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }

@@ -1,7 +1,8 @@
 /**
  * The standalone check behind the CLI: the watcher's rules, run once. It reads; with work running
  * or waiting it waits and reads again, and once more if there was no progress; idle gets one
- * probe. Nothing else is sent. Three cases need no full wait: a refused connection is read again
+ * probe. Within each wait it re-reads every BUSY_RECHECK_MS and stops at the first read that
+ * answers (progress: busy); stuck is still judged only from the reads the full waits apart. Nothing else is sent. Three cases need no full wait: a refused connection is read again
  * after a short moment (two refused reads are `down`), a host that does not resolve is a usage
  * error at once (UnresolvedHostError), and an answer without an engine's metrics is final.
  * The stuck window (2 x the wait) is at least what the engine's adapter allows (SGLang: 150 s):
@@ -14,7 +15,7 @@ import { rulesOf } from "../engines/registry";
 import { ENGINE_LABELS, type EngineKind } from "../core/engine";
 import { readProxy, type BackendTarget, type ReadOptions } from "./read";
 import type { BackendState, ProxyState } from "../core/states";
-import { sameProcess } from "./classify";
+import { progressed, sameProcess } from "./classify";
 import { DEFAULT_THRESHOLDS, figuresOf, type Figures, type Reading, type Verdict, reason, type Reason } from "../core/types";
 
 export interface CheckOptions {
@@ -115,6 +116,31 @@ function answeredWithoutMetrics(r: Reading): boolean {
 const FINAL: ReadonlySet<BackendState> = new Set(["idle", "busy", "sleeping", "stuck", "down", "no-metrics"]);
 const MAX_READS = 3;
 
+/**
+ * With work in flight the check reads again this often within each --wait (docs/check.md): a busy
+ * server is answered at the first read that shows progress, seconds in, not after the whole wait.
+ */
+export const BUSY_RECHECK_MS = 1500;
+
+/**
+ * Whether a read between the window's reads (`r`, judged against the window's last read `prev`)
+ * ends the check. `busy` only on proof: the counters moved since `prev` (or every waiting request
+ * is deferred, which even a first read calls busy); a flat read inside the engine's quiet time
+ * (rule no-change-expected: SGLang's 40-step log cadence, llama.cpp's printed digits) is not, or a
+ * hung SGLang would be called busy 1.5 s in. Otherwise as at one of the window's reads (idle after
+ * its probe, sleeping, no metrics), except `stuck` and `down`: judged only at the window's reads.
+ */
+function answersEarly(verdict: Verdict, r: Reading, prev: Reading): boolean {
+  if (verdict.state === "busy") {
+    if (verdict.reasons.some((x) => x.rule === "deferred-only")) return true;
+    const a = prev.metrics;
+    const b = r.metrics;
+    return !!a && !!b && sameProcess(a, b) && progressed(a, b);
+  }
+  if (verdict.state === "stuck" || verdict.state === "down") return false;
+  return r.probe !== undefined || FINAL.has(verdict.state) || answeredWithoutMetrics(r);
+}
+
 export const EXIT = { healthy: 0, stuck: 1, down: 2, cannotJudge: 3, usage: 64 } as const;
 
 export function exitCode(state: BackendState | ProxyState): number {
@@ -154,12 +180,37 @@ export async function checkBackend(target: BackendTarget, opts: CheckOptions): P
   const history: Reading[] = [];
   let verdict: Verdict | undefined;
   let probeSent = false;
-  while (history.length < MAX_READS) {
-    const prev = history.at(-1);
-    if (prev) await sleep(refused(prev) ? Math.min(REFUSED_RECHECK_MS, wait * 1000) : wait * 1000);
+  // Reads between the window's reads that answered nothing yet: counted, not judged by again.
+  let rereads = 0;
+  const look = async () => {
     const step = await observe(target, history, { thresholds: thresholds(), read: opts.read, now: opts.now });
     const dns = unresolved(target.url, step.reading);
     if (dns) throw dns;
+    return step;
+  };
+  while (history.length < MAX_READS) {
+    const prev = history.at(-1);
+    let step: Awaited<ReturnType<typeof look>>;
+    if (!prev) step = await look();
+    else if (refused(prev)) {
+      await sleep(Math.min(REFUSED_RECHECK_MS, wait * 1000));
+      step = await look();
+    } else {
+      // The wait is slept in slices of BUSY_RECHECK_MS with a read after each: a read that already
+      // answers (progress is busy) ends the check, one that does not is dropped, so the window's
+      // reads (0, 1 and 2 waits) and what they judge (stuck: two waits and the engine's minimum)
+      // are exactly those of a check that slept the whole wait. The slept time is counted, not
+      // the clock, so a window is never shorter than before (the re-reads' own time only adds).
+      let left = wait * 1000;
+      for (;;) {
+        const pause = Math.min(BUSY_RECHECK_MS, left);
+        await sleep(pause);
+        left -= pause;
+        step = await look();
+        if (left <= 0 || answersEarly(step.verdict, step.reading, prev)) break;
+        rereads++;
+      }
+    }
     history.push(step.reading);
     verdict = step.verdict;
     if (step.reading.probe) probeSent = true;
@@ -182,7 +233,7 @@ export async function checkBackend(target: BackendTarget, opts: CheckOptions): P
     processStartTime: m?.processStartTime ?? null,
     waitSeconds: wait,
     probeSent,
-    reads: history.length,
+    reads: history.length + rereads,
     reasons: [...notes, ...verdict!.reasons],
     warnings: mixedServerWarnings(history),
   };

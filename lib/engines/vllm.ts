@@ -80,8 +80,8 @@ export const VLLM_SAMPLES: ReadonlySet<string> = new Set(
  * vLLM ≥ 0.8.3 answers an exact `/metrics` from prometheus_fastapi_instrumentator's route, which
  * ignores the query (vllm-project/vllm#53140); `/metrics/` reaches prometheus_client's own app
  * mounted behind it, which renders only the names asked for (≥ 0.23; older ones ignore the query
- * and send everything, which read.ts recognises). About 4x fewer bytes and server CPU per read
- * (bench/filtered.ts).
+ * and send everything, which read.ts recognises). About 4x fewer bytes and 2x less server CPU per
+ * read (bench/read-cost.ts, bench/RESULTS.md section 7).
  */
 const FILTERED_PATH = `/metrics/?${[...VLLM_SAMPLES].map((n) => `name[]=${encodeURIComponent(n)}`).join("&")}`;
 

@@ -107,6 +107,38 @@ describe("check CLI against the simulator", () => {
     expect(completions(s)).toHaveLength(0);
   });
 
+  it("busy with the default --wait 30: answered at the first proof of progress, not after the whole wait", async () => {
+    const s = await sim();
+    s.load({ requests: 2, promptTokens: 100, maxTokens: 100_000 });
+    await until(() => s.state().running === 2 && s.state().counters.steps > 0, "2 running and decoding");
+    // The deadline is below one --wait: a check that sleeps the whole wait is killed and fails.
+    const r = await checkWithin(25_000, s.url);
+    expect(r.code).toBe(0);
+    expect(r.json).toMatchObject({ state: "busy", healthy: true, running: 2, probeSent: false, reads: 2, waitSeconds: 30 });
+    expect(rules(r)).toContain("progress");
+    // Two reads of /metrics: the first, and the re-read a moment later that saw progress.
+    expect(s.received().filter((x) => x.kind === "metrics")).toHaveLength(2);
+    expect(completions(s)).toHaveLength(0);
+  });
+
+  it("stuck still takes the whole window: re-read every moment, judged only after two waits", async () => {
+    const s = await sim();
+    s.load({ requests: 2, promptTokens: 100, maxTokens: 100_000 });
+    await until(() => s.state().running === 2 && s.state().counters.steps > 0, "2 running");
+    await s.setMode("hang");
+    const r = await check(s.url, "--wait", "3");
+    expect(r.code).toBe(1);
+    expect(r.json).toMatchObject({ state: "stuck", running: 2, probeSent: false });
+    expect(rules(r)).toContain("no-progress-stuck");
+    // More reads than the three of the window (the re-reads between), and the first and the last
+    // are at least two waits apart (the simulator's own clock of when each arrived).
+    const reads = s.received().filter((x) => x.kind === "metrics");
+    expect(reads.length).toBeGreaterThan(3);
+    expect(r.json.reads).toBe(reads.length);
+    expect(reads.at(-1)!.at - reads[0].at).toBeGreaterThanOrEqual(2 * 3000);
+    expect(completions(s)).toHaveLength(0);
+  });
+
   it("a short pause is not stuck: the engine resumes between the reads", async () => {
     const s = await sim();
     s.load({ requests: 2, promptTokens: 100, maxTokens: 100_000 });
