@@ -16,7 +16,7 @@ import { reloadConfigAs } from "./config-view";
 import type { Principal } from "../auth/principal";
 import type { ReloadResponse } from "./types";
 
-const ENV_REF = /^env:[A-Za-z_][A-Za-z0-9_]*$/;
+const ENV_REF = /^env:([A-Za-z_][A-Za-z0-9_]*)$/;
 
 type Json = Record<string, unknown>;
 export type BackendEdit = { op: "add"; backend: Json } | { op: "update"; id: string; backend: Json } | { op: "remove"; id: string };
@@ -25,22 +25,41 @@ function isObject(v: unknown): v is Json {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
+/** The variables the file already names as a backend's or a proxy's `apiKey`. */
+function apiKeyNamesOf(raw: Json): Set<string> {
+  const names = new Set<string>();
+  for (const list of [raw.backends, raw.proxies]) {
+    for (const t of Array.isArray(list) ? list : []) {
+      const m = isObject(t) && typeof t.apiKey === "string" ? ENV_REF.exec(t.apiKey) : null;
+      if (m) names.add(m[1]);
+    }
+  }
+  return names;
+}
+
 /**
- * A secret sent over the API must be a reference: a value typed into a form would be stored in the
- * file and shown nowhere again, and the page never shows one (invariant 7). 422 naming the field.
+ * What an operator may not send over HTTP, as `field: why` lines (422). A secret only as
+ * `env:NAME` (a value typed into a form would be stored, and the page never shows one, invariant
+ * 7), and only a variable the file already uses as an API key: any other variable of stepwatch's
+ * environment (an SMTP password, a cloud key) would be sent as a Bearer to a URL the operator
+ * chose. No `restart`: a command or webhook from a request would run on this server (invariant 6:
+ * request fields never reach argv); whoever edits the file sets it.
  */
-export function literalSecretsOf(b: Json): string[] {
+export function refusedFieldsOf(b: Json, raw: Json): string[] {
   const bad: string[] = [];
-  if (b.apiKey !== undefined && !(typeof b.apiKey === "string" && ENV_REF.test(b.apiKey))) bad.push("apiKey");
-  const headers = isObject(b.restart) && isObject(b.restart.webhook) && isObject(b.restart.webhook.headers) ? b.restart.webhook.headers : {};
-  for (const [h, v] of Object.entries(headers)) if (!(typeof v === "string" && ENV_REF.test(v))) bad.push(`restart.webhook.headers.${h}`);
+  if (b.apiKey !== undefined) {
+    const m = typeof b.apiKey === "string" ? ENV_REF.exec(b.apiKey) : null;
+    if (!m) bad.push('apiKey: give it as "env:NAME" (the variable holds the key); a value is never sent or stored from here');
+    else if (!apiKeyNamesOf(raw).has(m[1])) bad.push(`apiKey: ${m[1]} is not an API key variable of this config; name a new one in the file first`);
+  }
+  if (b.restart !== undefined && b.restart !== null) bad.push("restart: a restart action is set in the config file, not over HTTP (it runs on this server)");
   return bad;
 }
 
 /**
  * The file's JSON with one backend added, replaced or removed; pure (throws DomainError). A PUT
- * without `restart` keeps the file's restart action (the form does not edit commands or webhook
- * headers); `"restart": null` removes it.
+ * keeps the file's restart action (`refusedFieldsOf`: none is taken from a request);
+ * `"restart": null` removes it.
  */
 export function editedConfig(raw: unknown, edit: BackendEdit): { json: Json; id: string } {
   if (!isObject(raw)) throw new DomainError("conflict", "the config file is not a JSON object: fix it by hand first");
@@ -53,10 +72,8 @@ export function editedConfig(raw: unknown, edit: BackendEdit): { json: Json; id:
     return { json: { ...raw, backends }, id: edit.id };
   }
   const b = { ...edit.backend };
-  const literal = literalSecretsOf(b);
-  if (literal.length) {
-    throw new DomainError("invalid-config", `${literal.join(", ")}: give a secret as "env:NAME" (the variable holds it); a value is never sent or stored from here`, { problems: literal.map((f) => `${f}: must be "env:NAME"`) });
-  }
+  const refused = refusedFieldsOf(b, raw);
+  if (refused.length) throw new DomainError("invalid-config", refused.join("; "), { problems: refused });
   if (edit.op === "add") {
     if (typeof b.id !== "string") throw new DomainError("invalid-config", "id: required", { problems: ["id: required"] });
     if (indexOf(b.id) >= 0) throw new DomainError("conflict", `backend id "${b.id}" is in use`);

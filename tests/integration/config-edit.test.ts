@@ -50,7 +50,7 @@ beforeAll(async () => {
     configPath,
     JSON.stringify({
       pollIntervalSeconds: 1,
-      backends: [{ id: "a", url: a.url, restart: { command: ["true"] } }],
+      backends: [{ id: "a", url: a.url, apiKey: "env:SW_EDIT_KEY", restart: { command: ["true"] } }],
       operators: [{ name: "olga", password: "env:SW_EDIT_PW" }],
       tokens: [
         { name: "ci", token: "env:SW_EDIT_OP", role: "operator" },
@@ -117,15 +117,21 @@ describe("backends edited over the API", () => {
     const literal = await send("POST", "", { id: "d", url: c.url, apiKey: LITERAL_KEY }, asOperator);
     expect(literal.status).toBe(422);
     expect((literal.json as { message: string }).message).toMatch(/^apiKey: .*env:NAME/);
-    const header = await send("PUT", "/a", { url: a.url, restart: { webhook: { url: "http://127.0.0.1:9/h", headers: { authorization: "Bearer x" } } } }, asOperator);
-    expect(header.status).toBe(422);
-    expect((header.json as { message: string }).message).toContain("restart.webhook.headers.authorization");
+    // Another variable of stepwatch's environment would be sent to a URL of the caller's choosing.
+    const otherVar = await send("POST", "", { id: "d", url: c.url, apiKey: "env:SW_EDIT_PW" }, asOperator);
+    expect(otherVar.status).toBe(422);
+    expect((otherVar.json as { message: string }).message).toMatch(/^apiKey: SW_EDIT_PW /);
+    // A command from a request would run on this server.
+    const restart = await send("PUT", "/a", { url: a.url, restart: { command: ["sh", "-c", "id"] } }, asOperator);
+    expect(restart.status).toBe(422);
+    expect((restart.json as { details: { problems: string[] } }).details.problems[0]).toMatch(/^restart: /);
     expect((await send("POST", "", { id: "c", url: c.url }, asOperator)).status).toBe(409);
     expect((await send("PUT", "/nope", { url: c.url }, asOperator)).status).toBe(404);
     expect((await send("DELETE", "/nope", undefined, asOperator)).status).toBe(404);
     // Nothing of it reached the file.
     const text = fs.readFileSync(configPath, "utf8");
     expect(text).not.toContain(LITERAL_KEY);
+    expect(text).not.toContain("\"sh\"");
     expect(fileJson().backends.map((b) => b.id)).toEqual(["a", "c"]);
   });
 
