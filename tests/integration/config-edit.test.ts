@@ -3,6 +3,7 @@
  * app with a temp config file, simulators on 127.0.0.1. What counts is what lands in the file, in
  * the audit log and in the watcher's reads, all observed from outside.
  */
+import Database from "better-sqlite3";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
@@ -24,6 +25,7 @@ let cookie: string;
 let a: Simulator;
 let c: Simulator;
 
+const dbPath = () => path.join(dir, "db", "stepwatch.db");
 const fileJson = () => JSON.parse(fs.readFileSync(configPath, "utf8")) as { backends: Array<Record<string, unknown>> };
 const fleet = async () => (await call(`${app.url}/api/fleet`)).json as FleetResponse;
 const metricsReads = (s: Simulator) => s.received().filter((r) => r.kind === "metrics").length;
@@ -60,7 +62,7 @@ beforeAll(async () => {
   );
   app = await startApp({
     STEPWATCH_CONFIG: configPath,
-    STEPWATCH_DB: path.join(dir, "db", "stepwatch.db"),
+    STEPWATCH_DB: dbPath(),
     SW_EDIT_PW: PASSWORD,
     SW_EDIT_OP: OP_TOKEN,
     SW_EDIT_VIEWER: VIEWER_TOKEN,
@@ -148,6 +150,24 @@ describe("backends edited over the API", () => {
     expect(fileJson().backends.map((b) => b.id)).toEqual(["a"]);
     await waitFor("c gone from the fleet", async () => !(await fleet()).backends.some((b) => b.id === "c"));
     expect(await audit()).toEqual(expect.arrayContaining([expect.objectContaining({ action: "config.backend.removed", target: "c" })]));
+  });
+
+  it("an audit line that cannot be written: refused, the previous file put back, nothing applied", async () => {
+    const before = fs.readFileSync(configPath, "utf8");
+    // Another writer holds the database's write lock: the portable "the audit log takes no write".
+    const locker = new Database(dbPath());
+    locker.exec("BEGIN EXCLUSIVE");
+    let r;
+    try {
+      r = await send("POST", "", { id: "f", url: c.url }, asOperator);
+    } finally {
+      locker.exec("COMMIT");
+      locker.close();
+    }
+    expect(r.status).toBe(503);
+    expect((r.json as { message: string }).message).toMatch(/audit log/);
+    expect(fs.readFileSync(configPath, "utf8")).toBe(before);
+    expect((await fleet()).backends.map((b) => b.id)).toEqual(["a"]);
   });
 
   it("a config directory stepwatch cannot write to: refused with the path, nothing changed", async () => {
