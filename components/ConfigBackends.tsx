@@ -122,8 +122,8 @@ export function ConfigBackends({ backends, canEdit }: { backends: Backend[]; can
           {field("model", "model (optional)", "from /v1/models")}
           {choice("engine", ENGINE_CHOICES)}
           {choice("probe", PROBE_CHOICES)}
-          {field("apiKey", "API key (env:NAME, optional)", "env:VLLM_API_KEY")}
-          <p className="muted small">The restart action is kept as the file has it; edit the file to change it.</p>
+          {field("apiKey", "API key (optional): env:NAME of a key variable the file already uses", "env:VLLM_API_KEY")}
+          <p className="muted small">The restart action is kept as the file has it: a restart action, or a new secret variable, is set in the file.</p>
           {error ? (
             <p className="form-error" role="alert" data-testid="backend-form-error">
               {error}
