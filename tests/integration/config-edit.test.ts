@@ -141,6 +141,14 @@ describe("backends edited over the API", () => {
     expect((await send("POST", "", { id: "d", url: c.url })).status).toBe(401);
     expect((await send("POST", "", { id: "d", url: c.url }, { token: VIEWER_TOKEN })).status).toBe(403);
     expect((await send("DELETE", "/c", undefined, { cookie, origin: "http://evil.example" })).status).toBe(403);
+    // The page offers the buttons to an operator only.
+    expect((await call(`${app.url}/config`, { cookie })).text).toContain('data-testid="backend-add"');
+    const asViewer = await call(`${app.url}/config`, { headers: { authorization: `Bearer ${VIEWER_TOKEN}` } });
+    expect(asViewer.status).toBe(200);
+    expect(asViewer.text).toContain('data-testid="config-backend-a"');
+    expect(asViewer.text).not.toContain('data-testid="backend-add"');
+    expect(asViewer.text).not.toContain('data-testid="backend-edit-a"');
+    expect(asViewer.text).not.toContain('data-testid="config-reload"');
     expect(fileJson().backends.map((b) => b.id)).toEqual(["a", "c"]);
   });
 
