@@ -1,5 +1,6 @@
 /**
- * Backends edited from the dashboard or a script (POST/PUT/DELETE /api/config/backends): the file
+ * Backends and proxies edited from the dashboard or a script (POST/PUT/DELETE /api/config/backends,
+ * /api/config/proxies): the file
  * stays the one source of the config. A change is made to the file's JSON as written (its
  * `env:NAME` references untouched), validated by the same schema as a start (parseConfig), written
  * atomically with the previous file kept as `<file>.bak`, audited, and applied by the one reload
@@ -19,7 +20,10 @@ import type { ReloadResponse } from "./types";
 const ENV_REF = /^env:([A-Za-z_][A-Za-z0-9_]*)$/;
 
 type Json = Record<string, unknown>;
-export type BackendEdit = { op: "add"; backend: Json } | { op: "update"; id: string; backend: Json } | { op: "remove"; id: string };
+/** What the file's `backends` or `proxies` list gets: one target added, replaced or removed. */
+export type TargetKind = "backend" | "proxy";
+export type TargetEdit = { kind: TargetKind } & ({ op: "add"; body: Json } | { op: "update"; id: string; body: Json } | { op: "remove"; id: string });
+const LIST = { backend: "backends", proxy: "proxies" } as const;
 
 function isObject(v: unknown): v is Json {
   return v !== null && typeof v === "object" && !Array.isArray(v);
@@ -61,34 +65,36 @@ export function refusedFieldsOf(b: Json, raw: Json): string[] {
  * keeps the file's restart action (`refusedFieldsOf`: none is taken from a request);
  * `"restart": null` removes it.
  */
-export function editedConfig(raw: unknown, edit: BackendEdit): { json: Json; id: string } {
+export function editedConfig(raw: unknown, edit: TargetEdit): { json: Json; id: string } {
   if (!isObject(raw)) throw new DomainError("conflict", "the config file is not a JSON object: fix it by hand first");
-  const backends: unknown[] = Array.isArray(raw.backends) ? [...raw.backends] : [];
-  const indexOf = (id: string) => backends.findIndex((b) => isObject(b) && b.id === id);
+  const key = LIST[edit.kind];
+  const list: unknown[] = Array.isArray(raw[key]) ? [...(raw[key] as unknown[])] : [];
+  const indexOf = (id: string) => list.findIndex((t) => isObject(t) && t.id === id);
+  const unknown = (id: string) => new DomainError("not-found", `no ${edit.kind} "${id}" in the config file`);
   if (edit.op === "remove") {
     const i = indexOf(edit.id);
-    if (i < 0) throw new DomainError("not-found", `no backend "${edit.id}" in the config file`);
-    backends.splice(i, 1);
-    return { json: { ...raw, backends }, id: edit.id };
+    if (i < 0) throw unknown(edit.id);
+    list.splice(i, 1);
+    return { json: { ...raw, [key]: list }, id: edit.id };
   }
-  const b = { ...edit.backend };
+  const b = { ...edit.body };
   const refused = refusedFieldsOf(b, raw);
   if (refused.length) throw new DomainError("invalid-config", refused.join("; "), { problems: refused });
   if (edit.op === "add") {
     if (typeof b.id !== "string") throw new DomainError("invalid-config", "id: required", { problems: ["id: required"] });
-    if (indexOf(b.id) >= 0) throw new DomainError("conflict", `backend id "${b.id}" is in use`);
-    backends.push(b);
-    return { json: { ...raw, backends }, id: b.id };
+    if (indexOf(b.id) >= 0) throw new DomainError("conflict", `${edit.kind} id "${b.id}" is in use`);
+    list.push(b);
+    return { json: { ...raw, [key]: list }, id: b.id };
   }
   const i = indexOf(edit.id);
-  if (i < 0) throw new DomainError("not-found", `no backend "${edit.id}" in the config file`);
+  if (i < 0) throw unknown(edit.id);
   if (b.id !== undefined && b.id !== edit.id) throw new DomainError("invalid-config", `id: is "${edit.id}" in the URL; an id is not renamed (remove and add instead)`, { problems: ["id: differs from the URL"] });
-  const old = backends[i] as Json;
+  const old = list[i] as Json;
   const next: Json = { ...b, id: edit.id };
   if (b.restart === undefined && old.restart !== undefined) next.restart = old.restart;
   if (b.restart === null) delete next.restart;
-  backends[i] = next;
-  return { json: { ...raw, backends }, id: edit.id };
+  list[i] = next;
+  return { json: { ...raw, [key]: list }, id: edit.id };
 }
 
 function refusedWrite(file: string, e: unknown): DomainError {
@@ -140,14 +146,14 @@ function putBack(file: string): void {
   }
 }
 
-const ACTION = { add: "config.backend.added", update: "config.backend.changed", remove: "config.backend.removed" } as const;
+const ACTION = { add: "added", update: "changed", remove: "removed" } as const;
 
 /**
  * The verb of the three routes: 409 for the demo fleet (no file); 422 naming the field when the
  * result would not load; 503 naming the path when the file cannot be written, 503 when the audit
  * line cannot be; else the reload's answer. A refused audit line or reload puts the previous file back.
  */
-export async function editBackendAs(operator: Principal, address: string, edit: BackendEdit): Promise<ReloadResponse & { id: string }> {
+export async function editTargetAs(operator: Principal, address: string, edit: TargetEdit): Promise<ReloadResponse & { id: string }> {
   const rt = await getRuntime();
   const file = rt.configStatus.path;
   if (rt.demo || file === null) throw new DomainError("conflict", "the embedded demo fleet runs: there is no config file to edit");
@@ -168,7 +174,7 @@ export async function editBackendAs(operator: Principal, address: string, edit: 
   // Before it is applied, and with nothing awaited since the write (no reload can run between):
   // a change the audit log cannot show is put back and not made (fails closed, as the reload does).
   try {
-    recordAudit(rt.db.db, { at: Date.now(), actor: operator.name, actorKind: actorKindOf(operator), action: ACTION[edit.op], target: id, address, detail: file });
+    recordAudit(rt.db.db, { at: Date.now(), actor: operator.name, actorKind: actorKindOf(operator), action: `config.${edit.kind}.${ACTION[edit.op]}`, target: id, address, detail: file });
   } catch (e) {
     putBack(file);
     throw new DomainError("unavailable", `not saved: the audit log takes no write (${(e as Error).message})`);

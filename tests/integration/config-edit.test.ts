@@ -178,6 +178,21 @@ describe("backends edited over the API", () => {
     expect((await fleet()).backends.map((b) => b.id)).toEqual(["a"]);
   });
 
+  it("proxies too: added and polled, a backend it fronts cannot go while it names it, removed", async () => {
+    const add = await call(`${app.url}/api/config/proxies`, { method: "POST", cookie, origin: app.url, body: JSON.stringify({ id: "lb", url: c.url, backends: ["a"] }) });
+    expect(add.status, add.text).toBe(201);
+    expect(add.json).toMatchObject({ id: "lb", added: ["proxy lb"] });
+    expect((JSON.parse(fs.readFileSync(configPath, "utf8")) as { proxies: unknown[] }).proxies).toEqual([{ id: "lb", url: c.url, backends: ["a"] }]);
+    await waitFor("lb read", async () => (await fleet()).proxies.find((p) => p.id === "lb" && p.state === "up"));
+    const orphan = await send("DELETE", "/a", undefined, asOperator);
+    expect(orphan.status).toBe(422);
+    expect((orphan.json as { details: { problems: string[] } }).details.problems).toContain('proxies[0].backends[0]: no backend "a" in backends');
+    expect((await call(`${app.url}/api/config/proxies/nope`, { method: "DELETE", cookie, origin: app.url })).status).toBe(404);
+    expect((await call(`${app.url}/api/config/proxies/lb`, { method: "DELETE", cookie, origin: app.url })).status).toBe(204);
+    expect(await audit()).toEqual(expect.arrayContaining([expect.objectContaining({ action: "config.proxy.added", target: "lb" }), expect.objectContaining({ action: "config.proxy.removed", target: "lb" })]));
+    await waitFor("lb gone", async () => !(await fleet()).proxies.some((p) => p.id === "lb"));
+  });
+
   it("a config directory stepwatch cannot write to: refused with the path, nothing changed", async () => {
     const before = fs.readFileSync(configPath, "utf8");
     // chattr +i stops root too (tests run as root, so chmod would not).

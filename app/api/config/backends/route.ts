@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { editBackendAs } from "@/lib/api/config-edit";
+import { editTargetAs } from "@/lib/api/config-edit";
 import { withOperator } from "@/lib/api/operator";
 import { readJson } from "../../_lib/body";
 
@@ -13,6 +13,6 @@ export const runtime = "nodejs";
  */
 export const POST = withOperator(async ({ req, operator, actor }) => {
   const backend = await readJson(req, z.record(z.string(), z.unknown()));
-  const r = await editBackendAs(operator, actor.address, { op: "add", backend });
+  const r = await editTargetAs(operator, actor.address, { kind: "backend", op: "add", body: backend });
   return Response.json(r, { status: 201, headers: { "cache-control": "no-store" } });
 });
