@@ -1,8 +1,9 @@
 import type { Metadata } from "next";
+import { ConfigBackends } from "@/components/ConfigBackends";
 import { ConfigErrorBanner } from "@/components/ConfigErrorBanner";
 import { ReloadButton } from "@/components/ReloadButton";
 import { Time } from "@/components/TimeZone";
-import { currentOperatorName } from "@/lib/api/operator";
+import { currentPrincipal } from "@/lib/api/operator";
 import { getConfigView } from "@/lib/api/config-view";
 import type { ConfigView } from "@/lib/api/types";
 
@@ -11,7 +12,7 @@ export const dynamic = "force-dynamic";
 
 
 /**
- * Read-only: what config is loaded, from the same redacted view as GET /api/config (secrets as
+ * What config is loaded (backends editable by an operator: components/ConfigBackends.tsx), from the same redacted view as GET /api/config (secrets as
  * `***`, or `env:NAME` as written). Reloaded by SIGHUP, a change of the file, or
  * POST /api/config/reload; this page shows the state when it was opened.
  */
@@ -32,7 +33,8 @@ export default async function ConfigPage() {
     );
   }
   const s = view.settings;
-  const operator = view.demo ? null : await currentOperatorName();
+  // Buttons only for an operator: a viewer (or the demo fleet, which has no file) would get 403 or 409.
+  const canEdit = view.demo ? false : (await currentPrincipal().catch(() => null))?.role === "operator";
   return (
     <>
       <ConfigErrorBanner error={view.configError} />
@@ -41,11 +43,12 @@ export default async function ConfigPage() {
         <span className="meta" data-testid="config-source">
           {view.demo ? "embedded demo fleet (no file)" : view.path} · loaded <Time at={view.loadedAt} /> ({view.loadedBy})
         </span>
-        {operator ? <ReloadButton /> : null}
+        {canEdit ? <ReloadButton /> : null}
       </div>
       <p className="muted small">
-        Read-only. Edit the file: stepwatch reloads it when it changes, on <code>SIGHUP</code>, or on{" "}
-        <code>POST /api/config/reload</code> (an operator). A file with problems is not loaded; the running config stays.
+        Edit the file, or (an operator) the backends here: a change from this page is validated, written to the
+        file (the previous one kept as <code>.bak</code>) and reloaded. stepwatch also reloads the file when it changes, on{" "}
+        <code>SIGHUP</code>, or on <code>POST /api/config/reload</code>. A file with problems is not loaded; the running config stays.
         Secrets show as <code>***</code>, or as the <code>env:NAME</code> they are read from.
       </p>
       {view.lastChange ? (
@@ -87,43 +90,7 @@ export default async function ConfigPage() {
         </dl>
       </section>
 
-      <section className="section">
-        <h2>Backends ({view.backends.length})</h2>
-        <div className="table-wrap">
-          <table data-testid="config-backends">
-            <thead>
-              <tr>
-                <th>id</th>
-                <th>URL</th>
-                <th>model</th>
-                <th>engine</th>
-                <th>probe</th>
-                <th>API key</th>
-                <th>restart</th>
-              </tr>
-            </thead>
-            <tbody>
-              {view.backends.map((b) => (
-                <tr key={b.id} data-testid={`config-backend-${b.id}`}>
-                  <td style={{ whiteSpace: "nowrap" }}>{b.id}</td>
-                  <td className="mono">{b.url}</td>
-                  <td>{b.model ?? "from /v1/models"}</td>
-                  <td>{b.engine}</td>
-                  <td>{b.probe}</td>
-                  <td className="mono">{b.apiKey ?? "none"}</td>
-                  <td className="mono small">
-                    {b.restart === null
-                      ? "none"
-                      : b.restart.kind === "command"
-                        ? `command: ${b.restart.command.join(" ")} (timeout ${b.restart.timeoutSeconds} s)`
-                        : `webhook: ${b.restart.method} ${b.restart.url}${Object.keys(b.restart.headers).length ? ` headers ${Object.entries(b.restart.headers).map(([h, v]) => `${h}: ${v}`).join(", ")}` : ""} (timeout ${b.restart.timeoutSeconds} s)`}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      </section>
+      <ConfigBackends backends={view.backends} canEdit={canEdit} />
 
       {view.proxies.length ? (
         <section className="section">

@@ -36,7 +36,7 @@ export async function getJson<T>(url: string): Promise<T> {
   return parse<T>(await fetch(url, { headers: { accept: "application/json" }, cache: "no-cache" }));
 }
 
-export async function sendJson<T>(url: string, method: "POST" | "DELETE", body?: unknown): Promise<T> {
+export async function sendJson<T>(url: string, method: "POST" | "PUT" | "DELETE", body?: unknown): Promise<T> {
   return parse<T>(
     await fetch(url, {
       method,

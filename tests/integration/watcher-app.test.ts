@@ -246,6 +246,10 @@ describe("no config at all", () => {
       const reload = await fetch(`${a.url}/api/config/reload`, { method: "POST", headers: { cookie, origin: a.url } });
       expect(reload.status).toBe(409);
       expect(((await reload.json()) as { message: string }).message).toMatch(/demo fleet.*no config file/);
+      // Nor is a backend edited: there is no file to write it to.
+      const add = await fetch(`${a.url}/api/config/backends`, { method: "POST", headers: { cookie, origin: a.url, "content-type": "application/json" }, body: JSON.stringify({ id: "x", url: "http://127.0.0.1:9" }) });
+      expect(add.status).toBe(409);
+      expect(((await add.json()) as { message: string }).message).toMatch(/demo fleet.*no config file/);
     } finally {
       await a.stop();
     }
