@@ -8,6 +8,7 @@ import path from "node:path";
 import { z } from "zod";
 import { DEFAULT_THRESHOLDS, PROBE_CHOICES, type Thresholds } from "./core/types";
 import { ENGINE_CHOICES } from "./core/engine";
+import { LABELS_MAX, LABEL_KEY_RE, LABEL_VALUE_MAX } from "./core/labels";
 import { CHANNEL_TYPES, NOTIFICATION_EVENTS } from "./core/events";
 import { buildNetPolicy } from "./net/net-policy";
 import { DomainError } from "./core/errors";
@@ -207,6 +208,22 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       /** Which request the idle probe sends ("auto" by engine, learning from 404/405; "none": metrics alone). */
       probe: z.enum(PROBE_CHOICES).default(DEFAULTS.probe),
       restart: restart.optional(),
+      /** Free labels to filter and group the fleet by (site, GPU type, team); carried in the fleet answer. */
+      labels: z
+        .record(
+          z.string(),
+          z.string().min(1, "a label value must not be empty").max(LABEL_VALUE_MAX, `a label value must be at most ${LABEL_VALUE_MAX} characters`),
+        )
+        // The key is checked here rather than by the record's key schema: zod reports a bad key
+        // only as "Invalid key in record", and the error should say what a key may be.
+        .superRefine((l, ctx) => {
+          const keys = Object.keys(l);
+          for (const k of keys)
+            if (!LABEL_KEY_RE.test(k))
+              ctx.addIssue({ code: "custom", path: [k], message: "a label key must be 1-32 lower-case letters, digits or '_', starting with a letter" });
+          if (keys.length > LABELS_MAX) ctx.addIssue({ code: "custom", message: `at most ${LABELS_MAX} labels per backend` });
+        })
+        .default({}),
     })
     // restart.unattended moves up beside the action: only a backend with an action has it.
     .transform(({ restart: r, ...b }) => ({

@@ -62,8 +62,9 @@ export function refusedFieldsOf(b: Json, raw: Json): string[] {
 
 /**
  * The file's JSON with one backend added, replaced or removed; pure (throws DomainError). A PUT
- * keeps the file's restart action (`refusedFieldsOf`: none is taken from a request);
- * `"restart": null` removes it.
+ * keeps the file's restart action (`refusedFieldsOf`: none is taken from a request) and its
+ * labels when the body names none; `"restart": null` / `"labels": null` removes them. Labels
+ * are taken from a request as any other field, checked by the schema.
  */
 export function editedConfig(raw: unknown, edit: TargetEdit): { json: Json; id: string } {
   if (!isObject(raw)) throw new DomainError("conflict", "the config file is not a JSON object: fix it by hand first");
@@ -93,6 +94,10 @@ export function editedConfig(raw: unknown, edit: TargetEdit): { json: Json; id: 
   const next: Json = { ...b, id: edit.id };
   if (b.restart === undefined && old.restart !== undefined) next.restart = old.restart;
   if (b.restart === null) delete next.restart;
+  // The dashboard's form has no labels field: a PUT that names none keeps the file's, so saving
+  // the form does not drop a backend from every filter and group; `"labels": null` removes them.
+  if (b.labels === undefined && old.labels !== undefined) next.labels = old.labels;
+  if (b.labels === null) delete next.labels;
   list[i] = next;
   return { json: { ...raw, [key]: list }, id: edit.id };
 }

@@ -40,6 +40,7 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
     model: m.config.model ?? models[0] ?? null,
     engine: configured ?? lastEngine(m.history) ?? null,
     models: models.slice(0, 20),
+    labels: m.config.labels,
     configProblem: verdict?.configProblem ?? null,
     state,
     healthy: verdict?.healthy ?? false,

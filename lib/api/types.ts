@@ -12,6 +12,7 @@ import type { ChannelStatus, NotificationDraft } from "../core/events";
 import type { HistoryColumns, Transition } from "../core/history";
 import type { Outage, UptimeWindow } from "../core/outages";
 import type { Acknowledgement, Maintenance } from "../core/oncall";
+import type { Labels } from "../core/labels";
 
 export interface FleetBackend extends Figures {
   id: string;
@@ -21,6 +22,8 @@ export interface FleetBackend extends Figures {
   engine: EngineKind | null;
   /** The models it serves or has loaded (Ollama: /api/ps). */
   models: string[];
+  /** Its `labels` from the config (site, GPU type, team), {} when none: the fleet page filters and groups by them. */
+  labels: Labels;
   /** A configuration problem that keeps stepwatch from judging it (the probe needs the API key: 401). */
   configProblem: string | null;
   state: BackendState;

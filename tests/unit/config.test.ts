@@ -237,3 +237,38 @@ describe("loadConfig / resolveConfigPath", () => {
     expect(resolveConfigPath({ STEPWATCH_DEMO: "1", STEPWATCH_CONFIG: "x/other.json" }, dir)).toBeNull();
   });
 });
+
+describe("backends[].labels", () => {
+  const withLabels = (labels: unknown) => {
+    const c = valid();
+    c.backends[1].labels = labels;
+    return c;
+  };
+
+  it("carries string labels, and none is an empty map", () => {
+    const c = parseConfig(withLabels({ site: "ams", gpu: "h100", team_2: "search" }), "test.json", { env });
+    expect(c.backends[1].labels).toEqual({ site: "ams", gpu: "h100", team_2: "search" });
+    expect(c.backends[0].labels).toEqual({});
+  });
+
+  it("refuses a bad key, naming the backend's labels and the key", () => {
+    for (const key of ["Site", "2gpu", "gpu-type", "a".repeat(33), ""]) {
+      const p = problems(withLabels({ [key]: "x" }));
+      expect(p.join("\n"), key).toMatch(/^backends\[1\]\.labels.*label key must be/m);
+    }
+  });
+
+  it("refuses a value that is not a string, empty, or longer than 64 characters, naming the label", () => {
+    expect(parseConfig(withLabels({ site: "a".repeat(64) }), "test.json", { env }).backends[1].labels.site).toHaveLength(64);
+    expect(problems(withLabels({ site: "a".repeat(65) })).join("\n")).toMatch(/^backends\[1\]\.labels\.site: .*at most 64 characters/m);
+    expect(problems(withLabels({ site: "" })).join("\n")).toMatch(/^backends\[1\]\.labels\.site: /m);
+    expect(problems(withLabels({ gpus: 8 })).join("\n")).toMatch(/^backends\[1\]\.labels\.gpus: /m);
+    expect(problems(withLabels(["ams"])).join("\n")).toMatch(/^backends\[1\]\.labels: /m);
+  });
+
+  it("refuses more than 16 labels on one backend", () => {
+    const many = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, "v"]));
+    expect(Object.keys(parseConfig(withLabels(many(16)), "test.json", { env }).backends[1].labels)).toHaveLength(16);
+    expect(problems(withLabels(many(17))).join("\n")).toMatch(/^backends\[1\]\.labels: at most 16 labels per backend/m);
+  });
+});

@@ -34,8 +34,8 @@ describe("requestRestart", () => {
   let calls: string[];
   let deps: RestartDeps;
   const backends: BackendConfig[] = [
-    { id: "gb10-a", url: "http://127.0.0.1:1", engine: "auto", probe: "auto", restart: { kind: "command", command: ["/bin/true"], timeoutSeconds: 5 } },
-    { id: "gb10-b", url: "http://127.0.0.1:2", engine: "auto", probe: "auto" },
+    { id: "gb10-a", url: "http://127.0.0.1:1", engine: "auto", probe: "auto", labels: {}, restart: { kind: "command", command: ["/bin/true"], timeoutSeconds: 5 } },
+    { id: "gb10-b", url: "http://127.0.0.1:2", engine: "auto", probe: "auto", labels: {} },
   ];
 
   beforeEach(() => {
@@ -216,7 +216,7 @@ describe("requestRestart", () => {
   it("runs the configured command with deps.commandEnv, not stepwatch's own environment", async () => {
     delete deps.execute;
     const command = [process.execPath, "-e", "process.stdout.write(String(process.env.SW_UNIT_SECRET))"];
-    deps.backends = [{ id: "envy", url: "http://127.0.0.1:3", engine: "auto", probe: "auto", restart: { kind: "command", command, timeoutSeconds: 10 } }];
+    deps.backends = [{ id: "envy", url: "http://127.0.0.1:3", engine: "auto", probe: "auto", labels: {}, restart: { kind: "command", command, timeoutSeconds: 10 } }];
     process.env.SW_UNIT_SECRET = "in-stepwatch-only";
     try {
       await requestRestart({ backendId: "envy", operator: "ana", now: 1 }, deps).done;
