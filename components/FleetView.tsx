@@ -16,8 +16,12 @@ import {
   engineOf,
   filterFleet,
   fleetQueryString,
-  groupByModel,
+  fleetSections,
+  labelFilterText,
+  labelKeys,
+  labelTexts,
   nextSort,
+  parseLabelFilter,
   parseFleetQuery,
   sortFleet,
   sortTable,
@@ -88,6 +92,15 @@ function BackendCard({ b, points, now, viewer, onRestart }: { b: FleetBackend; p
             {b.model ? `${b.model} · ` : ""}
             {b.url}
           </div>
+          {labelTexts(b).length > 0 ? (
+            <div className="card-sub" data-testid={`labels-${b.id}`}>
+              {labelTexts(b).map((l) => (
+                <span className="chip" key={l}>
+                  {l}
+                </span>
+              ))}
+            </div>
+          ) : null}
           {b.engine === "ollama" && b.models.length > 0 ? (
             <div className="card-sub" data-testid={`models-${b.id}`}>
               loaded: {b.models.join(", ")}
@@ -273,6 +286,10 @@ function FleetTable({ backends, now, query, onChange }: { backends: FleetBackend
 function FleetToolbar({ query, onChange, backends }: { query: FleetQuery; onChange: (q: FleetQuery) => void; backends: FleetBackend[] }) {
   const models = distinct(backends.map((b) => b.model));
   const engines = distinct(backends.map(engineOf));
+  const labels = distinct(backends.flatMap(labelTexts));
+  const keys = labelKeys(backends);
+  // The select holds one label; a URL may ask several (?label=a:1&label=b:2), shown as the first.
+  const label = query.labels[0] ? labelFilterText(query.labels[0]) : "";
   const set = (patch: Partial<FleetQuery>) => onChange({ ...query, ...patch });
   return (
     <div className="filters fleet-filters" data-testid="fleet-filters">
@@ -314,6 +331,17 @@ function FleetToolbar({ query, onChange, backends }: { query: FleetQuery; onChan
           </select>
         </div>
       ) : null}
+      {labels.length > 0 ? (
+        <div>
+          <label htmlFor="fleet-label">Label</label>
+          <select id="fleet-label" value={label} onChange={(e) => set({ labels: [parseLabelFilter(e.target.value)].filter((l) => l !== null) })} data-testid="fleet-label">
+            <option value="">All labels</option>
+            {labels.map((l) => (
+              <option key={l}>{l}</option>
+            ))}
+          </select>
+        </div>
+      ) : null}
       <div className="view-toggle" role="group" aria-label="View">
         {(["cards", "table"] as const).map((v) => (
           <button key={v} type="button" aria-pressed={query.view === v} onClick={() => set({ view: v })} data-testid={`fleet-view-${v}`}>
@@ -332,9 +360,20 @@ function FleetToolbar({ query, onChange, backends }: { query: FleetQuery; onChan
             </select>
           </div>
           <label className="check">
-            <input type="checkbox" checked={query.group} onChange={(e) => set({ group: e.target.checked })} data-testid="fleet-group" />
+            <input type="checkbox" checked={query.group && !query.groupLabel} onChange={(e) => set({ group: e.target.checked, groupLabel: "" })} data-testid="fleet-group" />
             Group by model
           </label>
+          {keys.length > 0 ? (
+            <div>
+              <label htmlFor="fleet-group-label">Group by label</label>
+              <select id="fleet-group-label" value={query.groupLabel} onChange={(e) => set({ groupLabel: e.target.value, group: false })} data-testid="fleet-group-label">
+                <option value="">None</option>
+                {keys.map((k) => (
+                  <option key={k}>{k}</option>
+                ))}
+              </select>
+            </div>
+          ) : null}
         </>
       ) : null}
     </div>
@@ -363,7 +402,7 @@ export function FleetView({ initial, viewer }: { initial: FleetResponse | null; 
   const lastRead = all.reduce<number | null>((m, b) => (b.lastReadAt !== null && (m === null || b.lastReadAt > m) ? b.lastReadAt : m), null);
   const filtered = useMemo(() => filterFleet(all, query), [all, query]);
   const shown = useMemo(() => (query.view === "table" ? sortTable(filtered, query.col, query.dir) : sortFleet(filtered, query.sort)), [filtered, query]);
-  const groups = useMemo(() => (query.group ? groupByModel(shown) : [{ model: null, backends: shown }]), [shown, query.group]);
+  const sections = useMemo(() => fleetSections(shown, query), [shown, query]);
   const poll = (data as (FleetResponse & { pollIntervalSeconds?: number }) | undefined)?.pollIntervalSeconds;
 
   const title = attentionTitle(all);
@@ -421,18 +460,18 @@ export function FleetView({ initial, viewer }: { initial: FleetResponse | null; 
       ) : shown.length === 0 ? (
         <p className="empty" data-testid="fleet-none-match">
           No backend matches these filters ({all.length} in the fleet).{" "}
-          <button type="button" className="link" onClick={() => changeQuery({ ...query, q: "", state: "", engine: "", model: "" })}>
+          <button type="button" className="link" onClick={() => changeQuery({ ...query, q: "", state: "", engine: "", model: "", labels: [] })}>
             Clear filters
           </button>
         </p>
       ) : query.view === "table" ? (
         <FleetTable backends={shown} now={now} query={query} onChange={changeQuery} />
       ) : (
-        groups.map((g) => (
-          <section key={g.model ?? ""} className={query.group ? "fleet-group" : undefined} data-testid={query.group ? "fleet-group-section" : undefined}>
-            {query.group ? (
+        sections.map((g) => (
+          <section key={g.key} className={g.heading !== null ? "fleet-group" : undefined} data-testid={g.heading !== null ? "fleet-group-section" : undefined}>
+            {g.heading !== null ? (
               <h2>
-                {g.model ?? "No model named"} <span className="muted small">{g.backends.length}</span>
+                {g.heading} <span className="muted small">{g.backends.length}</span>
               </h2>
             ) : null}
             <div className="grid" data-testid="fleet-grid">

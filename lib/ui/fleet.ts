@@ -1,10 +1,11 @@
 /**
- * Fleet-size views, pure and tested: search, filters (state, engine, model), "needs attention"
- * first, grouping by model, and the tab title that counts what needs attention. The order of
+ * Fleet-size views, pure and tested: search, filters (state, engine, model, labels), "needs
+ * attention" first, grouping by model or by a label key, and the tab title that counts what needs attention. The order of
  * attention comes from the one list of states (STATE_INFO's health), so a new state sorts itself.
  */
 import { ENGINE_LABELS } from "../core/engine";
 import type { FleetBackend } from "../api/types";
+import { LABEL_KEY_RE } from "../core/labels";
 import { BACKEND_STATES, STATE_INFO, type BackendState, type Health } from "../core/states";
 
 export type FleetSort = "attention" | "name";
@@ -22,15 +23,25 @@ export interface FleetQuery {
   state: StateFilter;
   engine: string;
   model: string;
+  /** `?label=site:ams` (repeatable): a backend shows when it carries every one of these. */
+  labels: LabelFilter[];
   sort: FleetSort;
+  /** Group by model (`?group=model`). */
   group: boolean;
+  /** Group by this label key instead (`?group=label:site`), "" for none. */
+  groupLabel: string;
   view: FleetLayout;
   /** The table's sort column; null keeps the attention order. */
   col: TableColumn | null;
   dir: SortDir;
 }
 
-export const EMPTY_QUERY: FleetQuery = { q: "", state: "", engine: "", model: "", sort: "attention", group: false, view: "cards", col: null, dir: "asc" };
+export interface LabelFilter {
+  key: string;
+  value: string;
+}
+
+export const EMPTY_QUERY: FleetQuery = { q: "", state: "", engine: "", model: "", labels: [], sort: "attention", group: false, groupLabel: "", view: "cards", col: null, dir: "asc" };
 
 const HEALTH_RANK: Record<Health, number> = { no: 0, watch: 1, unknown: 2, yes: 3 };
 
@@ -68,15 +79,32 @@ export function needsAttention(b: Pick<FleetBackend, "state">): boolean {
   return h === "no" || h === "watch";
 }
 
-export function parseFleetQuery(sp: { get(name: string): string | null }): FleetQuery {
+/** `site:ams` -> {site, ams}, split at the first colon (a value may hold one); null for a key no config allows. */
+export function parseLabelFilter(s: string): LabelFilter | null {
+  const i = s.indexOf(":");
+  if (i < 0) return null;
+  const key = s.slice(0, i);
+  return LABEL_KEY_RE.test(key) ? { key, value: s.slice(i + 1) } : null;
+}
+
+export function labelFilterText(f: LabelFilter): string {
+  return `${f.key}:${f.value}`;
+}
+
+export function parseFleetQuery(sp: { get(name: string): string | null; getAll?(name: string): string[] }): FleetQuery {
   const state = sp.get("state") ?? "";
+  const group = sp.get("group") ?? "";
+  const labelKey = group.startsWith("label:") ? group.slice("label:".length) : "";
+  const labels = (sp.getAll ? sp.getAll("label") : [sp.get("label") ?? ""]).map(parseLabelFilter).filter((f): f is LabelFilter => f !== null);
   return {
     q: sp.get("q") ?? "",
     state: state === "attention" || state in STATE_INFO ? (state as StateFilter) : "",
     engine: sp.get("engine") ?? "",
     model: sp.get("model") ?? "",
+    labels,
     sort: sp.get("sort") === "name" ? "name" : "attention",
-    group: sp.get("group") === "model",
+    group: group === "model",
+    groupLabel: LABEL_KEY_RE.test(labelKey) ? labelKey : "",
     view: sp.get("view") === "table" ? "table" : "cards",
     col: (TABLE_COLUMNS as readonly string[]).includes(sp.get("col") ?? "") ? (sp.get("col") as TableColumn) : null,
     dir: sp.get("dir") === "desc" ? "desc" : "asc",
@@ -90,8 +118,11 @@ export function fleetQueryString(f: FleetQuery): string {
   if (f.state) p.set("state", f.state);
   if (f.engine) p.set("engine", f.engine);
   if (f.model) p.set("model", f.model);
+  for (const l of f.labels) p.append("label", labelFilterText(l));
   if (f.sort !== "attention") p.set("sort", f.sort);
-  if (f.group) p.set("group", "model");
+  // One grouping at a time; a label key wins (the toolbar clears the other when one is chosen).
+  if (f.groupLabel) p.set("group", `label:${f.groupLabel}`);
+  else if (f.group) p.set("group", "model");
   if (f.view !== "cards") p.set("view", f.view);
   if (f.col) p.set("col", f.col);
   if (f.col && f.dir !== "asc") p.set("dir", f.dir);
@@ -102,11 +133,12 @@ export function fleetQueryString(f: FleetQuery): string {
 export function filterFleet(backends: FleetBackend[], f: FleetQuery): FleetBackend[] {
   const q = f.q.trim().toLowerCase();
   return backends.filter((b) => {
-    if (q && ![b.id, b.url, b.model ?? "", engineOf(b) ?? ""].some((s) => s.toLowerCase().includes(q))) return false;
+    if (q && ![b.id, b.url, b.model ?? "", engineOf(b) ?? "", ...labelTexts(b)].some((s) => s.toLowerCase().includes(q))) return false;
     if (f.state === "attention" && !needsAttention(b)) return false;
     if (f.state && f.state !== "attention" && b.state !== f.state) return false;
     if (f.engine && engineOf(b) !== f.engine) return false;
     if (f.model && (b.model ?? "") !== f.model) return false;
+    if (f.labels.some((l) => labelsOf(b)[l.key] !== l.value)) return false;
     return true;
   });
 }
@@ -132,6 +164,46 @@ export function groupByModel(sorted: FleetBackend[]): FleetGroup[] {
     groups.set(k, [...(groups.get(k) ?? []), b]);
   }
   return [...groups].map(([model, backends]) => ({ model, backends }));
+}
+
+/** A backend's labels; {} for an object built without them (a partial fixture). */
+export function labelsOf(b: Pick<FleetBackend, "labels">): Record<string, string> {
+  return b.labels ?? {};
+}
+
+/** `site:ams` for each label, sorted by key: what the card shows and the filter's options name. */
+export function labelTexts(b: Pick<FleetBackend, "labels">): string[] {
+  return Object.entries(labelsOf(b))
+    .sort(([a], [c]) => a.localeCompare(c))
+    .map(([key, value]) => labelFilterText({ key, value }));
+}
+
+/** Every label key in the fleet, sorted: the "group by" choices. */
+export function labelKeys(backends: Array<Pick<FleetBackend, "labels">>): string[] {
+  return distinct(backends.flatMap((b) => Object.keys(labelsOf(b))));
+}
+
+export interface LabelGroup {
+  /** The label's value, or null for backends without that key. */
+  value: string | null;
+  backends: FleetBackend[];
+}
+
+/**
+ * Grouped by one label key's value, in the order of each group's most urgent member (the input is
+ * already sorted), like groupByModel; the backends without the key come last, whatever their state:
+ * a group named "no site" above "ams" would read as a site.
+ */
+export function groupByLabel(sorted: FleetBackend[], key: string): LabelGroup[] {
+  const groups = new Map<string | null, FleetBackend[]>();
+  for (const b of sorted) {
+    const v = labelsOf(b)[key] ?? null;
+    const g = groups.get(v);
+    if (g) g.push(b);
+    else groups.set(v, [b]);
+  }
+  const all = [...groups].map(([value, backends]) => ({ value, backends }));
+  return [...all.filter((g) => g.value !== null), ...all.filter((g) => g.value === null)];
 }
 
 /** Distinct non-empty values, sorted, for a filter's options. */
@@ -191,4 +263,11 @@ export function sortTable(backends: FleetBackend[], col: TableColumn | null, dir
 /** Clicking a column header: the same column flips its direction, a new one starts ascending. */
 export function nextSort(q: Pick<FleetQuery, "col" | "dir">, col: TableColumn): Pick<FleetQuery, "col" | "dir"> {
   return q.col === col ? { col, dir: q.dir === "asc" ? "desc" : "asc" } : { col, dir: "asc" };
+}
+
+/** What the cards view draws: one section per group, `heading` null when the query groups nothing. */
+export function fleetSections(sorted: FleetBackend[], q: Pick<FleetQuery, "group" | "groupLabel">): Array<{ key: string; heading: string | null; backends: FleetBackend[] }> {
+  if (q.groupLabel) return groupByLabel(sorted, q.groupLabel).map((g) => ({ key: g.value ?? "", heading: g.value ?? `No ${q.groupLabel} label`, backends: g.backends }));
+  if (q.group) return groupByModel(sorted).map((g) => ({ key: g.model ?? "", heading: g.model ?? "No model named", backends: g.backends }));
+  return [{ key: "", heading: null, backends: sorted }];
 }

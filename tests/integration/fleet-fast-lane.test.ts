@@ -106,7 +106,8 @@ beforeAll(async () => {
   assertBuilt();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-fast-lane-"));
   sims = [await startSimulator(), await startSimulator()];
-  const backends = sims.map((s, i) => ({ id: `s${i}`, url: s.url }));
+  // s0 carries labels: the lane's bytes must hold them exactly as Next's do.
+  const backends = sims.map((s, i) => ({ id: `s${i}`, url: s.url, ...(i === 0 ? { labels: { site: "ams", gpu: "h100" } } : {}) }));
   const write = (name: string, extra: Record<string, unknown>) => {
     const p = path.join(dir, `${name}.config.json`);
     fs.writeFileSync(p, JSON.stringify({ pollIntervalSeconds: 1, backends, ...extra }));
@@ -151,6 +152,16 @@ describe("parity: the lane's answer is Next's", () => {
     expect(lane.headers["content-encoding"]).toBeUndefined();
     expect(Number(lane.headers["content-length"])).toBe(lane.body.length);
     expect((JSON.parse(lane.body.toString("utf8")) as FleetResponse).backends.map((b) => b.id)).toEqual(["s0", "s1"]);
+  });
+
+  it("the answer carries each backend's config labels ({} for none), in both lanes", async () => {
+    for (const app of [open, off]) {
+      const f = JSON.parse((await get(app, "/api/fleet")).body.toString("utf8")) as FleetResponse;
+      expect(f.backends.map((b) => [b.id, b.labels])).toEqual([
+        ["s0", { site: "ams", gpu: "h100" }],
+        ["s1", {}],
+      ]);
+    }
   });
 
   it("gzip GET: Content-Encoding gzip, and the bytes gunzip to Next's", async () => {

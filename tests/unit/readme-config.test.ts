@@ -24,6 +24,7 @@ describe("README configuration example", () => {
       ["ollama", "auto"],
     ]);
     expect(config.startupGraceSeconds).toBe(600);
+    expect(config.backends[0].labels).toEqual({ site: "ams", gpu: "gb10", team: "search" });
     expect(config.backends[0].restart).toMatchObject({ kind: "command", command: ["systemctl", "restart", "vllm"] });
     expect(config.proxies.map((p) => p.id)).toEqual(["lb"]);
     expect(config.notifications.channels.map((c) => c.type)).toEqual(["webhook", "slack", "ntfy", "email"]);
