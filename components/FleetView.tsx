@@ -283,6 +283,22 @@ function FleetTable({ backends, now, query, onChange }: { backends: FleetBackend
   );
 }
 
+/** One of the toolbar's "all, or one of these" filters; not drawn when the fleet offers no choice. */
+function FilterSelect({ name, label, all, value, options, onChange }: { name: string; label: string; all: string; value: string; options: string[]; onChange: (v: string) => void }) {
+  if (options.length === 0) return null;
+  return (
+    <div>
+      <label htmlFor={`fleet-${name}`}>{label}</label>
+      <select id={`fleet-${name}`} value={value} onChange={(e) => onChange(e.target.value)} data-testid={`fleet-${name}`}>
+        <option value="">{all}</option>
+        {options.map((o) => (
+          <option key={o}>{o}</option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
 function FleetToolbar({ query, onChange, backends }: { query: FleetQuery; onChange: (q: FleetQuery) => void; backends: FleetBackend[] }) {
   const models = distinct(backends.map((b) => b.model));
   const engines = distinct(backends.map(engineOf));
@@ -309,39 +325,9 @@ function FleetToolbar({ query, onChange, backends }: { query: FleetQuery; onChan
           ))}
         </select>
       </div>
-      {engines.length > 0 ? (
-        <div>
-          <label htmlFor="fleet-engine">Engine</label>
-          <select id="fleet-engine" value={query.engine} onChange={(e) => set({ engine: e.target.value })} data-testid="fleet-engine">
-            <option value="">All engines</option>
-            {engines.map((e) => (
-              <option key={e}>{e}</option>
-            ))}
-          </select>
-        </div>
-      ) : null}
-      {models.length > 0 ? (
-        <div>
-          <label htmlFor="fleet-model">Model</label>
-          <select id="fleet-model" value={query.model} onChange={(e) => set({ model: e.target.value })} data-testid="fleet-model">
-            <option value="">All models</option>
-            {models.map((m) => (
-              <option key={m}>{m}</option>
-            ))}
-          </select>
-        </div>
-      ) : null}
-      {labels.length > 0 ? (
-        <div>
-          <label htmlFor="fleet-label">Label</label>
-          <select id="fleet-label" value={label} onChange={(e) => set({ labels: [parseLabelFilter(e.target.value)].filter((l) => l !== null) })} data-testid="fleet-label">
-            <option value="">All labels</option>
-            {labels.map((l) => (
-              <option key={l}>{l}</option>
-            ))}
-          </select>
-        </div>
-      ) : null}
+      <FilterSelect name="engine" label="Engine" all="All engines" value={query.engine} options={engines} onChange={(engine) => set({ engine })} />
+      <FilterSelect name="model" label="Model" all="All models" value={query.model} options={models} onChange={(model) => set({ model })} />
+      <FilterSelect name="label" label="Label" all="All labels" value={label} options={labels} onChange={(l) => set({ labels: [parseLabelFilter(l)].filter((f) => f !== null) })} />
       <div className="view-toggle" role="group" aria-label="View">
         {(["cards", "table"] as const).map((v) => (
           <button key={v} type="button" aria-pressed={query.view === v} onClick={() => set({ view: v })} data-testid={`fleet-view-${v}`}>
