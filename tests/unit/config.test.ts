@@ -204,6 +204,10 @@ describe("parseConfig", () => {
     expect(problems({ server: { allowedHosts: ["http://x"] } })).toEqual([expect.stringMatching(/^server\.allowedHosts\[0\]: /)]);
     expect(problems({ tokens: [{ name: "ci", token: "inline-token-000000000" }] })).toEqual([expect.stringMatching(/^tokens\[0\]\.token: must be "env:NAME"/)]);
     expect(problems({ tokens: [{ name: "ci", token: "env:KEY" }] })).toEqual([expect.stringMatching(/^tokens\[0\]\.token: .*at least 32/)]);
+    // 31 characters (accepted when the floor was 16) is refused, naming the field; 32 is enough.
+    const short = "0123456789abcdef0123456789abcde";
+    expect(problems({ tokens: [{ name: "ci", token: "env:KEY" }] }, { env: { ...env, KEY: short } })).toEqual([expect.stringMatching(/^tokens\[0\]\.token: the token must be at least 32 characters/)]);
+    expect(parseConfig({ tokens: [{ name: "ci", token: "env:KEY" }] }, "t", { env: { KEY: `${short}f` } }).tokens[0].token).toBe(`${short}f`);
     expect(problems({ auth: { proxyHeader: "X-User" } })).toEqual([expect.stringMatching(/^auth\.proxyHeader: needs server\.trustProxy/)]);
     expect(problems({ access: { read: "everyone" } })[0]).toMatch(/^access\.read: /);
     expect(problems({ operators: [{ name: "a", password: "env:PW", role: "admin" }] })[0]).toMatch(/^operators\[0\]\.role: /);
