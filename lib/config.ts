@@ -63,6 +63,9 @@ export type OperatorConfig = Parsed["operators"][number];
 export type PasswordSpec = OperatorConfig["password"];
 /** operator: reads and restarts. viewer: reads only (when access.read is "signed-in"), never restarts. */
 export type Role = OperatorConfig["role"];
+/** The shortest API or /metrics token accepted: 32 characters (128 bits as hex, more as base64). */
+export const MIN_TOKEN_CHARS = 32;
+
 /** An API token for scripts (`Authorization: Bearer <token>`); `name` is recorded as the actor. */
 export type TokenConfig = Parsed["tokens"][number];
 
@@ -332,12 +335,14 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
   const role = z.enum(["operator", "viewer"]).default("operator");
   const operator = z.strictObject({ name: z.string().min(1).max(100), password, role });
   // Only "env:NAME" (the /metrics scrape token and API tokens): a token in a config file that is
-  // often world-readable is no secret.
+  // often world-readable is no secret. At least MIN_TOKEN_CHARS: 32 hex characters are 128 bits, so
+  // even unthrottled guessing is hopeless; the Bearer throttle (lib/auth/bearer.ts) is the second
+  // wall, not the only one.
   const bearerToken = z
     .string()
     .refine((s) => s.startsWith("env:"), { message: 'must be "env:NAME" (the variable holds the token)' })
     .pipe(secret)
-    .refine((s) => s.length >= 16, { message: "the token must be at least 16 characters" });
+    .refine((s) => s.length >= MIN_TOKEN_CHARS, { message: `the token must be at least ${MIN_TOKEN_CHARS} characters (e.g. openssl rand -hex 16)` });
   const token = z.strictObject({
     name: z.string().min(1).max(100),
     token: bearerToken,

@@ -89,6 +89,16 @@ export function recordAttempt(
   })();
 }
 
+/** How many of a delivery's attempts ended with an error starting `prefix` (the outbox's "sent, unanswered" count). */
+export function attemptsWithErrorPrefix(db: Db, deliveryId: number, prefix: string): number {
+  const row = db
+    .select({ n: sql<number>`count(*)` })
+    .from(notificationAttempts)
+    .where(and(eq(notificationAttempts.deliveryId, deliveryId), sql`substr(${notificationAttempts.error}, 1, ${prefix.length}) = ${prefix}`))
+    .get();
+  return row?.n ?? 0;
+}
+
 export interface NotificationWithDeliveries extends NotificationRow {
   deliveries: Array<NotificationDeliveryRow & { recentAttempts: NotificationAttemptRow[] }>;
 }

@@ -11,7 +11,8 @@
  *    if it has not, fail closed (503);
  * 3. the read gate: with access.read "signed-in", a path that is not open needs a viewer or an
  *    operator (principalOf: API token, trusted proxy user or session cookie); without one an API
- *    path is refused (401), a page is sent to /signin.
+ *    path is refused (401), a page is sent to /signin. A wrong Bearer token counts against the
+ *    address like a failed sign-in; past the limit the answer is 429 (lib/auth/bearer.ts).
  * The answer's headers: the Content-Security-Policy with a fresh nonce ('strict-dynamic', no
  * 'unsafe-inline' scripts), SECURITY_HEADERS, and HSTS when the browser came over TLS, on
  * answers and refusals alike.
@@ -19,11 +20,13 @@
  * No Next imports: the caller hands in the request's headers and a cookie jar parsed as Next
  * parses one.
  */
-import { buildNetPolicy, currentNetPolicy, isAllowedHost, requestOrigin, type HeaderSource, type NetPolicy } from "../net/net-policy";
+import { buildNetPolicy, clientAddressOf, currentNetPolicy, isAllowedHost, requestOrigin, type HeaderSource, type NetPolicy } from "../net/net-policy";
 import { contentSecurityPolicy, escapeHtml, SECURITY_HEADERS } from "../auth/headers";
 import { principalOf, type Principal } from "../auth/principal";
 import { sessionTokenFrom } from "../auth/session";
 import { authHolder } from "../auth/state";
+import { auditBearerFailure } from "../auth/audit";
+import { DomainError } from "../core/errors";
 import type { Runtime } from "../runtime";
 
 const FALLBACK = buildNetPolicy({ trustProxy: [], allowedHosts: [] });
@@ -53,12 +56,18 @@ export interface AdmissionRequest {
   pathname: string;
   /** The query string with its "?", or "" (kept for the sign-in page's way back). */
   search: string;
+  /**
+   * True from the fast lanes: a wrong Bearer token is judged but not counted or audited, because
+   * the lane then leaves the request to Next, whose admission (proxy.ts) counts it once.
+   */
+  judgeOnly?: boolean;
 }
 
 export type Refusal =
   | { kind: "host"; host: string | null }
   | { kind: "starting" }
   | { kind: "unauthenticated" }
+  | { kind: "rate-limited"; retryAfterSeconds: number }
   | { kind: "sign-in"; location: URL };
 
 interface Common {
@@ -89,8 +98,15 @@ export async function admit(req: AdmissionRequest): Promise<Admission> {
   if (!started) return refuse({ kind: "starting" });
   const rt = await started;
   if (rt.config.access.read !== "signed-in" || isOpenPath(req.pathname)) return { ...common, ok: true, principal: null };
-  const { key } = authHolder(rt.db.path);
-  const who = principalOf(req.headers, sessionTokenFrom(req.cookies, https), { config: rt.config, db: rt.db.db, key, policy, now: Date.now() });
+  const { key, throttle } = authHolder(rt.db.path);
+  const bearerGuard = { throttle, address: clientAddressOf(req.headers, policy), count: !req.judgeOnly, onFailure: (a: string, why: "wrong" | "rate-limited", at: number) => auditBearerFailure(rt.db.db, a, why, at) };
+  let who: Principal | null;
+  try {
+    who = principalOf(req.headers, sessionTokenFrom(req.cookies, https), { config: rt.config, db: rt.db.db, key, policy, now: Date.now(), bearerGuard });
+  } catch (e) {
+    if (e instanceof DomainError && e.code === "rate-limited") return refuse({ kind: "rate-limited", retryAfterSeconds: Number(e.details?.retryAfterSeconds) || 1 });
+    throw e;
+  }
   if (who) return { ...common, ok: true, principal: who };
   if (req.pathname.startsWith("/api/")) return refuse({ kind: "unauthenticated" });
   // Absolute (Next refuses relative redirects from a proxy), on the scheme and host the browser used.
@@ -115,6 +131,11 @@ export function refusalResponse(r: Exclude<Refusal, { kind: "sign-in" }>): Respo
       return Response.json({ error: "unavailable", message: "stepwatch is starting" }, { status: 503, headers: { "retry-after": "2" } });
     case "unauthenticated":
       return Response.json({ error: "unauthenticated", message: "sign in to read this stepwatch (access.read is signed-in)" }, { status: 401, headers: { "cache-control": "no-store" } });
+    case "rate-limited":
+      return Response.json(
+        { error: "rate-limited", message: `too many failed attempts from this address; try again in ${r.retryAfterSeconds} s` },
+        { status: 429, headers: { "retry-after": String(r.retryAfterSeconds), "cache-control": "no-store" } },
+      );
   }
 }
 

@@ -132,7 +132,8 @@ const REAL: LaneSources = { admit, fleetJson: () => getFleetJson(), history: (id
 function admitted(headers: HeaderSource, pathname: string, search: string, src: LaneSources) {
   let jar: RequestCookies | null = null;
   const cookies: AdmissionRequest["cookies"] = { get: (name) => (jar ??= new RequestCookies(headers as Headers)).get(name) };
-  return src.admit({ headers, cookies, pathname, search });
+  // judgeOnly: a refusal here goes on to Next, whose admission counts a wrong Bearer token once.
+  return src.admit({ headers, cookies, pathname, search, judgeOnly: true });
 }
 
 /** Answers and returns true, or returns false having written nothing (Next answers then). */

@@ -15,6 +15,7 @@ import { buildNetPolicy, clientAddressOf, currentNetPolicy, isForeignOriginFor, 
 import { principalOf, type Principal } from "../auth/principal";
 import { SECURE_SESSION_COOKIE, SESSION_COOKIE, resolveSession, sessionTokenFrom, type Session } from "../auth/session";
 import { authHolder } from "../auth/state";
+import { auditBearerFailure } from "../auth/audit";
 import type { ConcurrencyGate, SignInThrottle } from "../auth/throttle";
 
 export async function authState(): Promise<{ rt: Runtime; key: Buffer; throttle: SignInThrottle; gate: ConcurrencyGate }> {
@@ -49,10 +50,11 @@ export async function currentSession(now: number = Date.now()): Promise<Session 
 
 /** Who is asking (API token, trusted proxy user, or session), or null. */
 export async function currentPrincipal(now: number = Date.now()): Promise<Principal | null> {
-  const { rt, key } = await authState();
+  const { rt, key, throttle } = await authState();
   const h = await headers();
   const policy = netPolicyOf(rt);
-  return principalOf(h, sessionTokenFrom(await cookies(), httpsOf(h, policy)), { config: rt.config, db: rt.db.db, key, policy, now });
+  const bearerGuard = { throttle, address: clientAddressOf(h, policy), onFailure: (a: string, why: "wrong" | "rate-limited", at: number) => auditBearerFailure(rt.db.db, a, why, at) };
+  return principalOf(h, sessionTokenFrom(await cookies(), httpsOf(h, policy)), { config: rt.config, db: rt.db.db, key, policy, now, bearerGuard });
 }
 
 /** The raw session token of this request (for sign-out), or undefined. */

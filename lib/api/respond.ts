@@ -8,7 +8,10 @@ import type { EncodedJson } from "./fleet";
 
 export function errorResponse(e: unknown): Response {
   if (e instanceof DomainError) {
-    return Response.json({ error: e.code, message: e.message, ...(e.details ? { details: e.details } : {}) }, { status: httpStatus(e.code) });
+    const headers: Record<string, string> = {};
+    // Every throttled answer (sign-in, a Bearer token) says when to come back.
+    if (e.code === "rate-limited" && typeof e.details?.retryAfterSeconds === "number") headers["retry-after"] = String(e.details.retryAfterSeconds);
+    return Response.json({ error: e.code, message: e.message, ...(e.details ? { details: e.details } : {}) }, { status: httpStatus(e.code), headers });
   }
   console.error("stepwatch: unexpected error in a route:", e);
   return Response.json({ error: "internal", message: "internal error (see the server log)" }, { status: 500 });

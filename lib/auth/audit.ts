@@ -25,6 +25,32 @@ export function auditSignInFailure(db: Db, name: string, address: string, why: "
   }
 }
 
+const bearerSummary = new Map<string, { at: number; since: number }>();
+
+/**
+ * A wrong or throttled Bearer token (lib/auth/bearer.ts): a guesser sends one per request, so the
+ * sign-in's refusal rule applies to every failure here, wrong ones included: the first failure of
+ * an address in a minute is a row (and a server log line) that says how many went unwritten since
+ * the last one; the rest are only counted. The token itself is never written.
+ */
+export function auditBearerFailure(db: Db, address: string, why: "wrong" | "rate-limited", now = Date.now()): void {
+  const s = bearerSummary.get(address);
+  if (s && now - s.at < 60_000) {
+    s.since++;
+    return;
+  }
+  if (bearerSummary.size > 1000) bearerSummary.clear();
+  bearerSummary.set(address, { at: now, since: 0 });
+  const more = s?.since ? `; ${s.since} more since the last line` : "";
+  const detail = `${why === "wrong" ? "unknown token" : "rate-limited"}${more}`;
+  console.warn(`stepwatch: bearer.failed from ${address} (${detail})`);
+  try {
+    recordAudit(db, { at: now, actor: "(bearer token)", actorKind: "anonymous", action: "bearer.failed", address, detail });
+  } catch (e) {
+    console.error(`stepwatch: cannot write the audit log: ${(e as Error).message}`);
+  }
+}
+
 /** The audit line of a session begun or ended by its operator (written by the session route). */
 export function auditSession(db: Db, action: "signin.ok" | "signout", operator: string, address: string, now = Date.now()): void {
   recordAudit(db, { at: now, actor: operator, actorKind: "operator", action, address });

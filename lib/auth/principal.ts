@@ -8,6 +8,8 @@
 import type { Db } from "../../db/types";
 import type { Config, Role } from "../config";
 import { isTrustedProxy, peerAddress, type HeaderSource, type NetPolicy } from "../net/net-policy";
+import { DomainError } from "../core/errors";
+import { guardBearer, type BearerGuard } from "./bearer";
 import { safeEqualStrings } from "./password";
 import { resolveSession } from "./session";
 
@@ -26,6 +28,8 @@ export interface PrincipalContext {
   key: Buffer;
   policy: NetPolicy;
   now: number;
+  /** The throttle and audit a Bearer token goes through (lib/auth/bearer.ts). */
+  bearerGuard: Omit<BearerGuard, "now">;
 }
 
 /** The token a Bearer header carries, or null. */
@@ -46,13 +50,25 @@ export function tokenPrincipal(given: string, tokens: Config["tokens"]): Princip
   return found ? { name: found.name, role: found.role, via: "token" } : null;
 }
 
+/** The "rate-limited" error of a throttled Bearer token (429 with Retry-After, lib/api/respond.ts). */
+export function bearerRateLimited(retryAfterMs: number): DomainError {
+  const s = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return new DomainError("rate-limited", `too many failed attempts from this address; try again in ${s} s`, { retryAfterSeconds: s });
+}
+
 /**
  * Resolve the principal. A Bearer header that matches no token is an answer in itself (null): it
- * does not fall back to the cookie, so a script with a revoked token fails loudly.
+ * does not fall back to the cookie, so a script with a revoked token fails loudly. A Bearer header
+ * from an address the throttle holds back throws "rate-limited" without being compared.
  */
 export function principalOf(headers: HeaderSource, cookieToken: string | undefined, ctx: PrincipalContext): Principal | null {
   const bearer = bearerOf(headers);
-  if (bearer !== null) return tokenPrincipal(bearer, ctx.config.tokens);
+  if (bearer !== null) {
+    const r = guardBearer(() => tokenPrincipal(bearer, ctx.config.tokens), { ...ctx.bearerGuard, now: ctx.now });
+    if (r.ok) return r.value;
+    if (r.why === "rate-limited") throw bearerRateLimited(r.retryAfterMs);
+    return null;
+  }
   const header = ctx.config.auth.proxyHeader;
   if (header && isTrustedProxy(ctx.policy, peerAddress(headers))) {
     const user = headers.get(header)?.trim();

@@ -131,6 +131,24 @@ export class SignInThrottle {
     return { ok: true, ticket: { keys: [pk, ak, nk], at: now, nameAttempts, pairAttempts: this.entries.get(pk)!.times.length } };
   }
 
+  /**
+   * How long until this address may try again (its per-address count is full), or null. For a
+   * check that is not a sign-in (a Bearer token, lib/auth/bearer.ts): only the address is counted.
+   */
+  addressRetryAfter(address: string, now: number): number | null {
+    return this.retryAfter(addressKey(address), now);
+  }
+
+  /** Count one failed non-sign-in attempt (a wrong Bearer token) against the address. */
+  countAddressFailure(address: string, now: number): void {
+    const ak = addressKey(address);
+    if (!this.entries.has(ak) && !this.makeRoom(1, now)) return; // full of lockouts: strangers are refused by admit anyway
+    const e = this.entries.get(ak) ?? { kind: "address" as const, times: [] };
+    e.times.push(now);
+    this.entries.delete(ak);
+    this.entries.set(ak, e);
+  }
+
   /** The attempt was a right password: it is taken back, and the pair's earlier failures forgotten. */
   succeed(ticket: AttemptTicket): void {
     const [pk, ak, nk] = ticket.keys;

@@ -15,6 +15,8 @@ export interface HttpOptions {
   maxBytes: number;
   dispatcher?: Dispatcher;
   signal?: AbortSignal;
+  /** Report `requestSent` (the notification outbox: lib/notify/outbox.ts); costs a wrapper per request. */
+  noticeSent?: boolean;
 }
 
 export interface HttpResult {
@@ -32,6 +34,12 @@ export interface HttpResult {
    * the server's, and says nothing about the server.
    */
   lateMs?: number;
+  /**
+   * With `noticeSent`: whether the whole request (headers and body) was handed to the socket
+   * before the call ended. A timeout with it set means the receiver has the request and did not
+   * answer in time, not that it never got it.
+   */
+  requestSent?: boolean;
 }
 
 /**
@@ -88,6 +96,35 @@ export function backendClient(url: string): Client | null {
 }
 
 export async function httpRequest(url: string, options: HttpOptions): Promise<HttpResult> {
+  if (!options.noticeSent) return requestOnce(url, options, { yes: false });
+  const sent = { yes: false };
+  const r = await requestOnce(url, options, sent);
+  return { ...r, requestSent: sent.yes };
+}
+
+/**
+ * A view of `inner` whose requests call `onSent` once undici has written the whole request to the
+ * socket (its legacy handler hook `onRequestSent`, which request()'s own handler does not use).
+ */
+function noticingSent(inner: Dispatcher, onSent: () => void): Dispatcher {
+  const spy = (handler: Dispatcher.DispatchHandler): Dispatcher.DispatchHandler =>
+    new Proxy(handler, {
+      get(target, prop) {
+        if (prop === "onRequestSent") return () => onSent();
+        const v = Reflect.get(target, prop, target) as unknown;
+        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === "dispatch") return (o: Dispatcher.DispatchOptions, h: Dispatcher.DispatchHandler) => target.dispatch(o, spy(h));
+      const v = Reflect.get(target, prop, target) as unknown;
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+async function requestOnce(url: string, options: HttpOptions, sent: { yes: boolean }): Promise<HttpResult> {
   // Timers need whole milliseconds; a fractional deadline (time left after a first request)
   // would otherwise throw, and this function must never throw.
   const opts = { ...options, timeoutMs: Math.max(1, Math.ceil(Number.isFinite(options.timeoutMs) ? options.timeoutMs : 1)) };
@@ -107,12 +144,13 @@ export async function httpRequest(url: string, options: HttpOptions): Promise<Ht
   if (opts.signal?.aborted) onOuterAbort();
   else opts.signal?.addEventListener("abort", onOuterAbort, { once: true });
   let bytes = 0;
+  const base = opts.dispatcher ?? defaultDispatcher();
   try {
     const res = await request(url, {
       method: (opts.method ?? "GET") as Dispatcher.HttpMethod,
       headers: opts.headers,
       body: opts.body,
-      dispatcher: opts.dispatcher ?? defaultDispatcher(),
+      dispatcher: opts.noticeSent ? noticingSent(base, () => (sent.yes = true)) : base,
       signal,
       headersTimeout: opts.timeoutMs,
       bodyTimeout: opts.timeoutMs,

@@ -7,7 +7,7 @@ import type { Transporter } from "nodemailer";
 import type { Dispatcher } from "undici";
 import type { ChannelConfig } from "../config";
 import { httpRequest } from "../net/http";
-import { emailContent, ntfyRequest, slackBody, type NotificationPayload } from "./message";
+import { emailContent, NOTIFICATION_ID_HEADER, ntfyRequest, slackBody, type NotificationPayload } from "./message";
 
 export interface AttemptResult {
   ok: boolean;
@@ -15,6 +15,12 @@ export interface AttemptResult {
   error: string | null;
   /** From a Retry-After header (429/503), in ms. */
   retryAfterMs: number | null;
+  /**
+   * The whole request was written and the deadline passed waiting for the answer: the receiver
+   * may well have it (a slow one answers after the deadline). The outbox retries such an attempt
+   * at most once (lib/notify/outbox.ts).
+   */
+  unconfirmed?: boolean;
 }
 
 export interface SendOptions {
@@ -25,15 +31,19 @@ export interface SendOptions {
 
 export type Sender = (channel: ChannelConfig, payload: NotificationPayload, opts: SendOptions) => Promise<AttemptResult>;
 
+/** How an attempt's error starts when the request was sent and the answer never came (counted by the outbox). */
+export const UNCONFIRMED = "unconfirmed";
+
 // An answer body is only kept for the error message.
 const MAX_ANSWER_BYTES = 16 * 1024;
 
 export const sendToChannel: Sender = async (channel, payload, opts) => {
   switch (channel.type) {
     case "webhook":
-      return post(channel.url, { "content-type": "application/json", ...channel.headers }, JSON.stringify(payload), opts);
+      // The id header last: a configured header cannot replace it.
+      return post(channel.url, { "content-type": "application/json", ...channel.headers, [NOTIFICATION_ID_HEADER]: payload.id }, JSON.stringify(payload), opts);
     case "slack":
-      return post(channel.url, { "content-type": "application/json" }, JSON.stringify(slackBody(payload)), opts);
+      return post(channel.url, { "content-type": "application/json", [NOTIFICATION_ID_HEADER]: payload.id }, JSON.stringify(slackBody(payload)), opts);
     case "ntfy": {
       const r = ntfyRequest(payload, channel.token);
       return post(channel.url, r.headers, r.body, opts);
@@ -44,11 +54,14 @@ export const sendToChannel: Sender = async (channel, payload, opts) => {
 };
 
 async function post(url: string, headers: Record<string, string>, body: string, opts: SendOptions): Promise<AttemptResult> {
-  const r = await httpRequest(url, { method: "POST", headers, body, timeoutMs: opts.timeoutMs, maxBytes: MAX_ANSWER_BYTES, dispatcher: opts.dispatcher, signal: opts.signal });
+  const r = await httpRequest(url, { method: "POST", headers, body, timeoutMs: opts.timeoutMs, maxBytes: MAX_ANSWER_BYTES, dispatcher: opts.dispatcher, signal: opts.signal, noticeSent: true });
   if (r.status !== undefined && r.status >= 200 && r.status < 300) return { ok: true, statusCode: r.status, error: null, retryAfterMs: null };
   if (r.status !== undefined) {
     const snippet = r.body.replace(/\s+/g, " ").trim().slice(0, 200);
     return { ok: false, statusCode: r.status, error: `HTTP ${r.status}${snippet ? `: ${snippet}` : ""}`, retryAfterMs: retryAfter(r.headers?.["retry-after"]) };
+  }
+  if (r.outcome === "timeout" && r.requestSent) {
+    return { ok: false, statusCode: null, error: `${UNCONFIRMED}: sent, no answer within ${opts.timeoutMs} ms`, retryAfterMs: null, unconfirmed: true };
   }
   return { ok: false, statusCode: null, error: `${r.outcome}: ${r.error ?? "no answer"}`, retryAfterMs: null };
 }

@@ -107,6 +107,14 @@ export function ntfyPriority(e: NotificationEvent): number {
   return e === "stuck" || e === "down" ? 5 : e === "restart-scheduled" ? 4 : 3;
 }
 
+/**
+ * The header every HTTP delivery carries (webhook, Slack, ntfy): the notification's stable id, the
+ * same on every retry, so a receiver (or a relay in front of Slack or ntfy, which show every POST)
+ * can drop a copy it already has. ntfy has no idempotency header of its own (its sequence id
+ * updates a message in place, and older servers publish a second one): ours is sent there too.
+ */
+export const NOTIFICATION_ID_HEADER = "x-stepwatch-notification-id";
+
 /** ntfy takes the message as the body and the rest as headers (https://docs.ntfy.sh/publish/). */
 export function ntfyRequest(p: NotificationPayload, token?: string): { headers: Record<string, string>; body: string } {
   const headers: Record<string, string> = {
@@ -115,6 +123,7 @@ export function ntfyRequest(p: NotificationPayload, token?: string): { headers: 
     priority: String(ntfyPriority(p.event)),
     tags: p.event === "recovered" ? "white_check_mark" : p.event === "stuck" || p.event === "down" ? "rotating_light" : "wrench",
     "content-type": "text/plain; charset=utf-8",
+    [NOTIFICATION_ID_HEADER]: p.id,
   };
   if (p.link) headers.click = p.link;
   if (token) headers.authorization = `Bearer ${token}`;

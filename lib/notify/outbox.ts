@@ -5,12 +5,16 @@
  * each pending delivery, records every attempt, and retries failures (network errors, 5xx, any
  * non-2xx) with exponential backoff for OUTBOX_DEFAULTS.giveUpAfterMs (two days). Rows stay in
  * SQLite, so a restart of stepwatch picks up where it left off: delivery is at-least-once and
- * receivers dedupe on the notification's `id`, which is the same on every retry.
+ * receivers dedupe on the notification's `id` (in the body and the X-Stepwatch-Notification-Id
+ * header), which is the same on every retry. One exception bounds the copies a slow receiver
+ * gets: an attempt whose request was written in full and then timed out waiting for the answer
+ * ("unconfirmed") is retried once; a second such attempt counts as delivered, unconfirmed.
  */
 import { randomUUID } from "node:crypto";
 import type { Dispatcher } from "undici";
 import type { Db } from "../../db/types";
 import {
+  attemptsWithErrorPrefix,
   dueDeliveries,
   insertNotification,
   lastAttemptsOfChannel,
@@ -22,7 +26,7 @@ import type { NotificationRow } from "../../db/schema";
 import type { BackendState } from "../core/states";
 import { type Reason } from "../core/types";
 import type { ChannelConfig, NotificationsConfig } from "../config";
-import { sendToChannel, type AttemptResult, type Sender } from "./channels";
+import { sendToChannel, UNCONFIRMED, type AttemptResult, type Sender } from "./channels";
 import type { ChannelStatus, ChannelType, NotificationDraft, NotificationEvent } from "../core/events";
 import { linkOf, payloadOf } from "./message";
 
@@ -233,6 +237,11 @@ export class Outbox {
       let update: Parameters<typeof recordAttempt>[2];
       if (result.ok) {
         update = { status: "delivered", nextAttemptAt: at, lastError: null, deliveredAt: at };
+      } else if (result.unconfirmed && attemptsWithErrorPrefix(this.db, delivery.id, `${UNCONFIRMED}:`) >= 1) {
+        // A second request written in full and not answered in time. The receiver most likely has
+        // it (twice, with the same id header): a slow receiver would otherwise get a copy on every
+        // retry for two days (docs/decisions.md "A slow receiver gets a message at most twice").
+        update = { status: "delivered", nextAttemptAt: at, lastError: `${result.error}; twice: counted as delivered, unconfirmed`, deliveredAt: at };
       } else if (at - delivery.createdAt >= this.tuning.giveUpAfterMs) {
         update = {
           status: "failed",

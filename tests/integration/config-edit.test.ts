@@ -14,8 +14,8 @@ import { startSimulator, type Simulator } from "@/sim/server";
 import { assertBuilt, call, signIn, startApp, waitFor, type RunningApp } from "./faults-support";
 
 const PASSWORD = "edit-pw-51xq";
-const OP_TOKEN = "edit-op-token-8d2c1f";
-const VIEWER_TOKEN = "edit-viewer-token-3b7e90";
+const OP_TOKEN = "edit-op-token-8d2c1f0a9e4b7c3d5f6a";
+const VIEWER_TOKEN = "edit-viewer-token-3b7e90c1d2e3f4a5b6";
 const LITERAL_KEY = "sk-literal-never-stored-77";
 
 let dir: string;

@@ -27,7 +27,7 @@ import type { FleetResponse } from "@/lib/api/types";
 import { startSimulator, type Simulator } from "@/sim/server";
 import { assertBuilt, signIn, startApp, waitFor, type RunningApp } from "./faults-support";
 
-const T = { viewer: "lane-viewer-token-0123456789", op: "lane-op-pw" };
+const T = { viewer: "lane-viewer-token-0123456789abcdef", op: "lane-op-pw" };
 let dir: string;
 let sims: Simulator[] = [];
 /** access.read "open" (the default), lane on. */

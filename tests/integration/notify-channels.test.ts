@@ -103,6 +103,7 @@ describe("notification channels against real receivers", () => {
       details: {},
     });
     expect(hook.received[1].headers.authorization).toBe("Bearer t0k");
+    expect(hook.received.map((r) => r.headers["x-stepwatch-notification-id"])).toEqual([row.uid, row.uid]);
     expect(hook.received[1].headers["content-type"]).toBe("application/json");
 
     const [n] = recentNotifications(db.db);
@@ -119,8 +120,9 @@ describe("notification channels against real receivers", () => {
     hook = await startHttpReceiver();
     const db = freshDb("slack");
     const box = new Outbox(db.db, notificationsOf([{ id: "chat", type: "slack", url: `${hook.url}/services/T/B/X` }]), { log: () => {} });
-    box.write(draft({ event: "restart-requested", state: "restarting", details: { requestedBy: "alice", note: "driver <update>" } }));
+    const row = box.write(draft({ event: "restart-requested", state: "restarting", details: { requestedBy: "alice", note: "driver <update>" } }));
     await deliverUntil(box, () => hook.received.length === 1);
+    expect(hook.received[0].headers["x-stepwatch-notification-id"]).toBe(row.uid);
     const body = JSON.parse(hook.received[0].body);
     expect(body.text).toBe("alice asked to restart gb10-a <https://sw.example.org/backends/gb10-a|open>");
     expect(body.blocks[0].type).toBe("section");
@@ -132,8 +134,8 @@ describe("notification channels against real receivers", () => {
     hook = await startHttpReceiver();
     const db = freshDb("ntfy");
     const box = new Outbox(db.db, notificationsOf([{ id: "phone", type: "ntfy", url: `${hook.url}/stepwatch-alerts`, token: "env:NTFY" }], { NTFY: "tk_abc" }), { log: () => {} });
-    box.write(draft());
-    box.write(draft({ event: "recovered", state: "busy", previousState: "stuck", reasons: [reason("progress", "progress: 12 steps/s")] }));
+    const stuckRow = box.write(draft());
+    const recoveredRow = box.write(draft({ event: "recovered", state: "busy", previousState: "stuck", reasons: [reason("progress", "progress: 12 steps/s")] }));
     await deliverUntil(box, () => hook.received.length === 2);
     const byTitle = (t: string) => hook.received.find((r) => r.headers.title === t)!;
     const stuck = byTitle("gb10-a is stuck");
@@ -146,7 +148,47 @@ describe("notification channels against real receivers", () => {
     expect(stuck.body).toContain("2 running, 0 waiting");
     expect(recovered.headers.title).toBe("gb10-a recovered (busy)");
     expect(recovered.headers.priority).toBe("3");
+    expect(stuck.headers["x-stepwatch-notification-id"]).toBe(stuckRow.uid);
+    expect(recovered.headers["x-stepwatch-notification-id"]).toBe(recoveredRow.uid);
   });
+
+  it("a slow receiver (answers after the deadline) gets the message at most twice, with the same id header, not on every retry", async () => {
+    // Answers 200 long after the 300 ms attempt deadline: it has every request it was sent.
+    hook = await startHttpReceiver({ answerAfterMs: 5_000 });
+    const db = freshDb("slow");
+    const box = new Outbox(db.db, notificationsOf([{ id: "ops", type: "webhook", url: `${hook.url}/hook` }]), {
+      tuning: { attemptTimeoutMs: 300, firstRetryMs: 20, maxRetryMs: 40 },
+      log: () => {},
+    });
+    const row = box.write(draft());
+    // Rounds until the delivery is settled or has had 5 attempts (before the fix: every retry a copy).
+    const delivery = () => recentNotifications(db.db)[0].deliveries[0];
+    await deliverUntil(box, () => delivery().status !== "pending" || delivery().attempts >= 5, 20_000);
+    // A few more rounds past the backoff: nothing more goes out.
+    for (let i = 0; i < 3; i++) {
+      await new Promise((r) => setTimeout(r, 60));
+      await box.deliverDue();
+    }
+    expect(hook.received.length).toBeGreaterThanOrEqual(1);
+    expect(hook.received.length).toBeLessThanOrEqual(2);
+    expect(new Set(hook.received.map((r) => r.headers["x-stepwatch-notification-id"]))).toEqual(new Set([row.uid]));
+    const d = delivery();
+    expect(d.status).toBe("delivered");
+    expect(d.lastError).toMatch(/^unconfirmed: sent, no answer within 300 ms; twice: counted as delivered, unconfirmed$/);
+  }, 30_000);
+
+  it("a receiver that never got the request in full is retried as before (nothing listens: refused)", async () => {
+    const db = freshDb("refused");
+    const box = new Outbox(db.db, notificationsOf([{ id: "ops", type: "webhook", url: "http://127.0.0.1:9/hook" }]), {
+      tuning: { attemptTimeoutMs: 300, firstRetryMs: 20, maxRetryMs: 40 },
+      log: () => {},
+    });
+    box.write(draft());
+    const delivery = () => recentNotifications(db.db)[0].deliveries[0];
+    await deliverUntil(box, () => delivery().attempts >= 3, 20_000);
+    expect(delivery().status).toBe("pending");
+    expect(delivery().lastError).not.toMatch(/^unconfirmed/);
+  }, 30_000);
 
   it("email: through nodemailer to a real SMTP server; the subject names the backend and the state", async () => {
     const db = freshDb("email");

@@ -19,7 +19,7 @@ import { assertBuilt, freePort, getJson, spawnApp, waitFor, type RunningApp } fr
 import { askRestart, signIn } from "./faults-support";
 
 const CONTRIB = path.resolve(__dirname, "../../contrib/prometheus");
-const TOKEN = "scrape-token-5b1d9e7c42a8";
+const TOKEN = "scrape-token-5b1d9e7c42a8f0e1d2c3b4a5";
 const HUNG_KEY = "sk-hung-secret-3e9a1f";
 
 let dir: string;

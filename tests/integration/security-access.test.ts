@@ -3,7 +3,8 @@
  * - access.read "signed-in": pages send strangers to /signin, the read API answers 401;
  * - a viewer reads and never restarts (403); an operator restarts;
  * - API tokens (Authorization: Bearer, from "env:NAME") with their role, recorded as the actor;
- *   a wrong Bearer is refused even next to a valid cookie;
+ *   a wrong Bearer is refused even next to a valid cookie; wrong ones (API and /metrics tokens)
+ *   count against the address like failed sign-ins (429 past the limit), audited as a summary;
  * - trusted reverse-proxy sign-in (auth.proxyHeader), believed only from server.trustProxy;
  * - the audit log (sign-ins ok and failed with name and address, sign-outs, restarts, the config
  *   load), readable by operators only.
@@ -17,7 +18,7 @@ import type { AuditEntryDTO } from "@/lib/api/audit";
 import { startSimulator, type Simulator } from "@/sim/server";
 import { assertBuilt, call, nodeScript, signIn, startApp, type RunningApp } from "./faults-support";
 
-const T = { ci: "ci-token-0123456789abcdef", dash: "dash-token-fedcba9876543210", op: "access-op-pw", vic: "access-viewer-pw", scrape: "scrape-token-0123456789" };
+const T = { ci: "ci-token-0123456789abcdef0123456789", dash: "dash-token-fedcba9876543210fedcba98", op: "access-op-pw", vic: "access-viewer-pw", scrape: "scrape-token-0123456789abcdef012345" };
 /** Every read route and page, main's later ones included: the gate in proxy.ts covers them without a list of its own. */
 const READ_API = [
   "/api/fleet",
@@ -172,5 +173,43 @@ describe("audit log", () => {
     const page = await call(`${app.url}/audit`, { cookie: op2 });
     expect(page.status).toBe(200);
     expect(page.text).toContain("signin.failed");
+  }, 60_000);
+});
+
+describe("a wrong Bearer token costs what a wrong password costs", () => {
+  it("counts against the client address (20 in the window, then 429 with Retry-After even for a right token), audited as one row a minute", async () => {
+    const from = "127.0.0.61"; // its own address: the other tests' budget is untouched
+    const guesses: number[] = [];
+    for (let i = 0; i < 20; i++) guesses.push((await call(`${app.url}/api/fleet`, { from, headers: bearer(`guess-${i}-0123456789abcdef0123456789`) })).status);
+    expect(guesses).toEqual(Array(20).fill(401));
+    const over = await call(`${app.url}/api/fleet`, { from, headers: bearer("guess-over-0123456789abcdef0123456789") });
+    expect(over.status).toBe(429);
+    expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(0);
+    // A right token from the held-back address is refused too (the answer tells a guesser nothing),
+    // on the read gate and on an operator route alike; from another address it works.
+    expect((await call(`${app.url}/api/fleet`, { from, headers: bearer(T.dash) })).status).toBe(429);
+    const act = await restart({ from, headers: bearer(T.ci) });
+    expect(act.status).toBe(429);
+    expect(act.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect((await call(`${app.url}/api/fleet`, { headers: bearer(T.dash) })).status).toBe(200);
+    // The same address's sign-in is held back too: one budget per address, whatever it guesses.
+    const signin = await call(`${app.url}/api/session`, { method: "POST", body: JSON.stringify({ name: "op", password: T.op }), origin: app.url, from });
+    expect(signin.status).toBe(429);
+
+    // /metrics' own token is throttled the same way, per address.
+    const scraper = "127.0.0.62";
+    for (let i = 0; i < 20; i++) expect((await call(`${app.url}/metrics`, { from: scraper, headers: bearer(`scrape-guess-${i}-0123456789abcdef0123`) })).status).toBe(401);
+    const m = await call(`${app.url}/metrics`, { from: scraper, headers: bearer(T.scrape) });
+    expect(m.status).toBe(429);
+    expect(m.headers.get("retry-after")).toMatch(/^\d+$/);
+
+    const op = await signIn(app, "op", T.op);
+    const r = await call(`${app.url}/api/audit?limit=200`, { cookie: op });
+    const rows = (r.json as { entries: AuditEntryDTO[] }).entries.filter((e) => e.action === "bearer.failed");
+    // 25 failures from 127.0.0.61 and 21 from .62 within a minute: one summary row each, not one per guess.
+    expect(rows.filter((e) => e.address === from)).toHaveLength(1);
+    expect(rows.filter((e) => e.address === scraper)).toHaveLength(1);
+    expect(r.text).not.toContain("guess-"); // never the token tried
+    expect(app.output()).not.toContain("guess-");
   }, 60_000);
 });

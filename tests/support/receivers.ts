@@ -23,8 +23,12 @@ export interface HttpReceiver {
   close(): Promise<void>;
 }
 
-/** `holdPaths`: requests to these paths are read but never answered (a receiver that hangs). */
-export async function startHttpReceiver(opts: { failFirst?: number; port?: number; holdPaths?: string[] } = {}): Promise<HttpReceiver> {
+/**
+ * `holdPaths`: requests to these paths are read but never answered (a receiver that hangs).
+ * `answerAfterMs`: every request is read and recorded at once, and answered 200 only this long
+ * after (a slow receiver that does accept what it was sent).
+ */
+export async function startHttpReceiver(opts: { failFirst?: number; port?: number; holdPaths?: string[]; answerAfterMs?: number } = {}): Promise<HttpReceiver> {
   const r: HttpReceiver = { url: "", port: 0, received: [], failFirst: opts.failFirst ?? 0, close: async () => {} };
   const server = http.createServer((req, res) => {
     if (opts.holdPaths?.includes(req.url ?? "")) {
@@ -39,6 +43,11 @@ export async function startHttpReceiver(opts: { failFirst?: number; port?: numbe
       if (fail) r.failFirst--;
       const status = fail ? 503 : 200;
       r.received.push({ path: req.url ?? "", headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), status });
+      if (opts.answerAfterMs !== undefined) {
+        const t = setTimeout(() => res.writeHead(status, { "content-type": "text/plain" }).end("ok, late"), opts.answerAfterMs);
+        res.on("close", () => clearTimeout(t));
+        return;
+      }
       res.writeHead(status, { "content-type": "text/plain" }).end(fail ? "receiver not ready" : "ok");
     });
   });

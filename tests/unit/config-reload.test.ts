@@ -332,7 +332,7 @@ describe("configView", () => {
       metrics: { bearerToken: "env:SCRAPE" },
       startupGraceSeconds: 300,
     };
-    const env2 = { ...env, HOOK: "http://127.0.0.1:7/hook?sig=hook-url-secret-8", SCRAPE: "scrape-token-from-env-9" };
+    const env2 = { ...env, HOOK: "http://127.0.0.1:7/hook?sig=hook-url-secret-8", SCRAPE: "scrape-token-from-env-9abcdef0123456" };
     const c = parseConfig(raw, "f.json", { env: env2 });
     const v = configView(c, emptyStatus("f.json", T0), false);
     expect(v.backends[0]).toMatchObject({ url: "http://***@127.0.0.1:1/?***", apiKey: "env:KEY", restart: { kind: "command", command: ["/bin/echo", "x"] } });
@@ -342,7 +342,7 @@ describe("configView", () => {
     expect(v.proxies[0]).toEqual({ id: "lb", url: "http://127.0.0.1:9", apiKey: "***", backends: ["a"] });
     expect(v.operators).toEqual([{ name: "ana", password: "env:PW" }, { name: "bo", password: "***" }]);
     const text = JSON.stringify(v);
-    for (const s of ["pw-in-url", "t0k", "literal-key-4", "literal-header-5", "literal-proxy-6", "hash-7", "hook-url-secret-8", "scrape-token-from-env-9", ...Object.values(env)]) expect(text).not.toContain(s);
+    for (const s of ["pw-in-url", "t0k", "literal-key-4", "literal-header-5", "literal-proxy-6", "hash-7", "hook-url-secret-8", "scrape-token-from-env-9abcdef0123456", ...Object.values(env)]) expect(text).not.toContain(s);
     expect(shownSecret("env:not valid")).toBe("***");
   });
 });

@@ -172,13 +172,13 @@ describe("parseConfig", () => {
     expect(p.some((line) => re.test(line)), p.join("\n")).toBe(true);
   });
 
-  const TOKEN = "scrape-token-0123456789";
-  it("metrics.bearerToken is optional, and only ever \"env:NAME\" of 16+ characters", () => {
+  const TOKEN = "scrape-token-0123456789abcdef0123";
+  it("metrics.bearerToken is optional, and only ever \"env:NAME\" of 32+ characters", () => {
     expect(parseConfig({}, "t", { env: {} }).metrics).toEqual({ bearerToken: null });
     expect(parseConfig({ metrics: { bearerToken: "env:SCRAPE" } }, "t", { env: { SCRAPE: TOKEN } }).metrics).toEqual({ bearerToken: TOKEN });
     expect(() => parseConfig({ metrics: { bearerToken: TOKEN } }, "t", { env: {} })).toThrow(/metrics\.bearerToken: must be "env:NAME"/);
     expect(() => parseConfig({ metrics: { bearerToken: "env:SCRAPE" } }, "t", { env: {} })).toThrow(/metrics\.bearerToken: environment variable SCRAPE is not set/);
-    expect(() => parseConfig({ metrics: { bearerToken: "env:SCRAPE" } }, "t", { env: { SCRAPE: "short" } })).toThrow(/metrics\.bearerToken: the token must be at least 16/);
+    expect(() => parseConfig({ metrics: { bearerToken: "env:SCRAPE" } }, "t", { env: { SCRAPE: "short" } })).toThrow(/metrics\.bearerToken: the token must be at least 32/);
     expect(() => parseConfig({ metrics: { token: "x" } }, "t", { env: {} })).toThrow(/metrics\.token: unknown field/);
   });
 
@@ -190,20 +190,24 @@ describe("parseConfig", () => {
     const ok = parseConfig(
       { ...valid(), tokens: [{ name: "ci", token: "env:KEY" }], access: { read: "signed-in" }, auth: { proxyHeader: "X-Forwarded-User" }, server: { trustProxy: ["10.0.0.0/8", "::1"] } },
       "t",
-      { env: { ...env, KEY: "a-token-of-16-chars" } },
+      { env: { ...env, KEY: "a-token-of-32-characters-0123456" } },
     );
-    expect(ok.tokens).toEqual([{ name: "ci", token: "a-token-of-16-chars", role: "operator" }]);
+    expect(ok.tokens).toEqual([{ name: "ci", token: "a-token-of-32-characters-0123456", role: "operator" }]);
     expect(ok.secretEnvNames).toContain("KEY");
     expect(ok.auth.proxyHeader).toBe("x-forwarded-user");
     expect(ok.operators[0].role).toBe("operator");
     // Reading needs sign-in, but the Prometheus export has no token of its own: said at start.
     expect(ok.warnings).toEqual([expect.stringMatching(/^access\.read is "signed-in" but metrics\.bearerToken is unset/)]);
-    const scraped = parseConfig({ ...valid(), access: { read: "signed-in" }, metrics: { bearerToken: "env:KEY" } }, "t", { env: { ...env, KEY: "a-token-of-16-chars" } });
+    const scraped = parseConfig({ ...valid(), access: { read: "signed-in" }, metrics: { bearerToken: "env:KEY" } }, "t", { env: { ...env, KEY: "a-token-of-32-characters-0123456" } });
     expect(scraped.warnings).toEqual([]);
     expect(problems({ server: { trustProxy: ["proxy.local"] } })).toEqual([expect.stringMatching(/^server\.trustProxy\[0\]: .*not an IP address/)]);
     expect(problems({ server: { allowedHosts: ["http://x"] } })).toEqual([expect.stringMatching(/^server\.allowedHosts\[0\]: /)]);
     expect(problems({ tokens: [{ name: "ci", token: "inline-token-000000000" }] })).toEqual([expect.stringMatching(/^tokens\[0\]\.token: must be "env:NAME"/)]);
-    expect(problems({ tokens: [{ name: "ci", token: "env:KEY" }] })).toEqual([expect.stringMatching(/^tokens\[0\]\.token: .*at least 16/)]);
+    expect(problems({ tokens: [{ name: "ci", token: "env:KEY" }] })).toEqual([expect.stringMatching(/^tokens\[0\]\.token: .*at least 32/)]);
+    // 31 characters (accepted when the floor was 16) is refused, naming the field; 32 is enough.
+    const short = "0123456789abcdef0123456789abcde";
+    expect(problems({ tokens: [{ name: "ci", token: "env:KEY" }] }, { env: { ...env, KEY: short } })).toEqual([expect.stringMatching(/^tokens\[0\]\.token: the token must be at least 32 characters/)]);
+    expect(parseConfig({ tokens: [{ name: "ci", token: "env:KEY" }] }, "t", { env: { KEY: `${short}f` } }).tokens[0].token).toBe(`${short}f`);
     expect(problems({ auth: { proxyHeader: "X-User" } })).toEqual([expect.stringMatching(/^auth\.proxyHeader: needs server\.trustProxy/)]);
     expect(problems({ access: { read: "everyone" } })[0]).toMatch(/^access\.read: /);
     expect(problems({ operators: [{ name: "a", password: "env:PW", role: "admin" }] })[0]).toMatch(/^operators\[0\]\.role: /);

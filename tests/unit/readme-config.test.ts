@@ -11,7 +11,7 @@ describe("README configuration example", () => {
     const json = JSON.parse(block!.replace('"scrypt:..."', '"env:ALICE_PASSWORD"'));
     const config = parseConfig(json, "README.md", {
       env: {
-        VLLM_KEY: "k", RESTART_TOKEN: "t", ALICE_PASSWORD: "p", BOB_PASSWORD: "b", CI_TOKEN: "ci-token-0123456789",
+        VLLM_KEY: "k", RESTART_TOKEN: "t", ALICE_PASSWORD: "p", BOB_PASSWORD: "b", CI_TOKEN: "ci-token-0123456789abcdef01234567",
         HOOK_TOKEN: "h", SLACK_WEBHOOK_URL: "https://hooks.slack.com/services/T/B/X", NTFY_TOKEN: "n", SMTP_PASSWORD: "s",
       },
     });
@@ -31,7 +31,7 @@ describe("README configuration example", () => {
     expect(config.backends[1].unattended).toEqual({ afterSeconds: 300, maxPerDay: 2 });
     expect(config.maintenance).toHaveLength(1);
     expect(config.operators.map((o) => o.role)).toEqual(["operator", "viewer"]);
-    expect(config.tokens).toEqual([{ name: "ci", token: "ci-token-0123456789", role: "operator" }]);
+    expect(config.tokens).toEqual([{ name: "ci", token: "ci-token-0123456789abcdef01234567", role: "operator" }]);
     expect(config.server.trustProxy).toEqual(["127.0.0.1"]);
   });
 });

@@ -3,6 +3,11 @@
  * exposition. Independent of sign-in on purpose: a Prometheus server has no operator session.
  */
 import { errorResponse } from "../respond";
+import { auditBearerFailure } from "../../auth/audit";
+import { guardBearer } from "../../auth/bearer";
+import { authHolder } from "../../auth/state";
+import { bearerRateLimited } from "../../auth/principal";
+import { buildNetPolicy, clientAddressOf, currentNetPolicy } from "../../net/net-policy";
 import { safeEqualStrings } from "../../auth/password";
 import { bearerIn } from "../../auth/principal";
 import { getRuntime } from "../../runtime";
@@ -36,11 +41,23 @@ export async function metricsResponse(req: Request): Promise<Response> {
   try {
     const rt = await getRuntime();
     const token = rt.config.metrics.bearerToken;
-    if (token !== null && !bearerMatches(req.headers.get("authorization"), token)) {
-      return new Response("401 Unauthorized: /metrics needs Authorization: Bearer <metrics.bearerToken>\n", {
-        status: 401,
-        headers: { "www-authenticate": 'Bearer realm="stepwatch metrics"', "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" },
+    if (token !== null) {
+      // Throttled and audited like a wrong API token (lib/auth/bearer.ts): 429 once over the limit.
+      const address = clientAddressOf(req.headers, currentNetPolicy() ?? buildNetPolicy({ trustProxy: [], allowedHosts: [] }));
+      const now = Date.now();
+      const r = guardBearer(() => (bearerMatches(req.headers.get("authorization"), token) ? true : null), {
+        throttle: authHolder(rt.db.path).throttle,
+        address,
+        now,
+        onFailure: (a, why, at) => auditBearerFailure(rt.db.db, a, why, at),
       });
+      if (!r.ok && r.why === "rate-limited") return errorResponse(bearerRateLimited(r.retryAfterMs));
+      if (!r.ok) {
+        return new Response("401 Unauthorized: /metrics needs Authorization: Bearer <metrics.bearerToken>\n", {
+          status: 401,
+          headers: { "www-authenticate": 'Bearer realm="stepwatch metrics"', "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" },
+        });
+      }
     }
     const body = await rendered(() => rt.metrics.render(), Date.now());
     return new Response(body, { headers: { "content-type": rt.metrics.contentType, "cache-control": "no-store" } });
