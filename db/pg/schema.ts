@@ -1,10 +1,26 @@
 /**
  * The PostgreSQL side of the schema (drizzle's pg-core), for replicas sharing one database
- * (docs/decisions.md "Replicas"). Today it holds what replicas coordinate through: the leader lease
- * and the replicas' heartbeats. Times are the database's (`timestamptz`, set by `now()` in the
- * queries of db/pg/lease.ts), never a replica's: two hosts' clocks are never compared.
+ * (docs/decisions.md "Replicas"): every table of db/schema.ts, mirrored (db/pg/mirror.ts), and what
+ * only replicas need: the leader lease and the replicas' heartbeats, whose times are the database's
+ * (`timestamptz`, set by `now()` in db/pg/lease.ts), never a replica's.
+ * Migrations: `npx drizzle-kit generate --config drizzle.pg.config.ts` (db/pg/migrations).
  */
 import { bigint, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import * as sqlite from "../schema";
+import { mirrorTable } from "./mirror";
+
+export const samples = mirrorTable(sqlite.samples);
+export const sampleMinutes = mirrorTable(sqlite.sampleMinutes);
+export const sampleRollups = mirrorTable(sqlite.sampleRollups);
+export const transitions = mirrorTable(sqlite.transitions);
+export const restartEvents = mirrorTable(sqlite.restartEvents);
+export const sessions = mirrorTable(sqlite.sessions);
+export const auditLog = mirrorTable(sqlite.auditLog);
+export const notifications = mirrorTable(sqlite.notifications);
+export const notificationDeliveries = mirrorTable(sqlite.notificationDeliveries);
+export const notificationAttempts = mirrorTable(sqlite.notificationAttempts);
+export const acknowledgements = mirrorTable(sqlite.acknowledgements);
+export const maintenancePeriods = mirrorTable(sqlite.maintenancePeriods);
 
 /**
  * One row per lease (`name` = "leader"). `epoch` grows by one each time the lease changes hands or
