@@ -18,6 +18,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { freePort } from "../sim/free-port";
 import { summarize, type Summary } from "./stats";
+import { runWhenMain } from "./main";
 
 export interface CliStartRow {
   what: string;
@@ -104,15 +105,4 @@ ${rows.join("\n")}
 `;
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(__filename)) {
-  void runCliStartBench({ quick: process.argv.includes("--quick") }).then(
-    (r) => {
-      console.log(JSON.stringify(r, null, 2));
-      process.exit(0);
-    },
-    (e: unknown) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
-}
+runWhenMain(__filename, () => runCliStartBench({ quick: process.argv.includes("--quick") }));

@@ -19,6 +19,7 @@ import path from "node:path";
 import { httpRequest } from "../lib/net/http";
 import { vllmAdapter, VLLM_SAMPLES } from "../lib/engines/vllm";
 import { startPromVllm, VLLM_FIXTURE, type PromVllm } from "../tests/support/prom-vllm";
+import { runWhenMain } from "./main";
 
 export interface ReadCostRow {
   what: string;
@@ -123,15 +124,4 @@ can take a read's server CPU below it.
 `;
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(__filename)) {
-  void runReadCostBench({ quick: process.argv.includes("--quick") }).then(
-    (r) => {
-      console.log(JSON.stringify(r, null, 2));
-      process.exit(0);
-    },
-    (e: unknown) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
-}
+runWhenMain(__filename, () => runReadCostBench({ quick: process.argv.includes("--quick") }));
