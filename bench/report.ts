@@ -286,12 +286,16 @@ export function goals(r: BenchResults): Goal[] {
   const reads = ok(r.reads);
   const readsGoal = "vLLM: at least 10x less bytes and server CPU per read than the full /metrics";
   if (reads) {
-    const bytesX = reads.full.bytesPerRead / reads.filtered.bytesPerRead;
-    const cpuX = reads.full.serverCpuMsPerRead / reads.filtered.serverCpuMsPerRead;
+    // Runs from before the cadence measured the whole filter on every read.
+    const shipped = reads.cadence ?? reads.filtered;
+    const bytesX = reads.full.bytesPerRead / shipped.bytesPerRead;
+    const cpuX = reads.full.serverCpuMsPerRead / shipped.serverCpuMsPerRead;
     out.push({
       id: "read-cost",
       goal: readsGoal,
-      stepwatch: `filtered /metrics/ (${reads.filtered.names} names): ${kb(reads.filtered.bytesPerRead)}, ${n(reads.filtered.serverCpuMsPerRead, 2)} ms server CPU per read`,
+      stepwatch: reads.cadence
+        ? `as shipped (poll ${n(reads.cadence.pollSeconds)} s, latency histograms every ${n(reads.cadence.everySeconds)} s; mean of ${n(reads.cadence.reads)} reads): ${kb(reads.cadence.bytesPerRead)}, ${n(reads.cadence.serverCpuMsPerRead, 2)} ms server CPU per read (whole filter ${kb(reads.filtered.bytesPerRead)} / ${n(reads.filtered.serverCpuMsPerRead, 2)} ms, lean ${kb(reads.lean.bytesPerRead)} / ${n(reads.lean.serverCpuMsPerRead, 2)} ms; any request ${n(reads.floor.serverCpuMsPerRead, 2)} ms)`
+        : `filtered /metrics/ (${reads.filtered.names} names): ${kb(reads.filtered.bytesPerRead)}, ${n(reads.filtered.serverCpuMsPerRead, 2)} ms server CPU per read`,
       peer: `full /metrics (what Prometheus scrapes): ${kb(reads.full.bytesPerRead)}, ${n(reads.full.serverCpuMsPerRead, 2)} ms`,
       ratio: `bytes ${n(bytesX, 1)}x, CPU ${n(cpuX, 1)}x less`,
       met: bytesX >= 10 && cpuX >= 10,
