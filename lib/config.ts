@@ -8,6 +8,7 @@ import path from "node:path";
 import { z } from "zod";
 import { DEFAULT_THRESHOLDS, PROBE_CHOICES, type Thresholds } from "./core/types";
 import { ENGINE_CHOICES } from "./core/engine";
+import { LATENCY_EVERY_SECONDS } from "./core/latency";
 import { LABELS_MAX, LABEL_KEY_RE, LABEL_VALUE_MAX } from "./core/labels";
 import { CHANNEL_TYPES, NOTIFICATION_EVENTS } from "./core/events";
 import { buildNetPolicy } from "./net/net-policy";
@@ -21,6 +22,7 @@ export const DEFAULTS = {
   pollIntervalSeconds: 5,
   ...DEFAULT_THRESHOLDS,
   probeTimeoutSeconds: 10,
+  latencyEverySeconds: LATENCY_EVERY_SECONDS,
   readThreads: "auto",
   restartCooldownSeconds: 600,
   engine: "auto",
@@ -371,6 +373,12 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       pollIntervalSeconds: seconds.default(DEFAULTS.pollIntervalSeconds),
       stuckAfterSeconds: seconds.default(DEFAULTS.stuckAfterSeconds),
       probeTimeoutSeconds: seconds.default(DEFAULTS.probeTimeoutSeconds),
+      /**
+       * vLLM's latency percentiles (the dashboard's charts) are measured over this window: the
+       * filtered read asks the latency histograms (two thirds of its bytes) once per this many
+       * seconds, every read the figures a state is judged by; 0 asks them on every read.
+       */
+      latencyEverySeconds: z.number().nonnegative().default(DEFAULTS.latencyEverySeconds),
       /**
        * Threads that read the backends besides the watcher's own (lib/watcher/read-pool.ts): "auto"
        * runs some only for a fleet one thread cannot read on time (lib/watcher/read-threads.ts), 0 none.

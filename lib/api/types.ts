@@ -228,6 +228,7 @@ export interface ConfigView {
     | "restartCooldownSeconds"
     | "recoveryTimeoutSeconds"
     | "startupGraceSeconds"
+    | "latencyEverySeconds"
     | "readThreads"
     | "retention"
   > & {

@@ -226,6 +226,7 @@ const threadsFor = (opts: WatcherOptions, clock: LoopClock, c: Config) => opts.r
 const readOf = (opts: WatcherOptions, c: Config): ReadOptions => ({
   timeoutMs: readTimeoutMs(c.pollIntervalSeconds),
   probeTimeoutMs: c.probeTimeoutSeconds * 1000,
+  histogramsEveryMs: c.latencyEverySeconds * 1000,
   ...opts.read,
 });
 
