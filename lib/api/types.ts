@@ -51,6 +51,21 @@ export interface FleetBackend extends Figures {
   unattendedRestartAt: number | null;
   /** Whether restart.unattended is configured for this backend. */
   unattendedConfigured: boolean;
+  /**
+   * A crash loop going on (lib/core/crash-loop.ts): `restarts` new processes stepwatch did not
+   * cause since `since`, at least `threshold` within `windowMinutes`; over at `clearsAt` (ms) if
+   * no new one comes. null when none.
+   */
+  crashLoop: CrashLoopDTO | null;
+}
+
+export interface CrashLoopDTO {
+  since: number;
+  restarts: number;
+  lastAt: number;
+  clearsAt: number;
+  threshold: number;
+  windowMinutes: number;
 }
 
 /** A channel's recent health as the outbox keeps it; `failing` is shown on the dashboard. */
