@@ -28,6 +28,7 @@ const OUTAGE_COLUMNS: Array<CsvColumn<Outage>> = [
   { header: "states", value: (o) => o.states.join(" ") },
   { header: "maintenance_seconds", value: (o) => Math.round(o.maintenanceSeconds) },
   { header: "in_maintenance", value: (o) => (o.inMaintenance ? "yes" : "no") },
+  { header: "exited_not_restarted", value: (o) => (o.exitedNotRestarted ? "yes" : "no") },
 ];
 
 const RESTART_COLUMNS: Array<CsvColumn<RestartEventDTO>> = [

@@ -23,7 +23,7 @@ export function outagesOf(
   backendIds: string[],
   from: number,
   to: number,
-  opts: { now: number; unknownAfterSeconds: number; maintenanceWindows?: MaintenanceWindowConfig[] },
+  opts: { now: number; unknownAfterSeconds: number; graceSeconds?: number; maintenanceWindows?: MaintenanceWindowConfig[] },
 ): OutagesResponse {
   // One read per backend covers both the asked window and the longest uptime window.
   const start = Math.min(from, opts.now - LONGEST_UPTIME_MS);
@@ -55,6 +55,8 @@ export async function getOutages(q: { backendId?: string; from: number; to: numb
       now,
       // "unknown for long": as long as a hang takes to be called stuck.
       unknownAfterSeconds: rt.config.stuckAfterSeconds,
+      // A server down past the grace the check gives a loading server was not restarted by its supervisor.
+      graceSeconds: rt.config.startupGraceSeconds,
       maintenanceWindows: rt.config.maintenance,
     });
   } catch (e) {
