@@ -17,7 +17,8 @@
  * "exited and was not restarted" (`exitedNotRestarted`).
  */
 import type { Transition } from "./core/history";
-import type { MaintenanceSpan, Outage } from "./core/outages";
+import type { AvailabilityPeriod, MaintenanceSpan, Outage } from "./core/outages";
+import { BACKEND_STATES, type BackendState } from "./core/states";
 
 /**
  * Worst first: the state an episode is named by. `stuck` ranks above `down`: a stuck server holds
@@ -197,4 +198,71 @@ export function withRestartCauses(
     named.set(o, { ...o, cause: o.cause.startsWith("restart") ? who : `${o.cause}; ${who}` });
   }
   return outages.map((o) => named.get(o) ?? o);
+}
+
+/**
+ * The periods of `period` (UTC calendar days, ISO weeks from Monday 00:00, months) that overlap
+ * [from, to), each clipped to it: the first and last may be partial.
+ */
+export function periodsBetween(from: number, to: number, period: AvailabilityPeriod): Array<{ start: number; end: number }> {
+  const out: Array<{ start: number; end: number }> = [];
+  let start = periodStart(from, period);
+  while (start < to) {
+    const next = nextPeriod(start, period);
+    out.push({ start: Math.max(start, from), end: Math.min(next, to) });
+    start = next;
+  }
+  return out;
+}
+
+function periodStart(at: number, period: AvailabilityPeriod): number {
+  const d = new Date(at);
+  const day = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
+  if (period === "day") return day;
+  if (period === "week") return day - ((d.getUTCDay() + 6) % 7) * 86_400_000;
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+}
+
+function nextPeriod(start: number, period: AvailabilityPeriod): number {
+  if (period === "day") return start + 86_400_000;
+  if (period === "week") return start + 7 * 86_400_000;
+  const d = new Date(start);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+}
+
+/**
+ * Where the time of [start, end) went, in ms: each state from the transitions (oldest first, the
+ * one before `start` included, so the state the period starts in is known), `unknown` before the
+ * first transition (stepwatch was not watching yet), and the time inside maintenance apart. The
+ * states and the maintenance add up to end - start exactly.
+ */
+export function timeInStates(
+  transitions: readonly Transition[],
+  start: number,
+  end: number,
+  maintenance: readonly MaintenanceSpan[] = [],
+): { states: Record<BackendState, number>; maintenanceMs: number } {
+  const states = Object.fromEntries(BACKEND_STATES.map((s) => [s, 0])) as Record<BackendState, number>;
+  const planned = mergeSpans(maintenance);
+  let maintenanceMs = 0;
+  const add = (state: string, a: number, b: number) => {
+    const s = Math.max(a, start);
+    const e = Math.min(b, end);
+    if (e <= s) return;
+    const inside = overlapMs(planned, s, e);
+    maintenanceMs += inside;
+    const key = (BACKEND_STATES as readonly string[]).includes(state) ? (state as BackendState) : "unknown";
+    states[key] += e - s - inside;
+  };
+  const sorted = [...transitions].sort((a, b) => a.at - b.at);
+  let state = "unknown";
+  let since = start;
+  for (const t of sorted) {
+    if (t.at >= end) break;
+    add(state, since, t.at);
+    state = t.to;
+    since = Math.max(since, t.at);
+  }
+  add(state, since, end);
+  return { states, maintenanceMs };
 }

@@ -38,3 +38,7 @@ export const UPTIME_WINDOWS = [
 ] as const;
 export type UptimeWindow = (typeof UPTIME_WINDOWS)[number]["key"];
 
+
+/** The periods an availability report is cut into: UTC calendar days, ISO weeks (from Monday), months. */
+export const AVAILABILITY_PERIODS = ["day", "week", "month"] as const;
+export type AvailabilityPeriod = (typeof AVAILABILITY_PERIODS)[number];
