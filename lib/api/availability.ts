@@ -17,6 +17,7 @@ import { configWindowsBetween } from "../oncall/book";
 import { backendOrThrow, type MaintenanceWindowConfig } from "../config";
 import { getRuntime } from "../runtime";
 import { transitionDTO } from "./snapshot";
+import { outageOptions } from "./outages";
 import type { AvailabilityResponse, AvailabilityRow } from "./types";
 
 /** The longest range one answer covers: a year of days is 366 rows per backend. */
@@ -64,13 +65,8 @@ export async function getAvailability(q: { backendId?: string; from: number; to:
   if (q.backendId !== undefined) backendOrThrow(rt.config.backends, q.backendId);
   const ids = q.backendId !== undefined ? [q.backendId] : rt.config.backends.map((b) => b.id);
   try {
-    return availabilityOf(rt.db.db, ids, q, {
-      now,
-      // As the outages are told apart (lib/api/outages.ts): the same episodes, the same recoveries.
-      unknownAfterSeconds: rt.config.stuckAfterSeconds,
-      graceSeconds: rt.config.startupGraceSeconds,
-      maintenanceWindows: rt.config.maintenance,
-    });
+    // As the outages are told apart: the same episodes, the same recoveries.
+    return availabilityOf(rt.db.db, ids, q, outageOptions(rt.config, now));
   } catch (e) {
     throw new DomainError("unavailable", `cannot read the availability from the database: ${(e as Error).message}`);
   }

@@ -12,7 +12,7 @@ import { type OutagesResponse, type UptimeDTO } from "./types";
 import { UPTIME_WINDOWS, type Outage } from "../core/outages";
 import { getRuntime } from "../runtime";
 import { transitionDTO } from "./snapshot";
-import { backendOrThrow, type MaintenanceWindowConfig } from "../config";
+import { backendOrThrow, type Config, type MaintenanceWindowConfig } from "../config";
 import { maintenanceBetween } from "../../db/queries/oncall";
 import { configWindowsBetween } from "../oncall/book";
 
@@ -46,19 +46,24 @@ export function outagesOf(
   return { from, to, outages, uptime };
 }
 
+/** How the config tells outages apart: the outages and the availability report count the same episodes. */
+export function outageOptions(c: Pick<Config, "stuckAfterSeconds" | "startupGraceSeconds" | "maintenance">, now: number) {
+  return {
+    now,
+    // "unknown for long": as long as a hang takes to be called stuck.
+    unknownAfterSeconds: c.stuckAfterSeconds,
+    // A server down past the grace the check gives a loading server was not restarted by its supervisor.
+    graceSeconds: c.startupGraceSeconds,
+    maintenanceWindows: c.maintenance,
+  };
+}
+
 export async function getOutages(q: { backendId?: string; from: number; to: number }, now: number = Date.now()): Promise<OutagesResponse> {
   const rt = await getRuntime();
   const ids = rt.config.backends.map((b) => b.id);
   if (q.backendId !== undefined) backendOrThrow(rt.config.backends, q.backendId);
   try {
-    return outagesOf(rt.db.db, q.backendId ? [q.backendId] : ids, q.from, q.to, {
-      now,
-      // "unknown for long": as long as a hang takes to be called stuck.
-      unknownAfterSeconds: rt.config.stuckAfterSeconds,
-      // A server down past the grace the check gives a loading server was not restarted by its supervisor.
-      graceSeconds: rt.config.startupGraceSeconds,
-      maintenanceWindows: rt.config.maintenance,
-    });
+    return outagesOf(rt.db.db, q.backendId ? [q.backendId] : ids, q.from, q.to, outageOptions(rt.config, now));
   } catch (e) {
     throw new DomainError("unavailable", `cannot read the outages from the database: ${(e as Error).message}`);
   }
