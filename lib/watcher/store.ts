@@ -9,6 +9,7 @@ import type { Db } from "../../db/types";
 import { lastRestartOf, latestRestartsOf, resolveRestart } from "../../db/queries/restarts";
 import { insertSamples, insertTransition, lastTransition, recentReadings, type NewSample, type NewTransition, type TargetKind } from "../../db/queries/readings";
 import { countRestartsBy, lastNotificationOf } from "../../db/queries/oncall";
+import { insertReplayRows, type NewReplayRow } from "../../db/queries/replay";
 import type { NotificationRow, RestartEventRow, TransitionRow } from "../../db/schema";
 import type { Reading } from "../core/types";
 
@@ -22,6 +23,8 @@ export const STORE_LIMITS: StoreLimits = { maxQueuedSamples: 10_000, maxQueuedTr
 
 export class WatchStore {
   private samples: NewSample[] = [];
+  /** The replay record of each queued sample (db/queries/replay.ts), dropped with it when over the limit. */
+  private replays: NewReplayRow[] = [];
   private transitions: NewTransition[] = [];
   /** Writes that must land in the same transaction as the transitions queued before them (notifications). */
   private after: Array<() => void> = [];
@@ -45,13 +48,16 @@ export class WatchStore {
     return this.samples.length + this.transitions.length + this.after.length;
   }
 
-  enqueueSample(row: NewSample): void {
+  enqueueSample(row: NewSample, replay?: NewReplayRow): void {
     this.samples.push(row);
+    if (replay) this.replays.push(replay);
     const over = this.samples.length - this.limits.maxQueuedSamples;
     if (over > 0) {
       this.samples.splice(0, over);
       this.dropped += over;
     }
+    const overReplays = this.replays.length - this.limits.maxQueuedSamples;
+    if (overReplays > 0) this.replays.splice(0, overReplays);
   }
 
   enqueueTransition(row: NewTransition): void {
@@ -74,15 +80,18 @@ export class WatchStore {
   flush(): boolean {
     if (this.queued === 0) return true;
     const samples = this.samples;
+    const replays = this.replays;
     const transitions = this.transitions;
     const after = this.after;
     try {
       this.db.$client.transaction(() => {
         insertSamples(this.db, samples);
+        insertReplayRows(this.db.$client, replays);
         for (const t of transitions) insertTransition(this.db, t);
         for (const w of after) w();
       })();
       this.samples = this.samples.slice(samples.length);
+      this.replays = this.replays.slice(replays.length);
       this.transitions = this.transitions.slice(transitions.length);
       this.after = this.after.slice(after.length);
       if (this.error) this.log(`stepwatch: storage writable again; ${samples.length} queued samples written`);
