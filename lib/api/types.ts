@@ -231,6 +231,7 @@ export interface ConfigView {
     | "startupGraceSeconds"
     | "readThreads"
     | "retention"
+    | "history"
   > & {
     /** Read threads running now (taken at start: a reload that asks for another number keeps these). */
     readThreadsRunning: number;
