@@ -5,7 +5,12 @@
  * and what may be asked is checked, naming the parameter. The run recorded by the real watcher
  * is tests/integration/replay.test.ts.
  */
-import { readFileSync } from "node:fs";
+import fs, { readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { openDb } from "@/db/client";
+import { applyRetention } from "@/db/queries/history";
+import { insertReplayRows, replayRow, replayRows } from "@/db/queries/replay";
 import { describe, expect, it } from "vitest";
 import { classify } from "@/lib/check/classify";
 import { candidateThresholds, checkPeriod, checkRowCount, healthyGaps, replay, ReplayInputError } from "@/lib/check/replay";
@@ -121,5 +126,29 @@ describe("what may be asked", () => {
     expect(() => checkRowCount(0, "b", null)).toThrow(/from: no readings of b/);
     expect(() => checkPeriod(10, 5, 7)).toThrow(/from: must be before to/);
     expect(() => checkPeriod(0, 8 * 86_400_000, 7)).toThrow(/at most 7 days/);
+  });
+});
+
+describe("the record's retention", () => {
+  it("keeps history.replayDays per backend, apart from the raw samples' hours, scoped like them", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-replay-ret-"));
+    const h = openDb(path.join(dir, "r.db"));
+    try {
+      const day = 86_400_000;
+      const t0 = Date.UTC(2026, 0, 1);
+      const at = (d: number) => ({ ...read(0, { running: 1, steps: 1, start: 1 }), at: t0 + d * day });
+      const busy = { state: "busy" as const, restartRecommended: false };
+      h.sqlite.transaction(() => insertReplayRows(h.sqlite, [replayRow("a", at(0), busy), replayRow("a", at(5), busy), replayRow("gone", at(0), busy)]))();
+      // 6 days on, 2 days kept: a's day-0 record goes, its day-5 one stays; "gone" is out of scope.
+      applyRetention(h.db, { now: t0 + 6 * day, rawHours: 48, rollupDays: 90, replayDays: 2, scope: { only: ["a"] } });
+      expect(replayRows(h.sqlite, "a", 0, t0 + 7 * day).map((r) => r.reading.at)).toEqual([t0 + 5 * day]);
+      expect(replayRows(h.sqlite, "gone", 0, t0 + 7 * day)).toHaveLength(1);
+      // The pass for backends no longer configured reaches it.
+      applyRetention(h.db, { now: t0 + 6 * day, rawHours: 48, rollupDays: 90, replayDays: 2, scope: { except: ["a"] } });
+      expect(replayRows(h.sqlite, "gone", 0, t0 + 7 * day)).toHaveLength(0);
+    } finally {
+      h.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
