@@ -13,6 +13,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { openDb } from "../db/client";
 import { countReplayRows, insertReplayRows, replayRows, type NewReplayRow } from "../db/queries/replay";
+import { decodeRecord, encodeRecord } from "../lib/core/replay";
 import { advise, replay } from "../lib/check/replay";
 import { DEFAULTS, thresholdsOf } from "../lib/config";
 import { percentile, round } from "./stats";
@@ -65,10 +66,9 @@ export function runReplayBench(opts: { dayDbPath: string; workDir: string; quick
     for (const r of rows) {
       const at = r.at + shift;
       if (at > end) continue;
-      const reading = JSON.parse(r.reading) as { at: number; probe?: { at: number } };
-      reading.at = at;
+      const reading = decodeRecord(r.reading, at);
       if (reading.probe) reading.probe.at += shift;
-      batch.push({ backendId: "b000", at, state: r.state, recommended: r.recommended === 1, reading: JSON.stringify(reading) });
+      batch.push({ backendId: "b000", at, state: r.state, recommended: r.recommended === 1, reading: encodeRecord(reading) });
     }
     h.sqlite.transaction(() => insertReplayRows(h.sqlite, batch))();
   }

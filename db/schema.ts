@@ -126,7 +126,7 @@ export const replayReadings = sqliteTable(
     state: text("state", { enum: BACKEND_STATES }).notNull(),
     /** The recorded verdict recommended a restart (a down inside startupGraceSeconds did not). */
     recommended: integer("recommended", { mode: "boolean" }).notNull(),
-    /** replayRecord(reading) as JSON. */
+    /** encodeRecord(reading) (lib/core/replay.ts): the classifier's part of it, names shortened, `at` in its column. */
     reading: text("reading").notNull(),
   },
   // By time too: the retention pass for backends no longer configured deletes by age alone.

@@ -5,7 +5,7 @@
  * same rows from the server's file without bundling the ORM.
  */
 import type { BackendState } from "../../lib/core/states";
-import { replayRecord, type ReplayRow } from "../../lib/core/replay";
+import { decodeRecord, encodeRecord, type ReplayRow } from "../../lib/core/replay";
 import type { Reading, Verdict } from "../../lib/core/types";
 
 /** What these queries need of a connection: better-sqlite3's `Database` (and drizzle's `$client`). */
@@ -19,13 +19,13 @@ export interface NewReplayRow {
   at: number;
   state: BackendState;
   recommended: boolean;
-  /** replayRecord(reading) as JSON. */
+  /** encodeRecord(reading): the classifier's part of it, names shortened. */
   reading: string;
 }
 
 /** The record of one reading and the verdict the watcher drew from it. */
 export function replayRow(backendId: string, reading: Reading, verdict: Pick<Verdict, "state" | "restartRecommended">): NewReplayRow {
-  return { backendId, at: reading.at, state: verdict.state, recommended: verdict.restartRecommended, reading: JSON.stringify(replayRecord(reading)) };
+  return { backendId, at: reading.at, state: verdict.state, recommended: verdict.restartRecommended, reading: encodeRecord(reading) };
 }
 
 const INSERT = "INSERT INTO replay_readings (backend_id, at, state, recommended, reading) VALUES (?, ?, ?, ?, ?)";
@@ -48,12 +48,12 @@ export function countReplayRows(client: SqlHandle, backendId: string, from: numb
 /** The records of a backend in [from, to], oldest first; a row whose JSON does not parse is skipped, never thrown on. */
 export function replayRows(client: SqlHandle, backendId: string, from: number, to: number): ReplayRow[] {
   const rows = client
-    .prepare("SELECT state, recommended, reading FROM replay_readings WHERE backend_id = ? AND at >= ? AND at <= ? ORDER BY at, id")
-    .all(backendId, from, to) as Array<{ state: BackendState; recommended: number; reading: string }>;
+    .prepare("SELECT at, state, recommended, reading FROM replay_readings WHERE backend_id = ? AND at >= ? AND at <= ? ORDER BY at, id")
+    .all(backendId, from, to) as Array<{ at: number; state: BackendState; recommended: number; reading: string }>;
   const out: ReplayRow[] = [];
   for (const r of rows) {
     try {
-      out.push({ reading: JSON.parse(r.reading) as Reading, state: r.state, recommended: r.recommended === 1 });
+      out.push({ reading: decodeRecord(r.reading, r.at), state: r.state, recommended: r.recommended === 1 });
     } catch {
       // A hand-edited or cut row: one reading less, never a crash.
     }

@@ -83,7 +83,7 @@ export function replay(input: ReplayInput): ReplayReport {
   }
   const recordedEpisodes = episodes(input.rows.map((r) => ({ at: r.reading.at, state: r.state, recommended: r.recommended, reasons: [] })));
   const replayedEpisodes = episodes(judged);
-  const comparisons = compare(recordedEpisodes, replayedEpisodes, input.rows);
+  const comparisons = compare(recordedEpisodes, replayedEpisodes);
   const { changes, leftOff } = stateChanges(kept, judged);
   const processes = processSpans(input.rows);
   const gaps = healthyGaps(input.rows);
@@ -123,20 +123,19 @@ function episodes(js: readonly Judged[]): Episode[] {
   return out;
 }
 
-function compare(recorded: Episode[], replayed: Episode[], rows: readonly ReplayRow[]): EpisodeComparison[] {
+function compare(recorded: Episode[], replayed: Episode[]): EpisodeComparison[] {
   const overlaps = (a: Episode, b: Episode) => a.from <= b.to && b.from <= a.to;
   const out: EpisodeComparison[] = [];
   const used = new Set<Episode>();
   for (const r of recorded) {
     const match = replayed.find((p) => !used.has(p) && overlaps(p, r));
     if (!match) {
-      const then = rows.find((x) => x.reading.at >= r.from);
       out.push({
         change: "never",
         replayed: null,
         recorded: r,
         shiftSeconds: null,
-        text: `${when(r.from)}: the recorded ${r.state} (restart recommended) would not have been${then ? "" : ""}: no recommendation while it lasted (${formatSeconds((r.to - r.from) / 1000)})`,
+        text: `${when(r.from)}: the recorded ${r.state} (restart recommended) would not have been: no recommendation while it lasted (${formatSeconds((r.to - r.from) / 1000)})`,
       });
       continue;
     }

@@ -14,7 +14,7 @@ import { insertReplayRows, replayRow, replayRows } from "@/db/queries/replay";
 import { describe, expect, it } from "vitest";
 import { classify } from "@/lib/check/classify";
 import { candidateThresholds, checkPeriod, checkRowCount, healthyGaps, replay, ReplayInputError } from "@/lib/check/replay";
-import { replayRecord, type ReplayRow } from "@/lib/core/replay";
+import { decodeRecord, encodeRecord, replayRecord, type ReplayRow } from "@/lib/core/replay";
 import type { Reading, Thresholds } from "@/lib/core/types";
 import { parseVllmMetrics } from "@/lib/engines/vllm";
 
@@ -36,7 +36,7 @@ function read(atS: number, v: { running: number; steps: number; start: number })
   return { at: atS * 1000, latencyMs: 12.4, outcome: "ok", status: 200, engine: "vllm", metrics: parsed.metrics, bytes: 12_000 };
 }
 const refused = (atS: number): Reading => ({ at: atS * 1000, latencyMs: 1, outcome: "refused", error: "connection refused", metrics: null, health: { outcome: "refused" } });
-const row = (reading: Reading): ReplayRow => ({ reading: replayRecord(reading), state: "busy", recommended: false });
+const row = (reading: Reading): ReplayRow => ({ reading: decodeRecord(encodeRecord(reading), reading.at), state: "busy", recommended: false });
 
 /**
  * Process A is busy, then flat for 50 s with its work in place and is restarted (refused reads);
@@ -58,10 +58,21 @@ describe("the replay record", () => {
     const rs = restartRun();
     for (let i = 0; i < rs.length; i++) {
       const full = classify({ history: rs.slice(0, i), reading: rs[i], thresholds: T, now: rs[i].at });
-      const rec = rs.map(replayRecord);
+      const rec = rs.map((r) => decodeRecord(encodeRecord(r), r.at));
       const compact = classify({ history: rec.slice(0, i), reading: rec[i], thresholds: T, now: rec[i].at });
       expect(compact.state, `reading ${i}`).toBe(full.state);
       expect(compact.reasons, `reading ${i}`).toEqual(full.reasons);
+    }
+  });
+
+  it("stores it with short names and reads back exactly the classifier's part", () => {
+    const dp: Reading = { ...read(0, { running: 2, steps: 5, start: 9 }), probe: { ok: true, at: 3, latencyMs: 40, kind: "completions" } };
+    dp.metrics = { ...dp.metrics!, engines: { "0": { ...dp.metrics!, engines: undefined } as never, "1": { running: 1, waiting: 0, steps: 4, promptTokens: null, generationTokens: null, finishedRequests: null, kvCacheUsage: 0.5 } } };
+    for (const r of [...restartRun(), dp]) {
+      const text = encodeRecord(r);
+      expect(decodeRecord(text, r.at)).toEqual(replayRecord(r));
+      // A reading with metrics is mostly names: well under half; a refused one is small anyway.
+      expect(text.length).toBeLessThan(JSON.stringify(replayRecord(r)).length / (r.metrics ? 2 : 1.4));
     }
   });
 
