@@ -7,7 +7,7 @@
  * advice lands above the longest healthy gap. Through the pure replay over the query's rows, the CLI
  * (`stepwatch replay|advise`, exit codes included), and the built app's HTTP routes.
  */
-import { execFile } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -155,6 +155,22 @@ function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr:
 }
 
 describe("the CLI: stepwatch replay and advise on the server's file", () => {
+  it("the bundled dist/stepwatch.cjs, run where stepwatch is installed (better-sqlite3 from its node_modules)", async () => {
+    execFileSync("npm", ["run", "--silent", "build:cli"], { cwd: ROOT, timeout: 120_000, stdio: "pipe" });
+    const r = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
+      execFile(
+        process.execPath,
+        [path.join(ROOT, "dist/stepwatch.cjs"), "replay", "b1", "--from", String(T0), "--until", String(END), "--stuck-after", "60", "--json"],
+        { cwd: dir, timeout: 60_000, env: { ...process.env, STEPWATCH_DB: dbFile, STEPWATCH_CONFIG: configFile } },
+        (err, stdout, stderr) => resolve({ code: err ? (typeof err.code === "number" ? err.code : -1) : 0, stdout, stderr }),
+      ),
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const report = JSON.parse(r.stdout) as ReplayReport;
+    expect(report.replayed.recommendations).toBe(1);
+    expect(report.comparisons.filter((c) => c.change === "new")).toEqual([]);
+  }, 150_000);
+
   it("replay --stuck-after 30 --json names the false stuck; 60 does not", async () => {
     const [r30, r60] = await Promise.all([
       cli("replay", "b1", "--from", String(T0), "--until", String(END), "--stuck-after", "30", "--json"),
