@@ -79,7 +79,9 @@ export function replay(input: ReplayInput): ReplayReport {
       ...(c.minStuckWindowSeconds !== null ? { minStuckWindowSeconds: c.minStuckWindowSeconds } : {}),
     });
     judged.push({ at: r.at, state: v.state, recommended: v.restartRecommended, reasons: v.reasons });
-    history = trimHistory([...history, r], r.at, t);
+    // In place: classify has returned, and nothing keeps this array (the verdict's basis is a copy).
+    history.push(r);
+    history = trimHistory(history, r.at, t);
   }
   const recordedEpisodes = episodes(input.rows.map((r) => ({ at: r.reading.at, state: r.state, recommended: r.recommended, reasons: [] })));
   const replayedEpisodes = episodes(judged);
