@@ -11,7 +11,7 @@
  *   lib/config.ts                   the config schema                        -> core, net
  *   db/                             schema, queries, migrations              -> core
  *   lib/{watcher,notify,oncall,restart,auth,outages,cluster}  features            -> the above, each other
- *   lib/cli/                        the CLI's entry points                   -> measure/judge, config, auth
+ *   lib/cli/                        the CLI's entry points                   -> measure/judge, config, auth, db/queries/replay.ts
  *   lib/api/                        the route surface and the export         -> all of the above, the root
  *   lib/runtime.ts, lib/reload.ts   the root: builds every dependency
  *   app/, instrumentation.ts, proxy.ts   Next's entry points
@@ -65,8 +65,8 @@ module.exports = {
     layer("db", DB, [CORE], "db/ imports only the vocabulary: no API types, no features."),
     layer("features", FEATURES, [CORE, NET, METRICS, ENGINES, CHECK, CONFIG, DB, FEATURES],
       "Features take narrow collaborators: never the runtime, never the API layer, never UI code."),
-    layer("cli", CLI, [CORE, NET, METRICS, ENGINES, CHECK, CONFIG, "^lib/auth/password\\.ts$"],
-      "The CLI runs the same check as the watcher, without the server."),
+    layer("cli", CLI, [CORE, NET, METRICS, ENGINES, CHECK, CONFIG, "^lib/auth/password\\.ts$", "^db/queries/replay\\.ts$"],
+      "The CLI runs the same check as the watcher, without the server; `stepwatch replay` reads the server's replay record through its one query file (plain SQL, no ORM)."),
     layer("surface", SURFACE, [CORE, NET, METRICS, ENGINES, CHECK, CONFIG, DB, FEATURES, ROOT],
       "The route surface (and the export) is the only code besides the root and app/ that reaches the runtime."),
     layer("root", ROOT, [CORE, NET, METRICS, ENGINES, CHECK, CONFIG, DB, FEATURES, SURFACE, "^sim/demo\\.ts$"],

@@ -13,11 +13,12 @@ import { cliStartSection, type CliStartResult } from "./cli-start";
 import type { ScaleResult } from "./scale";
 import type { ScaleRun } from "./scale-worker";
 import type { StorageResult } from "./storage";
+import type { ReplayBenchResult } from "./replay";
 
 type Maybe<T> = T | { error: string } | undefined;
 
 /** The measured sections of results.json, in report order. */
-export const SECTION_KEYS = ["incident", "cost", "peer", "scale", "storage", "dashboard", "load", "metrics", "reads", "cli"] as const;
+export const SECTION_KEYS = ["incident", "cost", "peer", "scale", "storage", "replay", "dashboard", "load", "metrics", "reads", "cli"] as const;
 export type SectionKey = (typeof SECTION_KEYS)[number];
 
 /** Which run (and code) a section's numbers came from: a partial re-run keeps older sections. */
@@ -53,6 +54,7 @@ export interface BenchResults {
   cost?: Maybe<CostResult>;
   scale?: Maybe<ScaleResult>;
   storage?: Maybe<StorageResult>;
+  replay?: Maybe<ReplayBenchResult>;
   dashboard?: Maybe<DashboardResult>;
   load?: Maybe<LoadResult>;
   peer?: Maybe<PeerResult>;
@@ -268,6 +270,20 @@ export function goals(r: BenchResults): Goal[] {
     });
   } else missing("db-size", "Under 2 MB of SQLite per backend per day", ["storage"], why(r.storage));
 
+  const rp = ok(r.replay);
+  const replayGoal = "A replay of 7 days of one backend answers in under a second";
+  if (rp) {
+    out.push({
+      id: "replay",
+      goal: replayGoal,
+      stepwatch: `${n(rp.sevenDays.totalMs.p50, 1)} ms (max ${n(rp.sevenDays.totalMs.max, 1)}) for ${n(rp.sevenDays.records)} readings: read, replay and advice`,
+      peer: NA,
+      ratio: NA,
+      met: rp.sevenDays.totalMs.max < 1000,
+      from: ["replay"],
+    });
+  } else missing("replay", replayGoal, ["replay"], why(r.replay));
+
   const loadGoal = `No error with ${load?.clients ?? 200} clients polling /api/fleet every 2 s (100 backends watched); poll lag p99 < 250 ms meanwhile`;
   if (load) {
     const L = load.loaded;
@@ -425,6 +441,33 @@ the watcher's own thread's.
 | backends | interval | read threads | reads (done / due) | backends judged | failed reads | CPU (cores) | CPU ms per read | RSS max / heap used MB | poll lag p50 / p99 ms | read latency p50 / p99 ms | event-loop delay p99 ms |
 |---|---|---|---|---|---|---|---|---|---|---|---|
 ${rows.join("\n")}
+`;
+}
+
+function replaySection(rp: ReplayBenchResult): string {
+  const s = rp.sevenDays;
+  return `## 3c. The replay record and a 7-day replay
+
+The record a replay judges (\`replay_readings\`: per reading only what the classifier reads, and the
+state recorded), from the incident replay's own database (the real watcher's ${n(rp.sourceRecords)} records of one
+backend, ${rp.pollIntervalSeconds} s apart), sized with dbstat after VACUUM, table and indexes:
+
+| | bytes |
+|---|---|
+| per record | ${n(rp.bytesPerRecord)} B |
+| a week of one backend (history.replayDays = 7) | ${mb(rp.weekBytesPerBackend)} |
+| **a week of 1000 backends** | **${mb(rp.weekBytes1000Backends)}** |
+| the alternative: \`samples\` kept a week (${n(rp.bytesPerSample)} B per sample), 1000 backends | ${mb(rp.weekSampleBytes1000Backends)} |
+
+Seven days of one backend (that day tiled: ${n(s.records)} records), in-process, ${s.runs} runs: the real read
+(\`replayRows\`), the replay with 60 s (every reading classified again, as the watcher fed it) and the advice:
+
+| step | p50 ms | max ms |
+|---|---|---|
+| read (SQL + JSON.parse) | ${n(s.readMs.p50, 1)} | ${n(s.readMs.max, 1)} |
+| replay | ${n(s.replayMs.p50, 1)} | ${n(s.replayMs.max, 1)} |
+| advice | ${n(s.adviseMs.p50, 1)} | ${n(s.adviseMs.max, 1)} |
+| all three | ${n(s.totalMs.p50, 1)} | ${n(s.totalMs.max, 1)} |
 `;
 }
 
@@ -621,6 +664,7 @@ ${g
     ok(r.peer) ? peerSection(ok(r.peer)!) : `## 2b. stepwatch and Prometheus, side by side\n\n${why(r.peer)}\n`,
     scale ? scaleSection(scale) : `## 3. Scale of one watcher\n\n${why(r.scale)}\n`,
     st ? storageSection(st) : `## 3b. SQLite per backend per day\n\n${why(r.storage)}\n`,
+    ok(r.replay) ? replaySection(ok(r.replay)!) : `## 3c. The replay record and a 7-day replay\n\n${why(r.replay)}\n`,
     dash ? dashboardSection(dash) : `## 4. Dashboard\n\n${why(r.dashboard)}\n`,
     ok(r.load) ? loadSection(ok(r.load)!) : `## 5. Load: 200 dashboards while the watcher works\n\n${why(r.load)}\n`,
     ok(r.metrics) ? metricsScrapeSection(ok(r.metrics)!) : `## 6. One /metrics scrape at 1000 backends\n\n${why(r.metrics)}\n`,

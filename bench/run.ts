@@ -2,7 +2,7 @@
  * The benchmarks: `npm run bench` (full, about 10 minutes on 2 cores) or `npm run bench -- --quick`
  * (fewer and shorter runs, under two minutes plus a `next build` when .next is missing or stale).
  * Writes bench/results.json and bench/RESULTS.md. Numbers are reported, never asserted.
- * Options: --quick, --only incident,cost,peer,scale,storage,dashboard,load,metrics,reads,cli (storage needs incident;
+ * Options: --quick, --only incident,cost,peer,scale,storage,replay,dashboard,load,metrics,reads,cli (storage and replay need incident;
  * dashboard needs storage), --render (rewrite RESULTS.md from results.json, measuring nothing).
  * With --only, the sections not measured are kept from the stored results.json, and each section
  * records the run and commit it came from (results.sections), so a partial re-run never passes
@@ -24,8 +24,9 @@ import { runCliStartBench } from "./cli-start";
 import { renderReport, SECTION_KEYS, type BenchResults, type SectionKey, type SectionRun } from "./report";
 import { runScaleBench } from "./scale";
 import { runStorageBench } from "./storage";
+import { runReplayBench } from "./replay";
 
-const SECTIONS = ["incident", "cost", "peer", "scale", "storage", "dashboard", "load", "metrics", "reads", "cli"] as const;
+const SECTIONS = ["incident", "cost", "peer", "scale", "storage", "replay", "dashboard", "load", "metrics", "reads", "cli"] as const;
 type Section = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; only: Set<Section>; partial: boolean } {
@@ -114,11 +115,17 @@ async function main(): Promise<void> {
     const dayDb = path.join(work, "day.db");
     if (only.has("incident") || only.has("storage") || only.has("dashboard")) {
       results.incident = await section("incident", "incident replay", () => runIncidentBench({ quick, keepDayDbAs: dayDb }));
+    } else if (only.has("replay")) {
+      // Only for its database: `--only replay` keeps the stored incident figures rather than a run made as a by-product.
+      await section("incident", "incident replay (for the replay record's database)", () => runIncidentBench({ quick, keepDayDbAs: dayDb }));
     }
     if (only.has("cost")) results.cost = await section("cost", "cost of one check", () => runCostBench({ quick }));
     if (only.has("peer")) results.peer = await section("peer", "stepwatch and Prometheus side by side", () => runPeerBench({ quick, log }));
     if ((only.has("storage") || only.has("dashboard")) && fs.existsSync(dayDb)) {
       results.storage = await section("storage", "storage and history", () => runStorageBench({ dayDbPath: dayDb, workDir: work, quick }));
+    }
+    if (only.has("replay") && fs.existsSync(dayDb)) {
+      results.replay = await section("replay", "replay record and a 7-day replay", () => runReplayBench({ dayDbPath: dayDb, workDir: work, quick }));
     }
     if (only.has("scale")) results.scale = await section("scale", "watcher scale", () => runScaleBench({ quick, log }));
     if (only.has("dashboard") && results.storage && !("error" in results.storage)) {

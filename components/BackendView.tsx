@@ -18,6 +18,7 @@ import type { OutagesResponse } from "@/lib/api/types";
 import { OutagesTable, UptimeTable } from "./OutagesTable";
 import { OnCallPanel } from "./OnCallPanel";
 import { RestartDialog } from "./RestartDialog";
+import { ReplayPanel } from "./ReplayPanel";
 import { RestartsTable } from "./RestartsTable";
 import { ErrorBanner } from "./Review";
 import { StateBadge } from "./StateBadge";
@@ -414,6 +415,8 @@ export function BackendView({
       </div>
 
       <Timeline transitions={h?.transitions ?? []} loading={!h} />
+
+      <ReplayPanel id={id} />
 
       <section className="section" data-testid="backend-outages">
         <h2>Outages in this range</h2>

@@ -108,6 +108,31 @@ export const samples = sqliteTable(
   ],
 );
 
+/**
+ * The replay record (lib/core/replay.ts): per reading, only what the classifier reads
+ * (`replayRecord`: no byte counts, no latency histograms, no model lists) and the state the watcher
+ * recorded from it, kept history.replayDays (7 by default) so a week can be judged again with other
+ * thresholds (lib/check/replay.ts). A row of its own rather than `samples` kept longer: a sample
+ * carries the figures, 14 latency columns and three indexes for the history view, a week of which
+ * is several times this table (bench/RESULTS.md "Replay").
+ */
+export const replayReadings = sqliteTable(
+  "replay_readings",
+  {
+    // The rowid itself (no AUTOINCREMENT): ids are never shown, and reuse after a delete is harmless.
+    id: integer("id").primaryKey(),
+    backendId: text("backend_id").notNull(),
+    at: integer("at").notNull(), // ms since epoch
+    state: text("state", { enum: BACKEND_STATES }).notNull(),
+    /** The recorded verdict recommended a restart (a down inside startupGraceSeconds did not). */
+    recommended: integer("recommended", { mode: "boolean" }).notNull(),
+    /** encodeRecord(reading) (lib/core/replay.ts): the classifier's part of it, names shortened, `at` in its column. */
+    reading: text("reading").notNull(),
+  },
+  // By time too: the retention pass for backends no longer configured deletes by age alone.
+  (t) => [index("replay_readings_backend_at").on(t.backendId, t.at), index("replay_readings_at").on(t.at)],
+);
+
 /** What a rollup row holds, alike in `sample_minutes` and `sample_rollups`: the readings' count, means and maxima, the worst state. */
 function rollupColumns() {
   return {

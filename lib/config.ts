@@ -10,6 +10,7 @@ import { DEFAULT_THRESHOLDS, PROBE_CHOICES, type Thresholds } from "./core/types
 import type { CrashLoopRule } from "./core/crash-loop";
 import { ENGINE_CHOICES } from "./core/engine";
 import { LATENCY_EVERY_SECONDS } from "./core/latency";
+import { DEFAULT_REPLAY_DAYS, MAX_REPLAY_DAYS } from "./core/replay";
 import { LABELS_MAX, LABEL_KEY_RE, LABEL_VALUE_MAX } from "./core/labels";
 import { CHANNEL_TYPES, NOTIFICATION_EVENTS } from "./core/events";
 import { buildNetPolicy } from "./net/net-policy";
@@ -29,6 +30,8 @@ export const DEFAULTS = {
   engine: "auto",
   probe: "auto",
   retention: { rawHours: 48, rollupDays: 90 },
+  /** The replay record (db `replay_readings`): the classifier's part of every reading, kept this many days. */
+  history: { replayDays: DEFAULT_REPLAY_DAYS },
   restartCommandTimeoutSeconds: 120,
   webhookMethod: "POST",
   webhookTimeoutSeconds: 30,
@@ -415,6 +418,12 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       crashLoop: crashLoop
         .default({})
         .transform((c) => ({ restarts: c.restarts ?? DEFAULTS.crashLoop.restarts, windowMinutes: c.windowMinutes ?? DEFAULTS.crashLoop.windowMinutes })),
+      /** What a replay can go back over (lib/check/replay.ts): whole days, 0 keeps no record. */
+      history: z
+        .strictObject({
+          replayDays: z.number().int().min(0).max(MAX_REPLAY_DAYS).default(DEFAULTS.history.replayDays),
+        })
+        .default({ ...DEFAULTS.history }),
       backends: z.array(backend).default([]),
       proxies: z.array(proxy).default([]),
       operators: z.array(operator).default([]),

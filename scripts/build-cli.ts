@@ -36,6 +36,9 @@ async function main(): Promise<void> {
     keepNames: true,
     banner: { js: "#!/usr/bin/env node" },
     plugins: [leanUndici],
+    // replay/advise open the SQLite file through an installed stepwatch's better-sqlite3 (a native
+    // module cannot be bundled); `check` never loads it, so the file alone still runs a probe.
+    external: ["better-sqlite3"],
     metafile: meta,
     logLevel: "warning",
   });

@@ -10,6 +10,7 @@ import { getTableConfig, SQLiteTable } from "drizzle-orm/sqlite-core";
 import type { PoolClient } from "pg";
 import * as sqliteSchema from "../schema";
 import type { PgHandle } from "./client";
+import { isRowId } from "./mirror";
 
 /** Every table of the SQLite schema, by name, with its column names. */
 export function sqliteTables(): Array<{ name: string; columns: string[]; identity: boolean }> {
@@ -18,7 +19,7 @@ export function sqliteTables(): Array<{ name: string; columns: string[]; identit
     .map((t) => {
       const cfg = getTableConfig(t);
       const columns = cfg.columns.map((c) => c.name);
-      const identity = cfg.columns.some((c) => c.primary && (c as { autoIncrement?: boolean }).autoIncrement === true);
+      const identity = cfg.columns.some(isRowId);
       return { name: cfg.name, columns, identity };
     });
 }

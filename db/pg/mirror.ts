@@ -22,9 +22,13 @@ export function pgTypeOf(column: SQLiteColumn): "bigint" | "double precision" | 
   throw new Error(`db/pg/mirror: no PostgreSQL type for SQLite ${t} (column ${column.name})`);
 }
 
+/** SQLite's `integer primary key` is the rowid: numbered by the database when not given, with or without autoincrement. */
+export function isRowId(c: SQLiteColumn): boolean {
+  return c.primary && c.getSQLType().toLowerCase() === "integer";
+}
+
 function columnOf(c: SQLiteColumn): PgColumnBuilderBase {
-  const auto = (c as SQLiteColumn & { autoIncrement?: boolean }).autoIncrement === true;
-  if (c.primary && auto) return bigint(c.name, { mode: "number" }).primaryKey().generatedByDefaultAsIdentity();
+  if (isRowId(c)) return bigint(c.name, { mode: "number" }).primaryKey().generatedByDefaultAsIdentity();
   const type = pgTypeOf(c);
   // node-postgres returns bigint as text (it can exceed 2^53); these hold times and counts well below.
   const fromPg = (v: unknown) => (type === "bigint" && typeof v === "string" ? Number(v) : v);

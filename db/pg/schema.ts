@@ -10,6 +10,7 @@ import * as sqlite from "../schema";
 import { mirrorTable } from "./mirror";
 
 export const samples = mirrorTable(sqlite.samples);
+export const replayReadings = mirrorTable(sqlite.replayReadings);
 export const sampleMinutes = mirrorTable(sqlite.sampleMinutes);
 export const sampleRollups = mirrorTable(sqlite.sampleRollups);
 export const transitions = mirrorTable(sqlite.transitions);

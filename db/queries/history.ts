@@ -6,6 +6,7 @@ import type Database from "better-sqlite3";
 import { and, count, SQL } from "drizzle-orm";
 import type { BackendState } from "../../lib/core/states";
 import { LATENCY_FIELDS } from "../../lib/core/latency";
+import { DEFAULT_REPLAY_DAYS } from "../../lib/core/replay";
 import { columnsFrom, figureColumn, HISTORY_FIGURES } from "../../lib/core/history";
 import type { HistoryColumns } from "../../lib/core/history";
 import type { Db } from "../types";
@@ -240,10 +241,12 @@ function scopeSql(scope: RetentionScope | undefined, col = "backend_id"): { wher
   return { where: `AND ${col} NOT IN (SELECT value FROM json_each(@ids))`, ids: JSON.stringify(scope.except) };
 }
 
-export function applyRetention(db: Db, opts: { now: number; rawHours: number; rollupDays: number; scope?: RetentionScope }): RetentionResult {
+export function applyRetention(db: Db, opts: { now: number; rawHours: number; rollupDays: number; replayDays?: number; scope?: RetentionScope }): RetentionResult {
   const rawCutoff = Math.floor((opts.now - opts.rawHours * 3600_000) / 60_000) * 60_000;
   const foldCutoff = Math.max(rawCutoff, Math.floor((opts.now - FOLD_AFTER_MS) / 60_000) * 60_000);
   const rollupCutoff = opts.now - opts.rollupDays * 86_400_000;
+  // The replay record (db/queries/replay.ts) is kept whole days, apart from the raw samples.
+  const replayCutoff = opts.now - (opts.replayDays ?? DEFAULT_REPLAY_DAYS) * 86_400_000;
   const client = db.$client;
   const scope = scopeSql(opts.scope);
   const params = (p: Record<string, number>) => (scope.ids === null ? p : { ...p, ids: scope.ids });
@@ -266,6 +269,7 @@ export function applyRetention(db: Db, opts: { now: number; rawHours: number; ro
   );
   const markFolded = client.prepare(`UPDATE samples SET folded = 1 WHERE folded = 0 AND at < @cutoff ${scope.where}`);
   const delRaw = client.prepare(`DELETE FROM samples WHERE at < @cutoff ${scope.where}`);
+  const delReplay = client.prepare(`DELETE FROM replay_readings WHERE at < @cutoff ${scope.where}`);
   const delRollups = client.prepare(`DELETE FROM sample_minutes WHERE minute < @cutoff ${scope.where}`);
   // Per width, so the (width_ms, start) index finds them (start + width_ms <= cutoff would scan the table).
   const delWindows = ROLLUP_WIDTHS_MS.map((w) => client.prepare(`DELETE FROM sample_rollups WHERE width_ms = ${w} AND start <= @cutoff - ${w} ${scope.where}`));
@@ -281,6 +285,7 @@ export function applyRetention(db: Db, opts: { now: number; rawHours: number; ro
     const deletedSamples = delRaw.run(params({ cutoff: rawCutoff })).changes;
     const deletedRollups = delRollups.run(params({ cutoff: rollupCutoff })).changes;
     for (const del of delWindows) del.run(params({ cutoff: rollupCutoff }));
+    delReplay.run(params({ cutoff: replayCutoff }));
     return { rolledMinutes: rolled, deletedSamples, deletedRollups };
   })();
 }

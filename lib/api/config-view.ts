@@ -57,6 +57,7 @@ export function configView(c: Config, status: ConfigStatus, demo: boolean, readT
       readThreads: c.readThreads,
       readThreadsRunning,
       retention: { rawHours: c.retention.rawHours, rollupDays: c.retention.rollupDays },
+      history: { replayDays: c.history.replayDays },
       metricsBearerToken: c.metrics.bearerToken === null ? null : shownSecret(at(raw, "metrics", "bearerToken")),
     },
     backends: c.backends.map((b, i) => {

@@ -13,6 +13,7 @@ import type { HistoryColumns, Transition } from "../core/history";
 import type { AvailabilityPeriod, Outage, UptimeWindow } from "../core/outages";
 import type { Acknowledgement, Maintenance } from "../core/oncall";
 import type { Labels } from "../core/labels";
+import type { Advice, ReplayReport } from "../core/replay";
 
 export interface FleetBackend extends Figures {
   id: string;
@@ -246,6 +247,7 @@ export interface ConfigView {
     | "latencyEverySeconds"
     | "readThreads"
     | "retention"
+    | "history"
   > & {
     /** Read threads running now (taken at start: a reload that asks for another number keeps these). */
     readThreadsRunning: number;
@@ -332,3 +334,8 @@ export interface Viewer {
   name: string;
   role: "operator" | "viewer";
 }
+
+/** GET /api/backends/{id}/replay: the record judged again with candidate thresholds (lib/check/replay.ts). */
+export type ReplayResponse = ReplayReport;
+/** GET /api/backends/{id}/advice: settings advised from the record, never applied. */
+export type AdviceResponse = Advice;

@@ -25,6 +25,11 @@ export interface ClassifyInput {
   pendingRestart?: PendingRestart | null;
   /** The backend's `probe` setting (default "auto"); "none": idle is judged from metrics alone. */
   probe?: ProbeChoice;
+  /**
+   * The engine's minimum stuck window in place of its adapter's: only a replay asks (lib/check/replay.ts,
+   * "what if SGLang's 150 s were 90 s"); the watcher and the CLI leave it to the adapter.
+   */
+  minStuckWindowSeconds?: number;
 }
 
 type Judgement = { state: BackendState; reasons: Reason[]; restartRecommended?: boolean; configProblem?: string };
@@ -35,7 +40,7 @@ export function classify(input: ClassifyInput): Verdict {
   // A read this process saw late is evidence of nothing (lib/check/late.ts): judged without it, a
   // late newest read leaves the verdict of the reads before it, with the reason first.
   const judged = all.some(seenLate) ? all.filter((r) => !seenLate(r)) : all; // no copy per poll when none is
-  let core: Judgement = judged.length > 0 ? judge(judged, input.thresholds, input.probe ?? "auto") : { state: "unknown", reasons: [] };
+  let core: Judgement = judged.length > 0 ? judge(judged, input.thresholds, input.probe ?? "auto", input.minStuckWindowSeconds) : { state: "unknown", reasons: [] };
   if (seenLate(input.reading)) core = { ...core, reasons: [lateReason(input.reading), ...core.reasons] };
   const pending = input.pendingRestart;
   if (!pending) return verdict(core, rates, all);
@@ -100,7 +105,7 @@ export function isAsleep(r: Reading): boolean {
   return Object.values(m.engines ?? {}).some((e) => e.asleep === true);
 }
 
-function judge(all: Reading[], t: Thresholds, probe: ProbeChoice): Judgement {
+function judge(all: Reading[], t: Thresholds, probe: ProbeChoice, minWindowOverride?: number): Judgement {
   const cur = all[all.length - 1];
   // vLLM sleep mode (checked on 0.29: engine_sleep_state) and llama.cpp --sleep-idle-seconds: put to
   // sleep on purpose; /health answers and the gauges read 0, but a completion pends until it wakes.
@@ -132,7 +137,7 @@ function judge(all: Reading[], t: Thresholds, probe: ProbeChoice): Judgement {
   }
   if (!prev) return { state: "unknown", reasons: [reason("first-read", `first read: ${load(m)}; progress needs a second read`)] };
 
-  const minWindow = rulesOf(cur.engine).minStuckWindowSeconds;
+  const minWindow = minWindowOverride ?? rulesOf(cur.engine).minStuckWindowSeconds;
   const ids = Object.keys(m.engines ?? {});
   if (ids.length < 2) {
     const j = judgeSlice(segment, null, t, minWindow);

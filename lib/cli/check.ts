@@ -9,6 +9,7 @@ import { checkBackend, checkProxy, exitCode, EXIT, UnresolvedHostError, WaitTooS
 import { STATE_INFO, type BackendState } from "../core/states";
 import { PROBE_CHOICES, type ProbeChoice } from "../core/types";
 import { ENGINE_CHOICES, ENGINE_LABELS, type EngineChoice } from "../core/engine";
+import { replayMain } from "./replay";
 
 const USAGE = `usage: stepwatch check <url> [--proxy] [--wait SECONDS] [--json]
           [--api-key KEY | --api-key env:NAME] [--model NAME] [--timeout SECONDS] [--probe-timeout SECONDS]
@@ -50,6 +51,12 @@ function secret(value: string | undefined): string | undefined {
 }
 
 async function main(): Promise<void> {
+  // `stepwatch replay|advise BACKEND ...` (lib/cli/replay.ts): the server's record, not a backend; flags of their own.
+  const sub = process.argv[2];
+  if (sub === "replay" || sub === "advise") {
+    process.exitCode = await replayMain(sub, process.argv.slice(3));
+    return;
+  }
   let parsed;
   try {
     parsed = parseArgs({

@@ -375,10 +375,10 @@ function retentionJob(p: Parts, backends: ReadonlyMap<string, BackendMonitor>): 
       const ids = [...backends.keys()];
       const now = p.clock.now();
       for (let i = 0; i < ids.length; i += RETENTION_CHUNK) {
-        add(applyRetention(p.opts.db, { now, ...p.config.retention, scope: { only: ids.slice(i, i + RETENTION_CHUNK) } }));
+        add(applyRetention(p.opts.db, { now, ...p.config.retention, replayDays: p.config.history.replayDays, scope: { only: ids.slice(i, i + RETENTION_CHUNK) } }));
         await p.clock.sleep(0, p.signal);
       }
-      add(applyRetention(p.opts.db, { now, ...p.config.retention, scope: { except: ids } }));
+      add(applyRetention(p.opts.db, { now, ...p.config.retention, replayDays: p.config.history.replayDays, scope: { except: ids } }));
       return total;
     } catch (e) {
       if (!p.signal.aborted) p.store.fail("retention job failed", e);

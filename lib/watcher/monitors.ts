@@ -4,6 +4,7 @@
  * backend's history and pending restart, and records what it decided.
  */
 import { sampleRow, type TargetKind } from "../../db/queries/readings";
+import { replayRow } from "../../db/queries/replay";
 import type { RestartEventRow } from "../../db/schema";
 import type { observe as observeFn, Reader } from "../check/observe";
 import type { BackendTarget, ReadOptions } from "../check/read";
@@ -197,7 +198,7 @@ export class BackendMonitor {
     recordState(this, store, "backend", reading.at, verdict.state, verdict.reasons);
     if (this.storedState !== before) this.previousState = before;
     this.onCall(reading, verdict);
-    store.enqueueSample({ ...sampleRow(this.config.id, reading, verdict), ...latency });
+    store.enqueueSample({ ...sampleRow(this.config.id, reading, verdict), ...latency }, replayRow(this.config.id, reading, verdict));
   }
 
   private pooled: Reader | null = null;

@@ -10,6 +10,7 @@ import { lastRestartOf, latestRestartsOf, resolveRestart } from "../../db/querie
 import { insertSamples, insertTransition, lastTransition, recentReadings, type NewSample, type NewTransition, type TargetKind } from "../../db/queries/readings";
 import { countRestartsBy, lastNotificationOf } from "../../db/queries/oncall";
 import { insertProcessStart, othersStartsSince, type NewProcessStart } from "../../db/queries/processes";
+import { insertReplayRows, type NewReplayRow } from "../../db/queries/replay";
 import type { NotificationRow, RestartEventRow, TransitionRow } from "../../db/schema";
 import type { Reading } from "../core/types";
 
@@ -23,6 +24,8 @@ export const STORE_LIMITS: StoreLimits = { maxQueuedSamples: 10_000, maxQueuedTr
 
 export class WatchStore {
   private samples: NewSample[] = [];
+  /** The replay record of each queued sample (db/queries/replay.ts), dropped with it when over the limit. */
+  private replays: NewReplayRow[] = [];
   private transitions: NewTransition[] = [];
   /** New processes seen (rare: one per restart), kept with the transitions when writes fail. */
   private starts: NewProcessStart[] = [];
@@ -48,13 +51,16 @@ export class WatchStore {
     return this.samples.length + this.transitions.length + this.starts.length + this.after.length;
   }
 
-  enqueueSample(row: NewSample): void {
+  enqueueSample(row: NewSample, replay?: NewReplayRow): void {
     this.samples.push(row);
+    if (replay) this.replays.push(replay);
     const over = this.samples.length - this.limits.maxQueuedSamples;
     if (over > 0) {
       this.samples.splice(0, over);
       this.dropped += over;
     }
+    const overReplays = this.replays.length - this.limits.maxQueuedSamples;
+    if (overReplays > 0) this.replays.splice(0, overReplays);
   }
 
   enqueueTransition(row: NewTransition): void {
@@ -84,17 +90,20 @@ export class WatchStore {
   flush(): boolean {
     if (this.queued === 0) return true;
     const samples = this.samples;
+    const replays = this.replays;
     const transitions = this.transitions;
     const starts = this.starts;
     const after = this.after;
     try {
       this.db.$client.transaction(() => {
         insertSamples(this.db, samples);
+        insertReplayRows(this.db.$client, replays);
         for (const t of transitions) insertTransition(this.db, t);
         for (const p of starts) insertProcessStart(this.db, p);
         for (const w of after) w();
       })();
       this.samples = this.samples.slice(samples.length);
+      this.replays = this.replays.slice(replays.length);
       this.transitions = this.transitions.slice(transitions.length);
       this.starts = this.starts.slice(starts.length);
       this.after = this.after.slice(after.length);

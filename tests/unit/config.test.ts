@@ -34,6 +34,7 @@ describe("parseConfig", () => {
     expect(c.pollIntervalSeconds).toBe(2);
     expect(c.stuckAfterSeconds).toBe(DEFAULTS.stuckAfterSeconds);
     expect(c.retention).toEqual({ rawHours: 48, rollupDays: 90 });
+    expect(c.history).toEqual({ replayDays: 7 });
     expect(c.backends[0].url).toBe("http://127.0.0.1:8000");
     expect(c.backends[0].apiKey).toBe("sk-secret");
     expect(c.backends[0].restart).toEqual({ kind: "command", command: ["systemctl", "restart", "vllm"], timeoutSeconds: DEFAULTS.restartCommandTimeoutSeconds });
@@ -130,6 +131,9 @@ describe("parseConfig", () => {
     ["retention.rawHours", (j) => (j.retention = { rawHours: 0 }), /^retention\.rawHours: /],
     ["retention.rollupDays", (j) => (j.retention = { rollupDays: "90" }), /^retention\.rollupDays: /],
     ["retention unknown", (j) => (j.retention = { days: 3 }), /^retention\.days: unknown field$/],
+    ["history.replayDays negative", (j) => (j.history = { replayDays: -1 }), /^history\.replayDays: /],
+    ["history.replayDays over 31", (j) => (j.history = { replayDays: 32 }), /^history\.replayDays: /],
+    ["history.replayDays a fraction", (j) => (j.history = { replayDays: 1.5 }), /^history\.replayDays: /],
     ["backends", (j) => (j.backends = {}), /^backends: /],
     ["backends[1].url", (j) => (j.backends[1].url = "not a url"), /^backends\[1\]\.url: Invalid URL$/],
     ["backends[0].url scheme", (j) => (j.backends[0].url = "ftp://x"), /^backends\[0\]\.url: Invalid URL$/],

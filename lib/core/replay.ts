@@ -1,0 +1,232 @@
+/**
+ * The words of a replay (a stored period of readings re-judged with other thresholds) and of the
+ * advice drawn from it: the record kept per reading, the report, the advice. Here because four
+ * layers speak them: db/ stores the record, lib/check/replay.ts makes the report, the CLI prints it
+ * and lib/api answers it (its DTOs are these types). Pure.
+ */
+import { capList, capText } from "./caps";
+import type { BackendState } from "./states";
+import type { Reading, Reason } from "./types";
+
+/** How many days of replay records are kept per backend by default (config `history.replayDays`). */
+export const DEFAULT_REPLAY_DAYS = 7;
+/** The most `history.replayDays` may say: a record past it would be a second sample table. */
+export const MAX_REPLAY_DAYS = 31;
+
+/**
+ * The part of a reading the classifier reads (lib/check/classify.ts) and nothing else: no byte
+ * counts, no latency histograms (vLLM's cumulative buckets are most of a stored reading), no model
+ * list in the metrics (the classifier names models only from /v1/models, kept to five names and a
+ * count). Lists and texts are capped (lib/core/caps.ts) like everything kept from a backend, so one
+ * record has a bound whatever the backend sends.
+ */
+export function replayRecord(r: Reading): Reading {
+  const { bytes: _bytes, latency: _latency, ...rest } = r;
+  const out: Reading = { ...rest, latencyMs: Math.round(r.latencyMs) };
+  if (r.error !== undefined) out.error = capText(r.error);
+  if (r.metrics) out.metrics = { ...r.metrics, models: [] };
+  if (r.models) out.models = { ...r.models, ids: capList(r.models.ids, 5) };
+  if (r.probe?.error !== undefined) out.probe = { ...r.probe, error: capText(r.probe.error) };
+  return out;
+}
+
+/**
+ * The record's text: replayRecord's JSON with its field names shortened (a week of 1000 backends is
+ * ~120 million rows, and a vLLM reading's names were two thirds of its bytes), the adapter's
+ * evidence and cadence words as letters, and `at` left to its own column. Names this table does not
+ * know are kept as they are (no short name is a field name), so a field added to Reading later is
+ * stored, longer, rather than lost. decodeRecord(encodeRecord(r), r.at) deep-equals replayRecord(r).
+ */
+const SHORT: Record<string, string> = {
+  latencyMs: "l", outcome: "o", status: "s", error: "E", engine: "e", asleep: "z", loading: "L", noMetrics: "N",
+  health: "h", models: "O", ids: "i", probe: "q", watcherLateMs: "t", metrics: "m",
+  // ProbeResult
+  ok: "K", at: "A", kind: "d", fallbackFrom: "f", cannotSucceed: "C",
+  // EngineMetrics / EngineSlice
+  running: "r", waiting: "w", waitingCapacity: "W", steps: "S", promptTokens: "P", generationTokens: "G",
+  finishedRequests: "F", kvCacheUsage: "k", preemptions: "x", throughput: "T", slotsPerStep: "b",
+  processStartTime: "p", processToken: "n", engines: "g", sleepLevel: "Z", evidence: "v", cadence: "c",
+};
+const LONG: Record<string, string> = Object.fromEntries(Object.entries(SHORT).map(([k, v]) => [v, k]));
+const WORDS: Record<string, string> = {
+  steps: "s", promptTokens: "p", generationTokens: "g", finishedRequests: "f", throughput: "t",
+  step: "S", "scheduler-log": "L", "request-end": "R", "scrape-window": "W",
+};
+const UNWORD: Record<string, string> = Object.fromEntries(Object.entries(WORDS).map(([k, v]) => [v, k]));
+
+/** Objects whose keys are data (an engine id), not field names: their values are renamed, their keys kept. */
+const KEYED = new Set(["engines"]);
+
+function rename(x: unknown, names: Record<string, string>, keyed: boolean): unknown {
+  if (Array.isArray(x)) return x.map((v) => rename(v, names, false));
+  if (x === null || typeof x !== "object") return x;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(x)) {
+    if (keyed) {
+      out[k] = rename(v, names, false);
+      continue;
+    }
+    const long = names === SHORT ? k : (LONG[k] ?? k);
+    out[names[k] ?? k] = rename(v, names, KEYED.has(long));
+  }
+  return out;
+}
+
+export function encodeRecord(r: Reading): string {
+  const { at: _at, ...rest } = replayRecord(r);
+  const m = rest.metrics;
+  const metrics = m
+    ? {
+        ...m,
+        // Letters only when every word has one: an adapter's new word is kept as it is.
+        evidence: m.evidence?.every((e) => WORDS[e]) ? m.evidence.map((e) => WORDS[e]).join("") : m.evidence,
+        cadence: m.cadence && Object.entries(m.cadence).every(([k, v]) => WORDS[k] && WORDS[v!]) ? Object.entries(m.cadence).map(([k, v]) => `${WORDS[k]}${WORDS[v!]}`).join(",") : m.cadence,
+      }
+    : m;
+  return JSON.stringify(rename({ ...rest, metrics }, SHORT, false));
+}
+
+export function decodeRecord(text: string, at: number): Reading {
+  const r = rename(JSON.parse(text), LONG, false) as Reading;
+  const m = r.metrics as (Record<string, unknown> & { evidence?: unknown; cadence?: unknown }) | null;
+  if (m) {
+    if (typeof m.evidence === "string") m.evidence = [...m.evidence].map((c) => UNWORD[c] ?? c);
+    if (typeof m.cadence === "string") {
+      m.cadence = Object.fromEntries(m.cadence.split(",").filter(Boolean).map((p) => [UNWORD[p[0]] ?? p[0], UNWORD[p.slice(1)] ?? p.slice(1)]));
+    }
+  }
+  return { ...r, at };
+}
+
+/** One stored record: the reading, and what the watcher decided from it then. */
+export interface ReplayRow {
+  reading: Reading;
+  /** The state the watcher recorded for this reading. */
+  state: BackendState;
+  /** Whether that verdict recommended a restart (a down inside startupGraceSeconds did not). */
+  recommended: boolean;
+}
+
+/** The thresholds a replay is run with; each one not given is the backend's configured value. */
+export interface ReplayThresholds {
+  stuckAfterSeconds: number;
+  startupGraceSeconds: number;
+  /** Judge only a reading every this many seconds (a slower poll), or every stored one (null). */
+  pollIntervalSeconds: number | null;
+  /** The engine's minimum stuck window, in place of its adapter's (null: the adapter's). */
+  minStuckWindowSeconds: number | null;
+}
+
+/** A run of restart recommendations: from the first reading that recommended one to the last. */
+export interface Episode {
+  from: number;
+  to: number;
+  state: BackendState;
+  reasons: Reason[];
+}
+
+/** How one recommendation changes with the candidate thresholds. */
+export type EpisodeChange = "new" | "never" | "earlier" | "later" | "same";
+
+export interface EpisodeComparison {
+  change: EpisodeChange;
+  /** The replayed recommendation (null for "never"). */
+  replayed: Episode | null;
+  /** The recorded one (null for "new"). */
+  recorded: Episode | null;
+  /** replayed.from - recorded.from, seconds, when both exist. */
+  shiftSeconds: number | null;
+  /** In words, with the time and the reason. */
+  text: string;
+}
+
+/** A stretch where the replayed state is not the one recorded. */
+export interface StateChange {
+  from: number;
+  to: number;
+  recorded: BackendState;
+  replayed: BackendState;
+  reasons: Reason[];
+}
+
+/** A run of reads with work and no progress that ended in progress, in one process. */
+export interface HealthyGap {
+  /** The first read of the run (the figures it held stayed the same until `to`). */
+  from: number;
+  /** The last read without progress. */
+  to: number;
+  /** to - from: what the classifier measured as "0 new steps in N s" at its longest. */
+  seconds: number;
+  /** Until the read that showed progress again: the gap is at most this long. */
+  upToSeconds: number;
+  engine: string | null;
+  running: number;
+  waiting: number;
+}
+
+/** A process seen in the period: when it started (if exposed), when it first served. */
+export interface ProcessSpan {
+  firstAt: number;
+  lastAt: number;
+  startedAt: number | null;
+  /** The first read that showed it serving (progress or an answered probe); null if it never did. */
+  servingAt: number | null;
+  /** From the start (or the first refused read before it) to serving, seconds. */
+  startupSeconds: number | null;
+}
+
+export interface ReplayReport {
+  backendId: string;
+  from: number;
+  to: number;
+  thresholds: ReplayThresholds;
+  /** Stored readings in the period, and how many were judged (fewer with a slower poll). */
+  readings: number;
+  judged: number;
+  /** Processes in the period, oldest first: counters of two are never compared. */
+  processes: ProcessSpan[];
+  recorded: { recommendations: number; stuck: number };
+  replayed: { recommendations: number; stuck: number };
+  comparisons: EpisodeComparison[];
+  /** State differences, oldest first, at most MAX_CHANGES (then `changesLeftOff`). */
+  changes: StateChange[];
+  changesLeftOff: number;
+  /** The longest healthy gap without progress (null when there was none). */
+  longestHealthyGap: HealthyGap | null;
+  /** One sentence: what these thresholds would have changed. */
+  summary: string;
+  /** What a replay cannot tell (restart requests, probes sent then): said, not hidden. */
+  notes: string[];
+}
+
+export const MAX_CHANGES = 500;
+
+/** A recommended value, what it is drawn from, and its margin. */
+export interface AdvisedValue {
+  seconds: number;
+  /** The observed figure it rests on (seconds), or null when the period showed none. */
+  observedSeconds: number | null;
+  margin: string;
+  why: string;
+}
+
+export interface Advice {
+  backendId: string;
+  from: number;
+  to: number;
+  readings: number;
+  engine: string | null;
+  /** The longest healthy gaps, longest first (at most 10), and the longest by load. */
+  healthyGaps: HealthyGap[];
+  gapsByLoad: Array<{ load: string; count: number; longestSeconds: number }>;
+  processes: ProcessSpan[];
+  probe: { count: number; p50Ms: number | null; p99Ms: number | null; maxMs: number | null };
+  metrics: { p50Ms: number | null; p99Ms: number | null; maxMs: number | null };
+  current: { stuckAfterSeconds: number; startupGraceSeconds: number; probeTimeoutSeconds: number; pollIntervalSeconds: number };
+  recommended: { stuckAfterSeconds: AdvisedValue; startupGraceSeconds: AdvisedValue; probeTimeoutSeconds: AdvisedValue };
+  /** The config lines to set (never applied by stepwatch). */
+  config: Record<string, number>;
+  kubernetes: string;
+  systemd: string;
+  notes: string[];
+}
