@@ -12,6 +12,8 @@ const p = (over: Partial<NotificationPayload> = {}): NotificationPayload => ({
   at: "2026-12-01T03:05:00.000Z",
   link: "https://sw.example.org/backends/gb10-a",
   details: {},
+  labels: {},
+  acknowledgeLink: null,
   ...over,
 });
 
