@@ -75,16 +75,26 @@ export function deliverable(db: Db, now: number): DueDelivery[] {
 /**
  * Gives never-sent deliveries the id of the message that carries them, before it is sent, and one
  * due time (`now`): a crash after the send and before the attempt is recorded retries the same
- * message, whole, with the same id. Returns how many it claimed (fewer than asked: some were
- * claimed already).
+ * message, whole, with the same id. All or none: false (and nothing changed) when any of them was
+ * claimed already.
  */
-export function claimMessage(db: Db, deliveryIds: number[], messageUid: string, now: number): number {
-  if (deliveryIds.length === 0) return 0;
-  return db
-    .update(notificationDeliveries)
-    .set({ messageUid, nextAttemptAt: now })
-    .where(and(inArray(notificationDeliveries.id, deliveryIds), isNull(notificationDeliveries.messageUid)))
-    .run().changes;
+export function claimMessage(db: Db, deliveryIds: number[], messageUid: string, now: number): boolean {
+  if (deliveryIds.length === 0) return false;
+  const partly = new Error("claimed already");
+  try {
+    db.$client.transaction(() => {
+      const n = db
+        .update(notificationDeliveries)
+        .set({ messageUid, nextAttemptAt: now })
+        .where(and(inArray(notificationDeliveries.id, deliveryIds), isNull(notificationDeliveries.messageUid)))
+        .run().changes;
+      if (n !== deliveryIds.length) throw partly; // rolls the claim back
+    })();
+    return true;
+  } catch (e) {
+    if (e === partly) return false;
+    throw e;
+  }
 }
 
 /** The earliest next attempt of any pending delivery (the loop sleeps until then), or null; deliveries in flight left out. */

@@ -229,7 +229,7 @@ export class Outbox {
     const started: Promise<void>[] = [];
     for (const m of dueMessages(deliverable(this.db, now), now, this.inFlight).slice(0, room)) {
       // Its members and id are on disk before the first send: a retry, after a crash too, sends the same message.
-      if (m.fresh && claimMessage(this.db, m.members.map((x) => x.delivery.id), m.id, now) !== m.members.length) continue;
+      if (m.fresh && !claimMessage(this.db, m.members.map((x) => x.delivery.id), m.id, now)) continue;
       started.push(this.attempt(m, signal));
     }
     return started;
