@@ -3,7 +3,8 @@
  * `--count`, one child process), the real watcher polling them, a real SQLite file, real webhook,
  * Slack- and ntfy-shaped receivers on 127.0.0.1. 20 of them crash at once: each channel gets ONE
  * message naming the 20 (with the count and their labels) within the group window, and one more
- * when they come back; the 180 healthy ones are never named. Waits are bounded; no timing is
+ * when they come back; the 180 healthy ones are never named, nor a 21st that crashes with them
+ * while in maintenance (muting stays per backend). Waits are bounded; no timing is
  * asserted beyond "within the window plus slack" (the bounded waits).
  */
 import fs from "node:fs";
@@ -22,6 +23,8 @@ import { call, waitFor } from "./sim-support";
 
 const COUNT = 200;
 const FAILING = 20;
+/** Crashes with them, in maintenance from the config: muted, so in no message. */
+const IN_MAINTENANCE = 7;
 /** The default group window (10 s); the polls of 20 crashed servers find them within about one interval. */
 const WAIT_S = DEFAULTS.notifications.groupWaitSeconds;
 /** How long the 20 stay down (the simulator brings them back by itself). */
@@ -47,6 +50,9 @@ beforeAll(async () => {
       // Two refused reads make a proven down at once: the storm is what this test is about.
       startupGraceSeconds: 0,
       backends: urls.map((url, i) => ({ id: ids()[i], url, labels: labelsOf(i) })),
+      maintenance: [
+        { backends: [ids()[IN_MAINTENANCE]], start: new Date(Date.now() - 3600_000).toISOString(), end: new Date(Date.now() + 3600_000).toISOString(), note: "driver update" },
+      ],
       notifications: {
         publicUrl: "http://stepwatch.test",
         recoveredAfterSeconds: 1,
@@ -80,8 +86,9 @@ describe("20 of 200 simulated backends failing at once", () => {
     // Spread over the fleet, not a block: the monitors poll in slots across the interval.
     const failing = Array.from({ length: FAILING }, (_, k) => k * 10 + 3);
     const failingIds = failing.map((i) => ids()[i]).sort();
-    const answers = await Promise.all(failing.map((i) => call(`${urls[i]}/_sim/mode`, { body: { mode: "crash", forSeconds: DOWN_S } })));
-    expect(answers.map((a) => a.status)).toEqual(failing.map(() => 202));
+    const crashed = [...failing, IN_MAINTENANCE];
+    const answers = await Promise.all(crashed.map((i) => call(`${urls[i]}/_sim/mode`, { body: { mode: "crash", forSeconds: DOWN_S } })));
+    expect(answers.map((a) => a.status)).toEqual(crashed.map(() => 202));
 
     // Down takes two refused reads (two intervals), then the window: within 30 s.
     await waitFor("a problem message on every channel", () => ["/hook", "/slack", "/ntfy"].every((p) => received(p).length >= 1), 30_000, 100);
