@@ -76,10 +76,12 @@ export function dueMessages(rows: DueDelivery[], now: number, inFlight: Readonly
     if (d.messageUid !== null || d.attempts > 0) {
       if (d.nextAttemptAt > now) continue;
       const id = d.messageUid ?? r.notification.uid;
-      let m = sent.get(id);
+      // By channel too: a lone notification's message has its id on every channel that takes it.
+      const key = messageKey({ channelId: d.channelId, id });
+      let m = sent.get(key);
       if (!m) {
         m = { id, channelId: d.channelId, group: groupOf(r.notification), members: [], fresh: false };
-        sent.set(id, m);
+        sent.set(key, m);
         out.push(m);
       }
       m.members.push(r);

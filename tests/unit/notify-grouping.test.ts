@@ -70,6 +70,13 @@ describe("grouping", () => {
       ["ops", "m1", 2, false],
       ["ops", legacy.notification.uid, 1, false],
     ]);
+    // One notification's lone message to two channels: two messages with one id, each retried on its own.
+    const ops = row({ dueAt: 90, uid: "n-x", messageUid: "n-x", attempts: 1 });
+    const chat = { ...ops, delivery: { ...ops.delivery, id: ops.delivery.id + 1000, channelId: "chat" } };
+    expect(dueMessages([ops, chat], 100, new Set()).map((m) => [m.channelId, m.id, m.members.length])).toEqual([
+      ["ops", "n-x", 1],
+      ["chat", "n-x", 1],
+    ]);
     // In flight: left out (by channel and id).
     expect(dueMessages([sent1, sent2], 100, new Set(["ops\u0000m1"]))).toEqual([]);
     expect(dueMessages([a, b], 99, new Set())).toEqual([]);
