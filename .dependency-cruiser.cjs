@@ -10,7 +10,7 @@
  *   lib/check/                      read, probe, judge (pure classifier)     -> the above
  *   lib/config.ts                   the config schema                        -> core, net
  *   db/                             schema, queries, migrations              -> core
- *   lib/{watcher,notify,oncall,restart,auth,outages}   features             -> the above, each other
+ *   lib/{watcher,notify,oncall,restart,auth,outages,cluster}  features            -> the above, each other
  *   lib/cli/                        the CLI's entry points                   -> measure/judge, config, auth
  *   lib/api/                        the route surface and the export         -> all of the above, the root
  *   lib/runtime.ts, lib/reload.ts   the root: builds every dependency
@@ -25,7 +25,7 @@ const ENGINES = "^lib/engines/";
 const CHECK = "^lib/check/";
 const CONFIG = "^lib/config\\.ts$";
 const DB = "^db/";
-const FEATURES = "^lib/(watcher|notify|oncall|restart|auth|outages)(/|\\.ts$)";
+const FEATURES = "^lib/(watcher|notify|oncall|restart|auth|outages|cluster)(/|\\.ts$)";
 const CLI = "^lib/cli/";
 const SURFACE = "^lib/api/";
 const ROOT = "^lib/(runtime|reload)\\.ts$";

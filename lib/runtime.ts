@@ -21,6 +21,7 @@ import { authHolder } from "./auth/state";
 import { startWatcher, type Watcher } from "./watcher";
 import { tuneHeapForWatcher } from "./watcher/heap";
 import { fleetSnapshot } from "./api/snapshot";
+import { replicaIdFrom, soleLeader, type Leadership } from "./cluster/leadership";
 
 export interface Runtime {
   /** The running config; replaced as a whole by a valid reload (lib/reload.ts), never edited. */
@@ -39,6 +40,12 @@ export interface Runtime {
   watcher: Watcher;
   /** The Prometheus export (GET /metrics): the process's one registry, fed by this watcher. */
   metrics: StepwatchMetrics;
+  /**
+   * Who may act (write transitions, deliver notifications, run restarts). With SQLite there is one
+   * replica and it always leads; the lease on PostgreSQL (lib/cluster/leadership.ts keepLease) is
+   * the replicas' (docs/decisions.md "Replicas").
+   */
+  leadership: Leadership;
   /** True when no config file was found and the embedded demo fleet is being watched. */
   demo: boolean;
   startedAt: number;
@@ -165,6 +172,7 @@ async function startRuntime(): Promise<Runtime> {
     secretEnvNames: new Set(config.secretEnvNames),
     watcher,
     metrics,
+    leadership: soleLeader(replicaIdFrom(), new Date(startedAt)),
     demo,
     startedAt,
     stop: () =>
@@ -246,6 +254,7 @@ async function startRuntime(): Promise<Runtime> {
   metrics.attach(() => ({
     fleet: fleetSnapshot(watcher, { demo, now: Date.now(), restartCooldownSeconds: rt.config.restartCooldownSeconds, pollIntervalSeconds: rt.config.pollIntervalSeconds }),
     pollIntervalSeconds: rt.config.pollIntervalSeconds,
+    leader: { replica: rt.leadership.replicaId, leading: rt.leadership.isLeader() },
   }));
 
   // Synchronous on purpose: Next's own SIGTERM handler may exit right after ours returns, and a

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { figureColumn, HISTORY_FIGURES, toRows } from "@/lib/core/history";
 import type { FleetResponse, HistoryResponse, RestartPlanDTO } from "@/lib/api/types";
 import type { OutagesResponse } from "@/lib/api/types";
+import type { ClusterResponse } from "@/lib/core/cluster";
 import { startSimulator, type Simulator } from "@/sim/server";
 import { assertBuilt, getJson, spawnApp, waitFor, type RunningApp } from "./app-support";
 
@@ -53,7 +54,7 @@ beforeAll(async () => {
       operators: [{ name: "ana", password: "env:SW_TEST_PW" }],
     }),
   );
-  const a = await spawnApp({ STEPWATCH_CONFIG: config, STEPWATCH_DB: path.join(dir, "db", "s.db"), SW_TEST_PW: "pw", SW_HOOK: HOOK_SECRET });
+  const a = await spawnApp({ STEPWATCH_CONFIG: config, STEPWATCH_DB: path.join(dir, "db", "s.db"), SW_TEST_PW: "pw", SW_HOOK: HOOK_SECRET, STEPWATCH_REPLICA_ID: "dash-1" });
   app = a;
   await waitFor("the app answering /api/fleet", async () => {
     if (a.proc.exitCode !== null) throw new Error(`the app exited:\n${a.output()}`);
@@ -103,6 +104,18 @@ describe("outages and uptime", () => {
     expect(fmt!.status).toBe(400);
     expect(fmt!.body.message).toMatch(/^format:/);
     expect((await getJson(`${app!.url}/api/outages?backend=nope`))!.status).toBe(404);
+  });
+});
+
+describe("GET /api/cluster", () => {
+  it("with SQLite: one replica (STEPWATCH_REPLICA_ID), and it leads", async () => {
+    const c = (await getJson<ClusterResponse>(`${app!.url}/api/cluster`))!;
+    expect(c.status).toBe(200);
+    expect(c.body).toEqual({
+      answeredBy: "dash-1",
+      leader: { id: "dash-1", epoch: 1, since: expect.any(String), expiresAt: null },
+      replicas: [{ id: "dash-1", lastSeenAt: expect.any(String), leader: true }],
+    });
   });
 });
 

@@ -158,6 +158,8 @@ describe("a real Prometheus scraping stepwatch", () => {
     const text = await res.text();
     expect(text).toContain('stepwatch_backend_state{backend="hung",engine="vllm",state="stuck"}');
     expect(text).toContain("process_resident_memory_bytes");
+    // With SQLite the one replica always leads (the rule StepwatchNoLeader stays quiet).
+    expect(text).toMatch(/^stepwatch_leader\{replica="[^"]+"\} 1$/m);
     // The watcher (started from instrumentation.ts) counts into the registry this route renders,
     // although Next loads them as separate module instances: the one registry lives on globalThis.
     const reads = parsePrometheus(text).samples.find((s) => s.name === "stepwatch_read_duration_seconds_count" && s.labels.kind === "backend");

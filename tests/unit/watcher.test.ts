@@ -333,12 +333,14 @@ describe("watcher", () => {
 
   it("runs retention periodically with the injected clock", async () => {
     const cfg = config({ backends: [], proxies: [], retention: { rawHours: 1, rollupDays: 1 } });
-    insertSamples(h.db, [sampleRow("gone", reading(T0 - 2 * 3600_000), verdict("busy"))]);
-    start({ config: cfg, retentionIntervalMs: 60_000 });
+    // 23.5 h old: past rawHours now, past rollupDays after the next hourly run. Simulating a whole
+    // day fired every other timer of the watcher (once a second) 86,400 times: 30 s on a loaded machine.
+    insertSamples(h.db, [sampleRow("gone", reading(T0 - 23.5 * 3600_000), verdict("busy"))]);
+    start({ config: cfg, retentionIntervalMs: 3600_000 });
     await vi.advanceTimersByTimeAsync(10);
     expect(h.sqlite.prepare("SELECT COUNT(*) AS c FROM samples").get()).toEqual({ c: 0 });
     expect(h.sqlite.prepare("SELECT COUNT(*) AS c FROM sample_minutes").get()).toEqual({ c: 1 });
-    await vi.advanceTimersByTimeAsync(24 * 3600_000); // a day passes in milliseconds
+    await vi.advanceTimersByTimeAsync(3600_000); // the next run, an hour later
     expect(h.sqlite.prepare("SELECT COUNT(*) AS c FROM sample_minutes").get()).toEqual({ c: 0 });
   });
 

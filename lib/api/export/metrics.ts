@@ -25,6 +25,8 @@ export const DEFAULT_ENGINE = "vllm";
 export interface MetricsSource {
   fleet: FleetResponse;
   pollIntervalSeconds: number;
+  /** This replica and whether it leads now (lib/cluster/leadership.ts). */
+  leader?: { replica: string; leading: boolean };
 }
 
 export interface StepwatchMetricsOptions {
@@ -179,6 +181,18 @@ export class StepwatchMetrics {
       collect() {
         const s = self.snapshot();
         if (s) this.set(s.pollIntervalSeconds);
+      },
+    });
+
+    new Gauge({
+      name: "stepwatch_leader",
+      help: "1 while this replica leads (writes transitions, delivers notifications, runs restarts), else 0. With SQLite the one replica always leads.",
+      labelNames: ["replica"],
+      registers,
+      collect() {
+        this.reset();
+        const l = self.snapshot()?.leader;
+        if (l) this.set({ replica: l.replica }, l.leading ? 1 : 0);
       },
     });
 
