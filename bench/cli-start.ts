@@ -2,7 +2,12 @@
  * Benchmark: what one run of the check CLI costs to start (issue 30: "start-up under 150 ms and
  * RSS under 60 MB", against today's invocation, in one run). Side by side, interleaved run by run:
  * - the bundled file, `node dist/stepwatch.cjs` (built here first: `npm run build:cli`);
- * - from the sources, `npx tsx lib/cli/check.ts` (npx, then tsx compiling TypeScript).
+ * - the bundle as it was built before scripts/build-cli.ts (esbuild's defaults: not minified, all of
+ *   undici's index), built here from the same sources into bench/tmp: what the minify and the lean
+ *   undici (scripts/cli-undici.cjs) changed, in the same run;
+ * - from the sources, `npx tsx lib/cli/check.ts` (npx, then tsx compiling TypeScript);
+ * - `node -e 0`: Node itself, the floor no bundle goes below. On a loaded machine the absolute
+ *   times move with the load; the ratio to this row, in the same run, is the figure that carries.
  * Each twice: `check --help` (start-up alone) and a check of a closed port with `--wait 0` (start-up
  * plus two refused reads: the whole code path, exit 2). Each run under /usr/bin/time: wall time
  * (timed here around it), user + system CPU of the whole process tree, and the peak RSS of the
@@ -14,10 +19,12 @@
  * puts it in bench/results.json and RESULTS.md.
  */
 import { execFileSync, spawnSync } from "node:child_process";
+import { buildSync } from "esbuild";
 import fs from "node:fs";
 import path from "node:path";
 import { freePort } from "../sim/free-port";
 import { summarize, type Summary } from "./stats";
+import { runWhenMain } from "./main";
 
 export interface CliStartRow {
   what: string;
@@ -33,6 +40,8 @@ export interface CliStartRow {
 export interface CliStartResult {
   runs: number;
   bundleBytes: number;
+  /** The bundle built as before scripts/build-cli.ts (not minified, undici's whole index). */
+  beforeBytes?: number;
   rows: CliStartRow[];
 }
 
@@ -52,11 +61,14 @@ export async function runCliStartBench(opts: { quick: boolean }): Promise<CliSta
   // Measure the bundle of these sources, not a stale one.
   execFileSync("npm", ["run", "--silent", "build:cli"], { stdio: "inherit" });
   const bundle = path.resolve("dist/stepwatch.cjs");
+  const before = path.resolve("bench/tmp/stepwatch-before.cjs");
+  buildSync({ entryPoints: ["lib/cli/check.ts"], outfile: before, bundle: true, platform: "node", target: "node20", format: "cjs", logLevel: "warning" });
   const closed = `http://127.0.0.1:${await freePort()}`; // nothing listens: refused, twice
   const variants: Array<{ what: string; argv: string[] }> = [
     // The floor: Node itself starting and exiting, which no bundle can go below.
     { what: "node alone (floor): node -e 0", argv: [process.execPath, "-e", "0"] },
     { what: "bundle, --help", argv: [process.execPath, bundle, "check", "--help"] },
+    { what: "bundle as built before (not minified, all of undici), --help", argv: [process.execPath, before, "check", "--help"] },
     { what: "npx tsx (today), --help", argv: ["npx", "tsx", "lib/cli/check.ts", "--help"] },
     { what: "bundle, closed port (--wait 0)", argv: [process.execPath, bundle, "check", closed, "--wait", "0", "--json"] },
     { what: "npx tsx (today), closed port (--wait 0)", argv: ["npx", "tsx", "lib/cli/check.ts", closed, "--wait", "0", "--json"] },
@@ -69,9 +81,10 @@ export async function runCliStartBench(opts: { quick: boolean }): Promise<CliSta
   return {
     runs,
     bundleBytes: fs.statSync(bundle).size,
+    beforeBytes: fs.statSync(before).size,
     rows: variants.map((v, j) => ({
       what: v.what,
-      command: v.argv.map((a) => (a === process.execPath ? "node" : a === bundle ? "dist/stepwatch.cjs" : a)).join(" "),
+      command: v.argv.map((a) => (a === process.execPath ? "node" : a === bundle ? "dist/stepwatch.cjs" : a === before ? "bench/tmp/stepwatch-before.cjs" : a)).join(" "),
       runs,
       exitCode: samples[j].at(-1)!.code,
       wallMs: summarize(samples[j].map((s) => s.wallMs)),
@@ -84,35 +97,29 @@ export async function runCliStartBench(opts: { quick: boolean }): Promise<CliSta
 const f = (x: number, d = 0) => (Number.isFinite(x) ? x.toLocaleString("en-US", { maximumFractionDigits: d, minimumFractionDigits: d }) : "n/a");
 
 export function cliStartSection(r: CliStartResult, measured = ""): string {
+  const node = r.rows.find((x) => x.what.startsWith("node alone"));
+  const times = (a: number, b: number | undefined) => (b ? `${f(a / b, 1)}x` : "-");
   const rows = r.rows.map(
-    (x) => `| ${x.what} | \`${x.command}\` | ${x.exitCode} | ${f(x.wallMs.p50)} ms (p90 ${f(x.wallMs.p90)}) | ${f(x.cpuMs.p50)} ms | ${f(x.maxRssMb.p50, 1)} MB |`,
+    (x) =>
+      `| ${x.what} | \`${x.command}\` | ${x.exitCode} | ${f(x.wallMs.p50)} ms (p90 ${f(x.wallMs.p90)}) | ${times(x.wallMs.p50, node?.wallMs.p50)} | ${f(x.cpuMs.p50)} ms | ${times(x.cpuMs.p50, node?.cpuMs.p50)} | ${f(x.maxRssMb.p50, 1)} MB | ${node ? `${x.maxRssMb.p50 >= node.maxRssMb.p50 ? "+" : ""}${f(x.maxRssMb.p50 - node.maxRssMb.p50, 1)} MB` : "-"} |`,
   );
   return `## 8. The check CLI's start-up
 
 ${measured}
 
 Each command ${r.runs} times, interleaved, after one warm-up (\`bench/cli-start.ts\`): the bundled CLI
-(\`dist/stepwatch.cjs\`, ${f(r.bundleBytes / 1024)} KB, built by \`npm run build:cli\` first) against today's
-invocation from the sources. \`--help\` is start-up alone; a closed port with \`--wait 0\` is start-up plus the
+(\`dist/stepwatch.cjs\`, ${f(r.bundleBytes / 1024)} KB, built by \`npm run build:cli\` first: minified, undici's request, Agent
+and Client without the rest of undici) against the same sources bundled as before${r.beforeBytes ? ` (${f(r.beforeBytes / 1024)} KB)` : ""} and today's
+invocation from the sources, with Node alone (\`node -e 0\`) as the floor: "x node" is each median over that row's, in the same run,
+the figure that carries across a loaded machine (the absolute ms move with the load: see the machine line above). \`--help\` is start-up alone; a closed port with \`--wait 0\` is start-up plus the
 whole check (two refused reads, \`down\`, exit 2). Wall time is timed around \`/usr/bin/time\`; CPU is user +
 system of the whole process tree; RSS is the peak of the largest process (\`npx tsx\` runs several node
 processes, so its tree holds more than that; the bundle is one process). Medians.
 
-| run | command | exit | wall | CPU | peak RSS |
-|---|---|---|---|---|---|
+| run | command | exit | wall | x node | CPU | x node | peak RSS | over node |
+|---|---|---|---|---|---|---|---|---|
 ${rows.join("\n")}
 `;
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(__filename)) {
-  void runCliStartBench({ quick: process.argv.includes("--quick") }).then(
-    (r) => {
-      console.log(JSON.stringify(r, null, 2));
-      process.exit(0);
-    },
-    (e: unknown) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
-}
+runWhenMain(__filename, () => runCliStartBench({ quick: process.argv.includes("--quick") }));

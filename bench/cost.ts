@@ -10,6 +10,7 @@ import { DEFAULT_THRESHOLDS, type Reading } from "../lib/core/types";
 import { httpRequest } from "../lib/net/http";
 import { startSimulator, type ReceivedRequest, type Simulator } from "../sim/server";
 import { runParseBench, type ParseBenchResult } from "./parse";
+import { runWhenMain } from "./main";
 
 /** Engine seconds per wall second: the old watchdog's 45 s deadline becomes 4.5 s of wall time. */
 const TIME_SCALE = 10;
@@ -159,12 +160,4 @@ export async function runCostBench(opts: { quick?: boolean } = {}): Promise<Cost
   }
 }
 
-if (/[\\/]bench[\\/]cost\.ts$/.test(process.argv[1] ?? "")) {
-  runCostBench({ quick: process.argv.includes("--quick") }).then(
-    (r) => console.log(JSON.stringify(r, null, 2)),
-    (e: unknown) => {
-      console.error(e);
-      process.exitCode = 1;
-    },
-  );
-}
+runWhenMain(__filename, () => runCostBench({ quick: process.argv.includes("--quick") }));

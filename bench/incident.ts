@@ -34,6 +34,7 @@ import { HOUSEKEEPING_LOOPS, startWatcher } from "../lib/watcher";
 import { reasonText, type Reason } from "../lib/core/types";
 import { between, rng } from "./stats";
 import { VirtualClock } from "./virtual-clock";
+import { runWhenMain } from "./main";
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -510,12 +511,4 @@ export async function runIncidentBench(opts: { quick?: boolean; keepDayDbAs?: st
   };
 }
 
-if (/[\\/]bench[\\/]incident\.ts$/.test(process.argv[1] ?? "")) {
-  runIncidentBench({ quick: process.argv.includes("--quick") }).then(
-    (r) => console.log(JSON.stringify(r, null, 2)),
-    (e: unknown) => {
-      console.error(e);
-      process.exitCode = 1;
-    },
-  );
-}
+runWhenMain(__filename, () => runIncidentBench({ quick: process.argv.includes("--quick") }));

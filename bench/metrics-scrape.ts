@@ -21,6 +21,7 @@ import { StepwatchMetrics } from "../lib/api/export/metrics";
 import { startWatcher } from "../lib/watcher";
 import { fleetSnapshot } from "../lib/api/snapshot";
 import { summarize, type Summary } from "./stats";
+import { runWhenMain } from "./main";
 
 export interface MetricsScrapeResult {
   backends: number;
@@ -171,15 +172,4 @@ Not included: Next's routing and the socket.
 `;
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(__filename)) {
-  void runMetricsScrapeBench({ quick: process.argv.includes("--quick") }).then(
-    (r) => {
-      console.log(JSON.stringify(r, null, 2));
-      process.exit(0);
-    },
-    (e: unknown) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
-}
+runWhenMain(__filename, () => runMetricsScrapeBench({ quick: process.argv.includes("--quick") }));

@@ -10,6 +10,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { VLLM_FAMILIES } from "@/lib/engines/vllm";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
+import { runWhenMain } from "./main";
 
 
 const FIXTURE = path.join(process.cwd(), "tests/fixtures/real-metrics/vllm-0.29.0-inferstack.prom");
@@ -148,9 +149,4 @@ function printTable(r: ParseBenchResult): void {
 }
 
 // Run directly (`npx tsx bench/parse.ts`), not when bench/run.ts imports it.
-if (/[\\/]bench[\\/]parse\.ts$/.test(process.argv[1] ?? "")) {
-  runParseBench({ quick: process.argv.includes("--quick") }).then(printTable, (e: unknown) => {
-    console.error(e);
-    process.exitCode = 1;
-  });
-}
+runWhenMain(__filename, () => runParseBench({ quick: process.argv.includes("--quick") }), printTable);

@@ -28,6 +28,7 @@ import { bundled, cpuSecondsOfTree, firstJsonLine, startBundled, startChild, sta
 import { rssMbOf } from "./dashboard";
 import type { ScaleRun, ScaleSpec } from "./scale-worker";
 import { round } from "./stats";
+import { runWhenMain } from "./main";
 
 export const PROMETHEUS_BIN = "/usr/bin/prometheus";
 
@@ -260,18 +261,9 @@ export async function runPeerBench(opts: { quick?: boolean; log?: (m: string) =>
   }
 }
 
-if (/[\\/]bench[\\/]peer\.ts$/.test(process.argv[1] ?? "")) {
+runWhenMain(__filename, () => {
   const quick = process.argv.includes("--quick");
   const only = process.argv.find((a) => a.startsWith("--keep-alive="));
   const plan = peerPlan(quick).filter((p) => !only || p.keepAliveSeconds === Number(only.split("=")[1]));
-  runPeerBench({ quick, plan, log: (m) => console.error(m) }).then(
-    (r) => {
-      console.log(JSON.stringify(r, null, 2));
-      process.exit(0);
-    },
-    (e: unknown) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
-}
+  return runPeerBench({ quick, plan, log: (m) => console.error(m) });
+});

@@ -3,11 +3,12 @@
  * CPU for vLLM"). The real prometheus_client (tests/support/prom-vllm.py, single-process, a registry
  * rebuilt from a real vLLM 0.29 scrape) is read N times each way, back to back in one run:
  * - the full `GET /metrics` (what every read cost before, and what Prometheus scrapes);
- * - the filtered `GET /metrics/?name[]=...` stepwatch sends (the vLLM adapter's own path,
- *   lib/engines/vllm.ts: VLLM_SAMPLES, the latency histograms' buckets included);
- * - for comparison only, the same filter without the `_bucket` samples: what a read would cost if
- *   the latency histograms' buckets were not asked on every read (the adapter does not do this:
- *   the latency percentiles need them).
+ * - the whole filter `GET /metrics/?name[]=...` (lib/engines/vllm.ts: VLLM_SAMPLES, the latency
+ *   histograms' `_bucket`/`_count`/`_sum` included): every read asked this before the cadence;
+ * - its lean part (VLLM_LEAN_SAMPLES, without the histograms): the reads in between;
+ * - as shipped: the watcher's own read (readBackend with a FilterMemory, one backend polled every
+ *   5 s on a clock of its own, the histograms every latencyEverySeconds), averaged over the window:
+ *   what a watched vLLM server pays per poll.
  * The bytes and the CPU are the server's own (its GET /stats: bytes sent per path and
  * time.process_time()), not estimated from this side.
  *
@@ -17,8 +18,10 @@
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { httpRequest } from "../lib/net/http";
-import { vllmAdapter, VLLM_SAMPLES } from "../lib/engines/vllm";
+import { FilterMemory, LATENCY_EVERY_MS, readBackend } from "../lib/check/read";
+import { vllmAdapter } from "../lib/engines/vllm";
 import { startPromVllm, VLLM_FIXTURE, type PromVllm } from "../tests/support/prom-vllm";
+import { runWhenMain } from "./main";
 
 export interface ReadCostRow {
   what: string;
@@ -36,9 +39,12 @@ export interface ReadCostResult {
   prometheusClient: string;
   reads: number;
   full: ReadCostRow;
+  /** The whole filter, the histograms included: every read before the cadence, one read in `cadence.every` now. */
   filtered: ReadCostRow;
-  /** Not what stepwatch sends: the filter without the histograms' buckets, for "what would reach 10x". */
-  withoutBuckets: ReadCostRow;
+  /** The lean filter (no latency histograms): the other reads. */
+  lean: ReadCostRow;
+  /** As shipped: the watcher's reads over a window, the histograms once per `everySeconds`. */
+  cadence: ReadCostRow & { pollSeconds: number; everySeconds: number; withHistograms: number };
   /** GET /health (an empty answer): the server's CPU for any request at all, the floor of a read. */
   floor: ReadCostRow;
 }
@@ -74,22 +80,55 @@ async function measure(server: PromVllm, what: string, p: string, reads: number)
   return { what, path: key, names, reads, bytesPerRead: sent / reads, serverCpuMsPerRead: ((after.cpuSeconds - before.cpuSeconds) * 1000) / reads };
 }
 
+/**
+ * The watcher's own reads of one backend polled every `pollMs` (a clock of their own, so the window
+ * is `reads` polls long without waiting it out), through readBackend and a FilterMemory as a monitor
+ * holds them: the server's bytes and CPU per read over the window, and how many asked the histograms.
+ */
+async function measureCadence(server: PromVllm, reads: number, pollMs: number, everyMs: number): Promise<ReadCostResult["cadence"]> {
+  const memory = new FilterMemory();
+  const t0 = Date.now();
+  const read = (i: number) => readBackend({ url: server.url, engine: "vllm" }, { timeoutMs: 10_000, filterMemory: memory, histogramsEveryMs: everyMs, now: () => t0 + i * pollMs });
+  await read(0); // the backend's first read (FilterMemory "try"), outside the count
+  const before = await server.stats();
+  let bytes = 0;
+  for (let i = 1; i <= reads; i++) {
+    const r = await read(i);
+    if (!r.metrics) throw new Error(`as shipped: read ${i}: ${r.outcome} ${r.error ?? ""}`);
+    bytes += r.bytes ?? 0;
+  }
+  const after = await server.stats();
+  const sent = (after.paths["/metrics/"]?.bytes ?? 0) - (before.paths["/metrics/"]?.bytes ?? 0);
+  if (sent !== bytes) throw new Error(`as shipped: the server counted ${sent} bytes, this side ${bytes}`);
+  if ((after.paths["/metrics"]?.requests ?? 0) !== (before.paths["/metrics"]?.requests ?? 0)) throw new Error("as shipped: the full /metrics was read");
+  const withHistograms = (after.paths["/metrics/"]?.withBuckets ?? 0) - (before.paths["/metrics/"]?.withBuckets ?? 0);
+  return {
+    what: `as shipped: a poll every ${pollMs / 1000} s, the histograms every ${everyMs / 1000} s (mean of the window)`,
+    path: "/metrics/",
+    names: 0,
+    reads,
+    bytesPerRead: sent / reads,
+    serverCpuMsPerRead: ((after.cpuSeconds - before.cpuSeconds) * 1000) / reads,
+    pollSeconds: pollMs / 1000,
+    everySeconds: everyMs / 1000,
+    withHistograms,
+  };
+}
+
 export async function runReadCostBench(opts: { quick: boolean }): Promise<ReadCostResult> {
-  const reads = opts.quick ? 100 : 400;
-  const filteredPath = vllmAdapter.reads?.filtered?.path;
-  if (!filteredPath) throw new Error("the vLLM adapter has no filtered read");
-  const noBuckets = `/metrics/?${[...VLLM_SAMPLES]
-    .filter((n) => !n.endsWith("_bucket"))
-    .map((n) => `name[]=${encodeURIComponent(n)}`)
-    .join("&")}`;
+  // A multiple of 6: whole 30 s windows of 5 s polls.
+  const reads = opts.quick ? 120 : 420;
+  const filtered = vllmAdapter.reads?.filtered;
+  if (!filtered?.lean) throw new Error("the vLLM adapter has no filtered read with a lean part");
   const server = await startPromVllm("single");
   try {
     const version = debianVersion("python3-prometheus-client");
     const full = await measure(server, "full GET /metrics", "/metrics", reads);
-    const filtered = await measure(server, "filtered GET /metrics/?name[]=... (stepwatch)", filteredPath, reads);
-    const withoutBuckets = await measure(server, "filtered, without the histograms' _bucket samples (not sent)", noBuckets, reads);
+    const whole = await measure(server, "whole filter GET /metrics/?name[]=... (the histograms too)", filtered.path, reads);
+    const lean = await measure(server, "lean filter (no latency histograms)", filtered.lean.path, reads);
+    const cadence = await measureCadence(server, reads, 5000, LATENCY_EVERY_MS);
     const floor = await measure(server, "floor: GET /health, an empty answer (not a read)", "/health", reads);
-    return { fixture: path.basename(VLLM_FIXTURE), prometheusClient: version, reads, full, filtered, withoutBuckets, floor };
+    return { fixture: path.basename(VLLM_FIXTURE), prometheusClient: version, reads, full, filtered: whole, lean, cadence, floor };
   } finally {
     await server.close();
   }
@@ -108,30 +147,22 @@ The real prometheus_client ${r.prometheusClient} (Debian's), single-process, ser
 vLLM scrape (\`${r.fixture}\`) the way vLLM mounts it (\`tests/support/prom-vllm.py\`), read ${r.reads} times each way,
 back to back (\`bench/read-cost.ts\`), as stepwatch reads them (\`lib/net/http.ts\`: no \`Accept-Encoding\`, so not gzipped;
 Prometheus asks for gzip: fewer bytes, more server CPU, not measured here). Bytes and CPU are the server's own (its \`/stats\`: bytes sent,
-\`time.process_time()\`). The last row is not what stepwatch sends: it is the filter without the latency
-histograms' \`_bucket\` samples, to show what not asking the buckets on every read would save.
+\`time.process_time()\`). The first three rows are one GET each, the same every time; "as shipped" is the watcher's
+own read (\`readBackend\` with a backend's \`FilterMemory\`) polling every ${f(r.cadence.pollSeconds, 0)} s on a clock of its own for
+${f(r.cadence.reads, 0)} polls (${f((r.cadence.reads * r.cadence.pollSeconds) / 60, 0)} minutes of polls): the whole filter once per \`latencyEverySeconds\`
+(${f(r.cadence.everySeconds, 0)} s; ${f(r.cadence.withHistograms, 0)} of its ${f(r.cadence.reads, 0)} reads, counted by the server), the lean filter in between; its figures are the window's means.
 
 | read | names asked | bytes per read | less than full | server CPU per read | less than full |
 |---|---|---|---|---|---|
 ${row(r.full)}
 ${row(r.filtered)}
-${row(r.withoutBuckets)}
-| ${r.floor.what} | - | 0 KB | - | ${f(r.floor.serverCpuMsPerRead, 2)} ms | - |
+${row(r.lean)}
+| **${r.cadence.what}** | ${r.filtered.names} / ${r.lean.names} | ${f(r.cadence.bytesPerRead / 1024)} KB | ${f(r.full.bytesPerRead / r.cadence.bytesPerRead)}x | ${f(r.cadence.serverCpuMsPerRead, 2)} ms | ${f(r.full.serverCpuMsPerRead / r.cadence.serverCpuMsPerRead)}x |
+| ${r.floor.what} | - | 0 KB | - | ${f(r.floor.serverCpuMsPerRead, 2)} ms | ${f(r.full.serverCpuMsPerRead / r.floor.serverCpuMsPerRead)}x |
 
 The floor is what the server spends on any request (its HTTP handling), whatever it renders: no filter
-can take a read's server CPU below it.
+can take a read's server CPU below it, so no choice of names can make a read more than the floor's ratio cheaper in CPU.
 `;
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === path.resolve(__filename)) {
-  void runReadCostBench({ quick: process.argv.includes("--quick") }).then(
-    (r) => {
-      console.log(JSON.stringify(r, null, 2));
-      process.exit(0);
-    },
-    (e: unknown) => {
-      console.error(e);
-      process.exit(1);
-    },
-  );
-}
+runWhenMain(__filename, () => runReadCostBench({ quick: process.argv.includes("--quick") }));

@@ -8,6 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { bundled, firstJsonLine, startBundled, startSimulatorFleet } from "./child";
 import type { ScaleRun, ScaleSpec } from "./scale-worker";
+import { runWhenMain } from "./main";
 
 export interface ScalePlanItem {
   backends: number;
@@ -118,12 +119,4 @@ export async function runScaleBench(opts: { quick?: boolean; log?: (m: string) =
   }
 }
 
-if (/[\\/]bench[\\/]scale\.ts$/.test(process.argv[1] ?? "")) {
-  runScaleBench({ quick: process.argv.includes("--quick"), log: (m) => console.error(m) }).then(
-    (r) => console.log(JSON.stringify(r, null, 2)),
-    (e: unknown) => {
-      console.error(e);
-      process.exitCode = 1;
-    },
-  );
-}
+runWhenMain(__filename, () => runScaleBench({ quick: process.argv.includes("--quick"), log: (m) => console.error(m) }));

@@ -268,6 +268,14 @@ function FleetTable({ backends, now, query, onChange }: { backends: FleetBackend
               </td>
               <td>
                 <StateBadge state={b.state} testId={`row-state-${b.id}`} />
+                {b.crashLoop ? (
+                  <>
+                    {" "}
+                    <span className="badge tone-bad" data-testid={`row-crash-loop-${b.id}`} title={`${b.crashLoop.restarts} new processes not restarted by stepwatch`}>
+                      crash loop
+                    </span>
+                  </>
+                ) : null}
               </td>
               <td>{engineLabel(b) ?? "—"}</td>
               <td className="num">{formatCount(b.running)}</td>

@@ -1,14 +1,19 @@
 "use client";
-/** The on-call lines of a backend (maintenance, acknowledgement, a coming unattended restart) and the failing-channel banner. */
+/** The on-call lines of a backend (a crash loop, maintenance, acknowledgement, a coming unattended restart) and the failing-channel banner. */
 import type { ChannelStatusDTO, FleetBackend } from "@/lib/api/types";
-import { acknowledgedLine, failingChannelLine, maintenanceLine, unattendedLine } from "@/lib/ui/oncall";
+import { acknowledgedLine, crashLoopLine, failingChannelLine, maintenanceLine, unattendedLine } from "@/lib/ui/oncall";
 import { useTimeZone } from "./TimeZone";
 
 export function OnCallStatus({ b }: { b: FleetBackend }) {
   const { timeZone } = useTimeZone();
-  if (!b.maintenance && !b.acknowledged && b.unattendedRestartAt === null) return null;
+  if (!b.maintenance && !b.acknowledged && b.unattendedRestartAt === null && !b.crashLoop) return null;
   return (
     <ul className="oncall">
+      {b.crashLoop ? (
+        <li className="crash-loop" data-testid={`crash-loop-${b.id}`}>
+          {crashLoopLine(b.crashLoop, timeZone)}
+        </li>
+      ) : null}
       {b.maintenance ? (
         <li className="maintenance" data-testid={`maintenance-${b.id}`}>
           {maintenanceLine(b.maintenance, timeZone)}

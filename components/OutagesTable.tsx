@@ -73,6 +73,11 @@ export function OutagesTable({ outages, showBackend = true, now }: { outages: Ou
             {formatDuration(o.end === null ? (now - o.start) / 1000 : o.durationSeconds)}
           </td>
           <td data-label="Cause" className="why small">
+            {o.exitedNotRestarted ? (
+              <span className="badge tone-bad" data-testid="outage-exited" title="the server went away and nothing brought it back within startupGraceSeconds">
+                exited, not restarted
+              </span>
+            ) : null}{" "}
             {o.cause}
           </td>
         </tr>

@@ -8,6 +8,7 @@ const LINKS = [
   { href: "/", label: "Fleet" },
   { href: "/restarts", label: "Restarts" },
   { href: "/history", label: "History" },
+  { href: "/availability", label: "Availability" },
   { href: "/config", label: "Configuration" },
 ];
 

@@ -171,6 +171,28 @@ export const transitions = sqliteTable(
 );
 
 /**
+ * Every new process the watcher saw (a new process_start_time, a new llama.cpp start token, or
+ * counters that went down), and whether stepwatch caused it (a restart of its own was pending).
+ * The ones it did not cause are the restarts by others: the crash-loop rule counts them and the
+ * availability report lists them. One row per restart: kept forever, like transitions.
+ */
+export const processStarts = sqliteTable(
+  "process_starts",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    backendId: text("backend_id").notNull(),
+    /** ms: the read that first saw the new process. */
+    at: integer("at").notNull(),
+    /** The process's own start time (process_start_time_seconds), when it exposes one. */
+    processStartTime: real("process_start_time"),
+    /** A restart asked for from stepwatch was pending: the event that caused it. */
+    restartId: integer("restart_id"),
+    byStepwatch: integer("by_stepwatch", { mode: "boolean" }).notNull(),
+  },
+  (t) => [index("process_starts_backend_at").on(t.backendId, t.at)],
+);
+
+/**
  * Restarts asked for by operators. Kept forever. `outcome` is null while the restart is pending;
  * the partial unique index makes "one pending restart per backend" a database fact, so two
  * concurrent confirms cannot both insert (see lib/restart).
@@ -256,6 +278,7 @@ export type SampleRow = typeof samples.$inferSelect;
 export type SampleMinuteRow = typeof sampleMinutes.$inferSelect;
 export type TransitionRow = typeof transitions.$inferSelect;
 export type RestartEventRow = typeof restartEvents.$inferSelect;
+export type ProcessStartRow = typeof processStarts.$inferSelect;
 export type SessionRow = typeof sessions.$inferSelect;
 export type AuditRow = typeof auditLog.$inferSelect;
 

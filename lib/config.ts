@@ -7,7 +7,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { DEFAULT_THRESHOLDS, PROBE_CHOICES, type Thresholds } from "./core/types";
+import type { CrashLoopRule } from "./core/crash-loop";
 import { ENGINE_CHOICES } from "./core/engine";
+import { LATENCY_EVERY_SECONDS } from "./core/latency";
 import { LABELS_MAX, LABEL_KEY_RE, LABEL_VALUE_MAX } from "./core/labels";
 import { CHANNEL_TYPES, NOTIFICATION_EVENTS } from "./core/events";
 import { buildNetPolicy } from "./net/net-policy";
@@ -21,6 +23,7 @@ export const DEFAULTS = {
   pollIntervalSeconds: 5,
   ...DEFAULT_THRESHOLDS,
   probeTimeoutSeconds: 10,
+  latencyEverySeconds: LATENCY_EVERY_SECONDS,
   readThreads: "auto",
   restartCooldownSeconds: 600,
   engine: "auto",
@@ -29,6 +32,11 @@ export const DEFAULTS = {
   restartCommandTimeoutSeconds: 120,
   webhookMethod: "POST",
   webhookTimeoutSeconds: 30,
+  /**
+   * A crash loop: this many new processes stepwatch did not ask for within windowMinutes (a
+   * supervisor restarting a server that keeps dying). It is over after windowMinutes without one.
+   */
+  crashLoop: { restarts: 3, windowMinutes: 5 },
   notifications: {
     renotifyMinutes: 60,
     /**
@@ -186,6 +194,12 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       ...(r.unattended ? { unattended: r.unattended } : {}),
     }));
 
+  // Both fields optional: a backend may override one and keep the fleet's other.
+  const crashLoop = z.strictObject({
+    restarts: z.number().int().min(2, "must be a whole number of at least 2 (one new process is a restart, not a loop)").optional(),
+    windowMinutes: z.number().positive().optional(),
+  });
+
   const password = z.string().transform((s, ctx) => {
     if (s.startsWith("scrypt:")) return { kind: "scrypt" as const, hash: s };
     if (s.startsWith("env:")) {
@@ -218,6 +232,8 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       /** Which request the idle probe sends ("auto" by engine, learning from 404/405; "none": metrics alone). */
       probe: z.enum(PROBE_CHOICES).default(DEFAULTS.probe),
       restart: restart.optional(),
+      /** This backend's crash-loop rule, over the fleet's `crashLoop` field by field. */
+      crashLoop: crashLoop.optional(),
       /** Free labels to filter and group the fleet by (site, GPU type, team); carried in the fleet answer. */
       labels: z
         .record(
@@ -384,6 +400,12 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       stuckAfterSeconds: seconds.default(DEFAULTS.stuckAfterSeconds),
       probeTimeoutSeconds: seconds.default(DEFAULTS.probeTimeoutSeconds),
       /**
+       * vLLM's latency percentiles (the dashboard's charts) are measured over this window: the
+       * filtered read asks the latency histograms (two thirds of its bytes) once per this many
+       * seconds, every read the figures a state is judged by; 0 asks them on every read.
+       */
+      latencyEverySeconds: z.number().nonnegative().default(DEFAULTS.latencyEverySeconds),
+      /**
        * Threads that read the backends besides the watcher's own (lib/watcher/read-pool.ts): "auto"
        * runs some only for a fleet one thread cannot read on time (lib/watcher/read-threads.ts), 0 none.
        * Taken at start; a reload that would change it says so and keeps the running ones.
@@ -401,6 +423,10 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
           rollupDays: seconds.default(DEFAULTS.retention.rollupDays),
         })
         .default({ ...DEFAULTS.retention }),
+      /** The fleet's crash-loop rule (a backend's own `crashLoop` overrides it field by field). */
+      crashLoop: crashLoop
+        .default({})
+        .transform((c) => ({ restarts: c.restarts ?? DEFAULTS.crashLoop.restarts, windowMinutes: c.windowMinutes ?? DEFAULTS.crashLoop.windowMinutes })),
       backends: z.array(backend).default([]),
       proxies: z.array(proxy).default([]),
       operators: z.array(operator).default([]),
@@ -591,6 +617,11 @@ export function thresholdsOf(c: Pick<Config, "stuckAfterSeconds" | "idleProbeSec
     recoveryTimeoutSeconds: c.recoveryTimeoutSeconds,
     startupGraceSeconds: c.startupGraceSeconds,
   };
+}
+
+/** The crash-loop rule of one backend: its own fields over the fleet's. */
+export function crashLoopRuleOf(c: Pick<Config, "crashLoop">, b: Pick<BackendConfig, "crashLoop">): CrashLoopRule {
+  return { restarts: b.crashLoop?.restarts ?? c.crashLoop.restarts, windowMinutes: b.crashLoop?.windowMinutes ?? c.crashLoop.windowMinutes };
 }
 
 /** The backend with this id in the config in force; a not-found DomainError (404) otherwise. The one not-found check of every verb and route that takes a backend id. */

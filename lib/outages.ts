@@ -12,10 +12,13 @@
  * a `stuck` is the `stalled` before it gone on (no progress since then). Its `state` is the worst
  * state seen, `states` all of them, its `cause` the reason recorded when it began. Time inside a
  * maintenance period is planned, not downtime: it is counted apart (`maintenanceSeconds`) and left
- * out of uptime.
+ * out of uptime. A `down` that lasted past the startup grace (`graceSeconds`) before anything
+ * brought the server back (its supervisor: `starting`; stepwatch: `restarting`) is named
+ * "exited and was not restarted" (`exitedNotRestarted`).
  */
 import type { Transition } from "./core/history";
-import type { MaintenanceSpan, Outage } from "./core/outages";
+import type { AvailabilityPeriod, MaintenanceSpan, Outage } from "./core/outages";
+import { BACKEND_STATES, type BackendState } from "./core/states";
 
 /**
  * Worst first: the state an episode is named by. `stuck` ranks above `down`: a stuck server holds
@@ -33,6 +36,11 @@ export interface OutageOptions {
   now: number;
   /** The backend's maintenance periods (any order, may overlap). */
   maintenance?: readonly MaintenanceSpan[];
+  /**
+   * startupGraceSeconds: a server down longer than this without a new process was not restarted
+   * by its supervisor. Not given: no outage is named so.
+   */
+  graceSeconds?: number;
 }
 
 const rank = (state: string) => SEVERITY.indexOf(state as (typeof SEVERITY)[number]);
@@ -77,25 +85,35 @@ export function deriveOutages(backendId: string, transitions: Transition[], from
   const sorted = [...transitions].sort((a, b) => a.at - b.at);
   const maintenance = mergeSpans(opts.maintenance ?? []);
   const out: Outage[] = [];
-  let cur: { start: number; states: Set<string>; cause: string; onlyUnknown: boolean } | null = null;
+  let cur: { start: number; states: Set<string>; cause: string; onlyUnknown: boolean; downSince: number | null; exited: boolean } | null = null;
+  const graceMs = opts.graceSeconds === undefined ? Infinity : opts.graceSeconds * 1000;
+  /** A down span ends (at `at`): past the grace, nothing brought the server back in time. */
+  const endDown = (at: number) => {
+    if (!cur || cur.downSince === null) return;
+    if (at - cur.downSince >= graceMs) cur.exited = true;
+    cur.downSince = null;
+  };
   const close = (end: number | null) => {
     if (!cur) return;
     const until = end ?? opts.now;
+    endDown(until);
     const durationSeconds = Math.max(0, (until - cur.start) / 1000);
     const keep = !cur.onlyUnknown || durationSeconds >= opts.unknownAfterSeconds;
     const states = [...cur.states].sort((a, b) => rank(a) - rank(b));
     const inside = overlapMs(maintenance, cur.start, until);
     if (keep) {
+      const exited = cur.exited ? `; exited and was not restarted within startupGraceSeconds (${opts.graceSeconds} s)` : "";
       out.push({
         backendId,
         state: states[0],
         states,
-        cause: cur.cause,
+        cause: cur.cause + exited,
         start: cur.start,
         end,
         durationSeconds,
         maintenanceSeconds: inside / 1000,
         inMaintenance: maintenance.some((sp) => sp.start < until && sp.end > cur!.start),
+        exitedNotRestarted: cur.exited,
       });
     }
     cur = null;
@@ -103,6 +121,9 @@ export function deriveOutages(backendId: string, transitions: Transition[], from
   let prev: Transition | null = null;
   for (const t of sorted) {
     if (cur) {
+      if (t.to !== "down") endDown(t.at);
+      // The process went away at the refused read before the second that made it down.
+      else if (cur.downSince === null) cur.downSince = prev?.to === "unknown" && prev.at >= cur.start ? prev.at : t.at;
       if (IN_OUTAGE.has(t.to)) {
         cur.states.add(t.to);
         if (t.to !== "unknown" && cur.onlyUnknown) {
@@ -117,7 +138,7 @@ export function deriveOutages(backendId: string, transitions: Transition[], from
       // Stuck is "no progress across two waits": the requests stopped being served at the first
       // read without progress, which is the stall recorded just before.
       const start = t.to === "stuck" && t.from === "stalled" && prev?.to === "stalled" ? prev.at : t.at;
-      cur = { start, states: new Set([t.to]), cause: causeOf(t), onlyUnknown: t.to === "unknown" };
+      cur = { start, states: new Set([t.to]), cause: causeOf(t), onlyUnknown: t.to === "unknown", downSince: t.to === "down" ? t.at : null, exited: false };
     }
     prev = t;
   }
@@ -177,4 +198,71 @@ export function withRestartCauses(
     named.set(o, { ...o, cause: o.cause.startsWith("restart") ? who : `${o.cause}; ${who}` });
   }
   return outages.map((o) => named.get(o) ?? o);
+}
+
+/**
+ * The periods of `period` (UTC calendar days, ISO weeks from Monday 00:00, months) that overlap
+ * [from, to), each clipped to it: the first and last may be partial.
+ */
+export function periodsBetween(from: number, to: number, period: AvailabilityPeriod): Array<{ start: number; end: number }> {
+  const out: Array<{ start: number; end: number }> = [];
+  let start = periodStart(from, period);
+  while (start < to) {
+    const next = nextPeriod(start, period);
+    out.push({ start: Math.max(start, from), end: Math.min(next, to) });
+    start = next;
+  }
+  return out;
+}
+
+function periodStart(at: number, period: AvailabilityPeriod): number {
+  const d = new Date(at);
+  const day = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
+  if (period === "day") return day;
+  if (period === "week") return day - ((d.getUTCDay() + 6) % 7) * 86_400_000;
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+}
+
+function nextPeriod(start: number, period: AvailabilityPeriod): number {
+  if (period === "day") return start + 86_400_000;
+  if (period === "week") return start + 7 * 86_400_000;
+  const d = new Date(start);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+}
+
+/**
+ * Where the time of [start, end) went, in ms: each state from the transitions (oldest first, the
+ * one before `start` included, so the state the period starts in is known), `unknown` before the
+ * first transition (stepwatch was not watching yet), and the time inside maintenance apart. The
+ * states and the maintenance add up to end - start exactly.
+ */
+export function timeInStates(
+  transitions: readonly Transition[],
+  start: number,
+  end: number,
+  maintenance: readonly MaintenanceSpan[] = [],
+): { states: Record<BackendState, number>; maintenanceMs: number } {
+  const states = Object.fromEntries(BACKEND_STATES.map((s) => [s, 0])) as Record<BackendState, number>;
+  const planned = mergeSpans(maintenance);
+  let maintenanceMs = 0;
+  const add = (state: string, a: number, b: number) => {
+    const s = Math.max(a, start);
+    const e = Math.min(b, end);
+    if (e <= s) return;
+    const inside = overlapMs(planned, s, e);
+    maintenanceMs += inside;
+    const key = (BACKEND_STATES as readonly string[]).includes(state) ? (state as BackendState) : "unknown";
+    states[key] += e - s - inside;
+  };
+  const sorted = [...transitions].sort((a, b) => a.at - b.at);
+  let state = "unknown";
+  let since = start;
+  for (const t of sorted) {
+    if (t.at >= end) break;
+    add(state, since, t.at);
+    state = t.to;
+    since = Math.max(since, t.at);
+  }
+  add(state, since, end);
+  return { states, maintenanceMs };
 }

@@ -76,6 +76,7 @@ export default async function ConfigPage() {
               ["restart cooldown", `${s.restartCooldownSeconds} s`],
               ["recovery timeout", `${s.recoveryTimeoutSeconds} s`],
               ["startup grace", `${s.startupGraceSeconds} s`],
+              ["vLLM latency histograms every", s.latencyEverySeconds === 0 ? "read" : `${s.latencyEverySeconds} s`],
               ["read threads", `${s.readThreadsRunning} running (readThreads ${JSON.stringify(s.readThreads)})`],
               ["/metrics token", s.metricsBearerToken ?? "none (public)"],
               ["raw readings kept", `${s.retention.rawHours} h`],

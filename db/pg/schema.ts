@@ -13,6 +13,7 @@ export const samples = mirrorTable(sqlite.samples);
 export const sampleMinutes = mirrorTable(sqlite.sampleMinutes);
 export const sampleRollups = mirrorTable(sqlite.sampleRollups);
 export const transitions = mirrorTable(sqlite.transitions);
+export const processStarts = mirrorTable(sqlite.processStarts);
 export const restartEvents = mirrorTable(sqlite.restartEvents);
 export const sessions = mirrorTable(sqlite.sessions);
 export const auditLog = mirrorTable(sqlite.auditLog);

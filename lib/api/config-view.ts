@@ -53,6 +53,7 @@ export function configView(c: Config, status: ConfigStatus, demo: boolean, readT
       restartCooldownSeconds: c.restartCooldownSeconds,
       recoveryTimeoutSeconds: c.recoveryTimeoutSeconds,
       startupGraceSeconds: c.startupGraceSeconds,
+      latencyEverySeconds: c.latencyEverySeconds,
       readThreads: c.readThreads,
       readThreadsRunning,
       retention: { rawHours: c.retention.rawHours, rollupDays: c.retention.rollupDays },

@@ -5,7 +5,8 @@
 import { isoTime, toCsv, type CsvColumn } from "./csv";
 import type { Outage } from "../core/outages";
 import { figureColumn, HISTORY_FIGURES, toRows } from "../core/history";
-import type { HistoryResponse, RestartEventDTO } from "./types";
+import type { AvailabilityRow, HistoryResponse, RestartEventDTO } from "./types";
+import { BACKEND_STATES } from "../core/states";
 import type { HistoryPoint } from "../core/history";
 import { reasonText } from "../core/types";
 
@@ -28,6 +29,7 @@ const OUTAGE_COLUMNS: Array<CsvColumn<Outage>> = [
   { header: "states", value: (o) => o.states.join(" ") },
   { header: "maintenance_seconds", value: (o) => Math.round(o.maintenanceSeconds) },
   { header: "in_maintenance", value: (o) => (o.inMaintenance ? "yes" : "no") },
+  { header: "exited_not_restarted", value: (o) => (o.exitedNotRestarted ? "yes" : "no") },
 ];
 
 const RESTART_COLUMNS: Array<CsvColumn<RestartEventDTO>> = [
@@ -51,6 +53,22 @@ const RESTART_COLUMNS: Array<CsvColumn<RestartEventDTO>> = [
   { header: "resolution", value: (r) => r.resolution },
 ];
 
+const AVAILABILITY_COLUMNS: Array<CsvColumn<AvailabilityRow>> = [
+  { header: "backend", value: (r) => r.backendId },
+  { header: "start_utc", value: (r) => isoTime(r.start) },
+  { header: "end_utc", value: (r) => isoTime(r.end) },
+  { header: "seconds", value: (r) => r.seconds },
+  // One column per state, in the one list's order (lib/core/states.ts): a new state is a new column.
+  ...BACKEND_STATES.map((s): CsvColumn<AvailabilityRow> => ({ header: `${s.replace("-", "_")}_seconds`, value: (r) => r.states[s] })),
+  { header: "maintenance_seconds", value: (r) => r.maintenanceSeconds },
+  { header: "available_percent", value: (r) => (r.availablePercent === null ? null : Number(r.availablePercent.toFixed(3))) },
+  { header: "restarts_by_stepwatch", value: (r) => r.restartsByStepwatch },
+  { header: "restarts_by_others", value: (r) => r.restartsByOthers },
+  { header: "recoveries", value: (r) => r.recoveries },
+  { header: "mean_time_to_recover_seconds", value: (r) => (r.meanTimeToRecoverSeconds === null ? null : Math.round(r.meanTimeToRecoverSeconds)) },
+];
+
+export const availabilityCsv = (rows: AvailabilityRow[]) => toCsv(rows, AVAILABILITY_COLUMNS);
 export const historyCsv = (h: HistoryResponse) => toCsv(toRows(h.columns), HISTORY_COLUMNS);
 export const outagesCsv = (o: Outage[]) => toCsv(o, OUTAGE_COLUMNS);
 export const restartsCsv = (r: RestartEventDTO[]) => toCsv(r, RESTART_COLUMNS);

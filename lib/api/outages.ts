@@ -12,7 +12,7 @@ import { type OutagesResponse, type UptimeDTO } from "./types";
 import { UPTIME_WINDOWS, type Outage } from "../core/outages";
 import { getRuntime } from "../runtime";
 import { transitionDTO } from "./snapshot";
-import { backendOrThrow, type MaintenanceWindowConfig } from "../config";
+import { backendOrThrow, type Config, type MaintenanceWindowConfig } from "../config";
 import { maintenanceBetween } from "../../db/queries/oncall";
 import { configWindowsBetween } from "../oncall/book";
 
@@ -23,7 +23,7 @@ export function outagesOf(
   backendIds: string[],
   from: number,
   to: number,
-  opts: { now: number; unknownAfterSeconds: number; maintenanceWindows?: MaintenanceWindowConfig[] },
+  opts: { now: number; unknownAfterSeconds: number; graceSeconds?: number; maintenanceWindows?: MaintenanceWindowConfig[] },
 ): OutagesResponse {
   // One read per backend covers both the asked window and the longest uptime window.
   const start = Math.min(from, opts.now - LONGEST_UPTIME_MS);
@@ -46,17 +46,24 @@ export function outagesOf(
   return { from, to, outages, uptime };
 }
 
+/** How the config tells outages apart: the outages and the availability report count the same episodes. */
+export function outageOptions(c: Pick<Config, "stuckAfterSeconds" | "startupGraceSeconds" | "maintenance">, now: number) {
+  return {
+    now,
+    // "unknown for long": as long as a hang takes to be called stuck.
+    unknownAfterSeconds: c.stuckAfterSeconds,
+    // A server down past the grace the check gives a loading server was not restarted by its supervisor.
+    graceSeconds: c.startupGraceSeconds,
+    maintenanceWindows: c.maintenance,
+  };
+}
+
 export async function getOutages(q: { backendId?: string; from: number; to: number }, now: number = Date.now()): Promise<OutagesResponse> {
   const rt = await getRuntime();
   const ids = rt.config.backends.map((b) => b.id);
   if (q.backendId !== undefined) backendOrThrow(rt.config.backends, q.backendId);
   try {
-    return outagesOf(rt.db.db, q.backendId ? [q.backendId] : ids, q.from, q.to, {
-      now,
-      // "unknown for long": as long as a hang takes to be called stuck.
-      unknownAfterSeconds: rt.config.stuckAfterSeconds,
-      maintenanceWindows: rt.config.maintenance,
-    });
+    return outagesOf(rt.db.db, q.backendId ? [q.backendId] : ids, q.from, q.to, outageOptions(rt.config, now));
   } catch (e) {
     throw new DomainError("unavailable", `cannot read the outages from the database: ${(e as Error).message}`);
   }

@@ -10,7 +10,7 @@ import { listRestartEvents } from "../../db/queries/restarts";
 import { transitionsInRange } from "../../db/queries/readings";
 import { roundColumns } from "../core/history";
 import type { RestartEventRow, TransitionRow } from "../../db/schema";
-import type { ConfigErrorDTO, FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, SparkPoint, TransitionDTO } from "./types";
+import type { ConfigErrorDTO, CrashLoopDTO, FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, SparkPoint, TransitionDTO } from "./types";
 import { STATE_INFO, proxyHealth } from "../core/states";
 import { figuresOf, reason } from "../core/types";
 import { lastEngine } from "../check/read";
@@ -57,7 +57,15 @@ export function backendView(m: BackendMonitor, restartCooldownSeconds: number, n
     pendingRestartId: last && last.outcome === null ? last.id : null,
     cooldownUntil: cooldownUntil !== null && cooldownUntil > now ? cooldownUntil : null,
     ...onCallView(m, book, now),
+    crashLoop: crashLoopView(m, now),
   };
+}
+
+function crashLoopView(m: BackendMonitor, now: number): CrashLoopDTO | null {
+  const loop = m.crashLoop(now);
+  if (!loop) return null;
+  const rule = m.crashLoopRule;
+  return { since: loop.since, restarts: loop.restarts, lastAt: loop.lastAt, clearsAt: loop.clearsAt, threshold: rule.restarts, windowMinutes: rule.windowMinutes };
 }
 
 export function fleetRecent(w: Watcher, now: number): FleetRecentResponse {

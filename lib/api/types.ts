@@ -10,7 +10,7 @@ import type { Config } from "../config";
 import type { ChannelType, DeliveryStatus } from "../core/events";
 import type { ChannelStatus, NotificationDraft } from "../core/events";
 import type { HistoryColumns, Transition } from "../core/history";
-import type { Outage, UptimeWindow } from "../core/outages";
+import type { AvailabilityPeriod, Outage, UptimeWindow } from "../core/outages";
 import type { Acknowledgement, Maintenance } from "../core/oncall";
 import type { Labels } from "../core/labels";
 
@@ -51,6 +51,21 @@ export interface FleetBackend extends Figures {
   unattendedRestartAt: number | null;
   /** Whether restart.unattended is configured for this backend. */
   unattendedConfigured: boolean;
+  /**
+   * A crash loop going on (lib/core/crash-loop.ts): `restarts` new processes stepwatch did not
+   * cause since `since`, at least `threshold` within `windowMinutes`; over at `clearsAt` (ms) if
+   * no new one comes. null when none.
+   */
+  crashLoop: CrashLoopDTO | null;
+}
+
+export interface CrashLoopDTO {
+  since: number;
+  restarts: number;
+  lastAt: number;
+  clearsAt: number;
+  threshold: number;
+  windowMinutes: number;
 }
 
 /** A channel's recent health as the outbox keeps it; `failing` is shown on the dashboard. */
@@ -232,6 +247,7 @@ export interface ConfigView {
     | "restartCooldownSeconds"
     | "recoveryTimeoutSeconds"
     | "startupGraceSeconds"
+    | "latencyEverySeconds"
     | "readThreads"
     | "retention"
   > & {
@@ -278,6 +294,38 @@ export interface OutagesResponse {
   /** Newest first. */
   outages: Outage[];
   uptime: UptimeDTO[];
+}
+
+/** One backend over one period of GET /api/availability: where the time went, restarts, recovery. */
+export interface AvailabilityRow {
+  backendId: string;
+  /** ms: the period, clipped to the asked range (and to now). */
+  start: number;
+  end: number;
+  /** end - start, in seconds: the states and maintenanceSeconds add up to it. */
+  seconds: number;
+  /** Seconds in each state outside maintenance; `unknown` includes the time before stepwatch first saw it. */
+  states: Record<BackendState, number>;
+  /** Seconds inside maintenance (the API's periods and the config's windows), whatever the state. */
+  maintenanceSeconds: number;
+  /** Seconds in healthy states (idle, busy, sleeping) over seconds outside maintenance, 0..100; null when all of it was maintenance. */
+  availablePercent: number | null;
+  /** Restarts asked for from stepwatch (operators and unattended) in the period. */
+  restartsByStepwatch: number;
+  /** New processes stepwatch did not cause (a supervisor, a crash, someone on the host). */
+  restartsByOthers: number;
+  /** Outages (lib/outages.ts) that ended in the period, and the mean of their durations (null: none). */
+  recoveries: number;
+  meanTimeToRecoverSeconds: number | null;
+}
+
+/** GET /api/availability?backend=&from=&to=&period= */
+export interface AvailabilityResponse {
+  from: number;
+  to: number;
+  period: AvailabilityPeriod;
+  /** By backend (the config's order), then by period, oldest first. */
+  rows: AvailabilityRow[];
 }
 
 /**

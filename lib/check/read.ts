@@ -24,6 +24,7 @@ import { detach, type LineCache } from "../metrics/prometheus";
 import { httpRequest, type HttpResult } from "../net/http";
 import { capList, capText } from "../core/caps";
 import type { ProbeChoice, ProbeKind, ProbeResult, ProxyReading, Reading } from "../core/types";
+import { LATENCY_EVERY_SECONDS } from "../core/latency";
 
 export interface BackendTarget {
   url: string;
@@ -59,7 +60,16 @@ export interface ReadOptions {
   lineCache?: LineCache;
   /** What this backend's reads learned about its filtered exposition (kept beside the line cache). */
   filterMemory?: FilterMemory;
+  /**
+   * How often a filtered read asks for the whole filter (vLLM's latency histograms) rather than its
+   * `lean` part, default LATENCY_EVERY_MS (the config's latencyEverySeconds; 0: every read). Only a
+   * read with a FilterMemory asks them: a one-shot read (the CLI) judges no percentile.
+   */
+  histogramsEveryMs?: number;
 }
+
+/** Default of ReadOptions.histogramsEveryMs (the config's latencyEverySeconds). */
+export const LATENCY_EVERY_MS = LATENCY_EVERY_SECONDS * 1000;
 
 /** How long a backend that did not filter is read in full before the filtered GET is tried again. */
 export const FILTER_RETRY_MS = 10 * 60_000;
@@ -70,6 +80,10 @@ export const FILTER_RETRY_MS = 10 * 60_000;
  * multiprocess server answers 200 with nothing) or "unfiltered" (the query was ignored: the full
  * body came back, so ask the plain path). A remembered "full"/"unfiltered" is tried again after
  * FILTER_RETRY_MS or when the process start time changes (an upgrade can make it work).
+ *
+ * And when the whole filter (with the latency histograms) was last asked: the `lean` filter is asked
+ * in between (ReadOptions.histogramsEveryMs). A new process start time makes the next read ask the
+ * whole filter: the new process's first histograms are what its percentiles are measured from.
  */
 export class FilterMemory {
   mode: "try" | "filtered" | "full" | "unfiltered" = "try";
@@ -77,9 +91,16 @@ export class FilterMemory {
   since = 0;
   /** process_start_time_seconds of the last read (null: not exposed). */
   startTime: number | null = null;
+  /** When a filtered read last got the whole filter's answer (null: not since this process started). */
+  histogramsAt: number | null = null;
 
   shouldTry(at: number): boolean {
     return this.mode === "try" || this.mode === "filtered" || at - this.since >= FILTER_RETRY_MS;
+  }
+
+  /** Whether a filtered read at `at` asks the whole filter (the histograms) rather than its lean part. */
+  wantsHistograms(at: number, everyMs: number): boolean {
+    return this.histogramsAt === null || at - this.histogramsAt >= everyMs || at < this.histogramsAt;
   }
 
   set(mode: FilterMemory["mode"], at: number): void {
@@ -90,7 +111,10 @@ export class FilterMemory {
   /** After a read: a new process is asked the filtered GET again. */
   noteStart(start: number | null | undefined, at: number): void {
     if (start === undefined || start === null) return;
-    if (this.startTime !== null && start !== this.startTime && this.mode !== "filtered") this.set("try", at);
+    if (this.startTime !== null && start !== this.startTime) {
+      if (this.mode !== "filtered") this.set("try", at);
+      this.histogramsAt = null;
+    }
     this.startTime = start;
   }
 }
@@ -266,18 +290,27 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, com
   const metricsPath = (known ? ADAPTERS[known].reads.metricsPath : null) ?? "/metrics";
   const filtered = known ? ADAPTERS[known].reads.filtered : undefined;
   let res: HttpResult | undefined;
+  /** The lean filter was asked and answered: the histograms are not in this read (on purpose). */
+  let lean = false;
   if (filtered) {
-    // A one-shot read (the CLI) has no memory: it asks the filtered GET and falls back each time.
+    // A one-shot read (the CLI) has no memory: it asks the filtered GET and falls back each time,
+    // and never the histograms (no earlier read to measure a percentile from).
     const memory = opts.filterMemory ?? new FilterMemory();
     if (memory.shouldTry(at)) {
-      const answer = await get(target, filtered.path, common, "text/plain");
+      const whole = !filtered.lean || (opts.filterMemory !== undefined && memory.wantsHistograms(at, opts.histogramsEveryMs ?? LATENCY_EVERY_MS));
+      const asked = whole ? filtered : { ...filtered, ...filtered.lean! };
+      const answer = await get(target, asked.path, common, "text/plain");
       bytes += answer.bytes;
-      const found = filteredAnswer(answer, filtered);
+      const found = filteredAnswer(answer, asked);
       // No answer at all (refused, reset, timed out) says nothing of the filter: the read goes on with it as /metrics'.
       if (found === "down") res = answer;
       else {
         memory.set(found, at);
         if (found !== "full") res = answer;
+        if (found === "filtered") {
+          if (whole) memory.histogramsAt = at;
+          else lean = true;
+        }
       }
     }
   }
@@ -307,7 +340,7 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, com
       const fast = readFiltered(res.body, expected, choice === "auto", opts.lineCache);
       if (fast) {
         const parsed = ADAPTERS[expected].extract(fast, { headers: res.headers });
-        if (parsed.metrics) return withMetrics(reading, ADAPTERS[expected], parsed.metrics, fast, firstModel);
+        if (parsed.metrics) return withMetrics(reading, ADAPTERS[expected], parsed.metrics, fast, firstModel, lean);
       }
       // Not that engine's body any more, or no metrics in it: the full parse below says why.
     }
@@ -317,7 +350,7 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, com
       const kind = choice === "auto" ? detected : choice;
       if (kind) {
         const parsed = ADAPTERS[kind].extract(exp.index, { headers: res.headers });
-        if (parsed.metrics) return withMetrics(reading, ADAPTERS[kind], parsed.metrics, exp.index, firstModel);
+        if (parsed.metrics) return withMetrics(reading, ADAPTERS[kind], parsed.metrics, exp.index, firstModel, lean);
         reading.engine = kind;
         // Texts kept in the Reading are copies (detach): a slice of the body would keep it alive.
         reading.error = detach(
@@ -419,14 +452,19 @@ function filteredAnswer(res: HttpResult, filtered: NonNullable<EngineAdapter["re
 }
 
 /** `reading` with `adapter`'s metrics from `index` (and what else its reads take from the same body). */
-function withMetrics(reading: Reading, adapter: EngineAdapter, metrics: EngineMetrics, index: Index, firstModel: string | null): Reading {
+function withMetrics(reading: Reading, adapter: EngineAdapter, metrics: EngineMetrics, index: Index, firstModel: string | null, lean: boolean): Reading {
   // llama-server names its model in /props, not in /metrics.
   if (metrics.models.length === 0 && firstModel) metrics.models = [firstModel];
   reading.metrics = metrics;
   reading.engine = adapter.kind;
   if (metrics.asleep) reading.asleep = true;
   // vLLM's latency histograms, finish reasons and preemptions (the dashboard's figures).
-  if (adapter.reads.latency) reading.latency = adapter.reads.latency(index);
+  if (adapter.reads.latency) {
+    reading.latency = adapter.reads.latency(index);
+    // Their histograms were not asked (lean filter): null percentiles here mean "not read", and the
+    // next read that asks them measures from the last one that did (lib/watcher/latency.ts).
+    if (lean) reading.latency.histogramsAsked = false;
+  }
   return reading;
 }
 

@@ -11,6 +11,7 @@ export const NOTIFICATION_EVENTS = [
   "restart-requested",
   "restart-finished",
   "restart-scheduled",
+  "crash-loop",
 ] as const;
 export type NotificationEvent = (typeof NOTIFICATION_EVENTS)[number];
 
@@ -33,6 +34,7 @@ export const EVENT_TITLES: Record<NotificationEvent, string> = {
   "restart-requested": "restart requested",
   "restart-finished": "restart finished",
   "restart-scheduled": "restart scheduled",
+  "crash-loop": "crash loop",
 };
 
 /** A notification as its cause writes it (the outbox stores it with the transition or restart). */

@@ -3,6 +3,12 @@
  * the reading, the stored sample columns (db/schema.ts), the history codec and the charts.
  */
 
+/**
+ * How often the watcher asks vLLM for its latency histograms (the config's latencyEverySeconds):
+ * the percentiles are of the requests finished in this window. The other figures are read every poll.
+ */
+export const LATENCY_EVERY_SECONDS = 30;
+
 /** One histogram summed over its label sets (engines): cumulative counts per upper bound. */
 export interface Histogram {
   /** [upper bound, cumulative count], ascending, +Inf last. */
@@ -20,6 +26,13 @@ export interface VllmLatency {
   /** vllm:request_success_total per finished_reason, summed over engines. */
   successByReason: Record<string, number> | null;
   preemptions: number | null;
+  /**
+   * false: this read did not ask for the histograms (ttft..queue are null for that reason, not
+   * because the server lacks them). vLLM's histograms are asked once per latencyEverySeconds
+   * (lib/check/read.ts FilterMemory); the percentiles are measured between two reads that asked
+   * them (lib/watcher/latency.ts). Absent: asked (every full read).
+   */
+  histogramsAsked?: false;
 }
 
 /**

@@ -16,6 +16,12 @@ export interface Outage {
   maintenanceSeconds: number;
   /** The episode overlaps a maintenance period (the API's or the config's windows). */
   inMaintenance: boolean;
+  /**
+   * The server went away (down) and nothing brought it back within startupGraceSeconds: a silent
+   * exit its supervisor did not restart (vLLM can exit 0 when its engine core dies, which
+   * `Restart=on-failure` never restarts). The cause says so too.
+   */
+  exitedNotRestarted: boolean;
 }
 
 /** A span of maintenance, ms since epoch ([start, end)). */
@@ -32,3 +38,7 @@ export const UPTIME_WINDOWS = [
 ] as const;
 export type UptimeWindow = (typeof UPTIME_WINDOWS)[number]["key"];
 
+
+/** The periods an availability report is cut into: UTC calendar days, ISO weeks (from Monday), months. */
+export const AVAILABILITY_PERIODS = ["day", "week", "month"] as const;
+export type AvailabilityPeriod = (typeof AVAILABILITY_PERIODS)[number];

@@ -202,10 +202,12 @@ export const RULES = [
   "proxy-one-miss",
   "proxy-down",
   // outside the classifier: nothing read yet (the fleet, a restart's evidence), the CLI's widened
-  // --wait, a restart action that failed (its notification), and a row stored before reasons had ids
+  // --wait, a restart action that failed (its notification), a crash loop (a flag beside the state,
+  // lib/core/crash-loop.ts: its notification) and a row stored before reasons had ids
   "not-read-yet",
   "check-wait-widened",
   "restart-action-failed",
+  "crash-loop",
   "unclassified",
 ] as const;
 export type RuleId = (typeof RULES)[number];

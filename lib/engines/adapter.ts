@@ -129,8 +129,12 @@ export interface EngineReads {
    * filter), tried once the engine is known. `path` carries the query; `required` are the samples a
    * filtered answer must hold to be used (else the full `metricsPath` is read, and the backend's
    * FilterMemory remembers it: multiprocess servers answer a filtered GET with an empty 200).
+   * `lean` is the same filter without the samples only the dashboard's figures need (vLLM's latency
+   * histograms, two thirds of the filtered body): asked on the reads between two of `path`, which a
+   * backend's FilterMemory asks once per ReadOptions.histogramsEveryMs and after a new process start.
+   * Nothing a state is judged by may be left out of `lean`.
    */
-  filtered?: { path: string; samples: ReadonlySet<string>; required: readonly string[] };
+  filtered?: { path: string; samples: ReadonlySet<string>; required: readonly string[]; lean?: { path: string; samples: ReadonlySet<string> } };
   /** Figures read from the same exposition besides `extract`'s: vLLM's latency histograms (the dashboard's charts). */
   latency?(index: Index): VllmLatency;
 }

@@ -8,6 +8,7 @@ import type { BackendState } from "../core/states";
 import type { NotificationDraft } from "../core/events";
 import type { Reason } from "../core/types";
 import type { RestartOutcome } from "../../db/schema";
+import type { CrashLoop, CrashLoopRule } from "../core/crash-loop";
 
 /** What every draft of one backend at one moment carries. */
 export interface DraftBase {
@@ -68,5 +69,18 @@ export function restartFinishedDraft(
     event: "restart-finished",
     previousState: "restarting",
     details: { restartId: restart.id, requestedBy: restart.requestedBy, outcome: end.outcome, downtimeSeconds: end.downtimeSeconds, resolution: end.resolution },
+  };
+}
+
+/**
+ * A crash loop began: `rule.restarts` new processes stepwatch did not cause within
+ * `rule.windowMinutes`. One per loop (its `since`); the loop's end sends nothing of its own.
+ */
+export function crashLoopDraft(base: DraftBase, loop: CrashLoop, rule: CrashLoopRule): NotificationDraft {
+  return {
+    ...base,
+    event: "crash-loop",
+    previousState: null,
+    details: { loopSince: iso(loop.since), restarts: loop.restarts, windowMinutes: rule.windowMinutes, threshold: rule.restarts, clearsAt: iso(loop.clearsAt) },
   };
 }

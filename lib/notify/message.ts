@@ -113,6 +113,8 @@ function oneHeadline(p: NotificationPayload): string {
       const downtime = num(d.downtimeSeconds);
       return `restart of ${p.backendId}: ${str(d.outcome) ?? "finished"}${downtime !== null ? ` after ${formatDuration(downtime)} down` : ""}`;
     }
+    case "crash-loop":
+      return `${p.backendId} is in a crash loop: ${num(d.restarts) ?? "several"} new processes in ${num(d.windowMinutes) ?? "a few"} minutes, not restarted by stepwatch`;
     case "restart-scheduled": {
       const at = num(d.scheduledAt);
       return `${p.backendId} will be restarted at ${at !== null ? clockWithZone(at) : "soon"} unless someone acknowledges`;
@@ -246,7 +248,7 @@ function escapeSlack(s: string): string {
 
 /** ntfy priorities: 5 max, 4 high, 3 default. A stuck or down server wakes someone. */
 export function ntfyPriority(e: NotificationEvent): number {
-  return e === "stuck" || e === "down" ? 5 : e === "restart-scheduled" ? 4 : 3;
+  return e === "stuck" || e === "down" ? 5 : e === "restart-scheduled" || e === "crash-loop" ? 4 : 3;
 }
 
 /**
@@ -267,7 +269,7 @@ export function ntfyRequest(p: NotificationPayload | MessagePayload, token?: str
     // Header values must be Latin-1; backend ids are slugs, but reasons are free text: keep it ASCII.
     title: asciiHeader(headline(p)),
     priority: String(Math.max(...events.map(ntfyPriority))),
-    tags: events.every((e) => e === "recovered") ? "white_check_mark" : events.some((e) => e === "stuck" || e === "down") ? "rotating_light" : "wrench",
+    tags: events.every((e) => e === "recovered") ? "white_check_mark" : events.some((e) => e === "stuck" || e === "down" || e === "crash-loop") ? "rotating_light" : "wrench",
     "content-type": "text/plain; charset=utf-8",
     [NOTIFICATION_ID_HEADER]: p.id,
   };

@@ -24,6 +24,11 @@ export function unattendedLine(id: string, at: number, timeZone: TimeZone = "UTC
   return `${id} will be restarted at ${clock(at, timeZone)} unless someone acknowledges`;
 }
 
+/** "crash loop: 4 new processes since 14:02 UTC not restarted by stepwatch (3 in 5 min); over at 14:12 UTC if none comes". */
+export function crashLoopLine(c: NonNullable<FleetBackend["crashLoop"]>, timeZone: TimeZone = "UTC"): string {
+  return `crash loop: ${c.restarts} new processes since ${clock(c.since, timeZone)} not restarted by stepwatch (${c.threshold} in ${c.windowMinutes} min); over at ${clock(c.clearsAt, timeZone)} if no new one comes`;
+}
+
 export function failingChannelLine(c: ChannelStatusDTO): string {
   return `notification channel ${c.id} (${c.type}) keeps failing: ${c.consecutiveFailures} attempts in a row${c.lastError ? `, last: ${c.lastError}` : ""}. Messages are kept and retried.`;
 }

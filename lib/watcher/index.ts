@@ -226,6 +226,7 @@ const threadsFor = (opts: WatcherOptions, clock: LoopClock, c: Config) => opts.r
 const readOf = (opts: WatcherOptions, c: Config): ReadOptions => ({
   timeoutMs: readTimeoutMs(c.pollIntervalSeconds),
   probeTimeoutMs: c.probeTimeoutSeconds * 1000,
+  histogramsEveryMs: c.latencyEverySeconds * 1000,
   ...opts.read,
 });
 
@@ -277,6 +278,7 @@ function buildParts(opts: WatcherOptions): Parts {
       onUnattendedDue: opts.onUnattendedDue,
     },
     thresholds: thresholdsOf(config),
+    crashLoop: config.crashLoop,
     now: () => clock.now(),
     read: readOf(opts, config),
     observe: opts.observe ?? realObserve,
@@ -482,6 +484,7 @@ function applier(p: Parts, t: TargetLoops, runOutbox: () => void): (next: Config
     const wanted = threadsFor(p.opts, clock, next);
     if (wanted !== p.threads) log(`stepwatch: this config asks for ${wanted} read thread${wanted === 1 ? "" : "s"}; ${p.threads} run until stepwatch restarts`);
     deps.thresholds = thresholdsOf(next);
+    deps.crashLoop = next.crashLoop;
     deps.read = readOf(p.opts, next);
     // On-call settings: channels, maintenance windows, reminder and recovery times.
     outbox.reconfigure(next.notifications);

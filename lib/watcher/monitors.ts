@@ -19,7 +19,11 @@ import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
 import { dropOlderLatency, latencyOf } from "./latency";
 import { judgeProxy } from "../check/proxy";
 import { resolve } from "../restart/resolve";
-import { restartFinishedDraft } from "../notify/drafts";
+import { crashLoopDraft, restartFinishedDraft } from "../notify/drafts";
+import { sameProcess } from "../check/classify";
+import type { EngineMetrics } from "../core/engine";
+import { crashLoopAt, type CrashLoop, type CrashLoopRule } from "../core/crash-loop";
+import { crashLoopRuleOf } from "../config";
 import { linkFor, type BackendLink } from "./backend-link";
 import type { ReadPool } from "./read-pool";
 import type { WatchStore } from "./store";
@@ -42,6 +46,9 @@ export interface OnCallDeps {
 /** requestedBy of the restarts stepwatch asks for itself (restart.unattended). */
 export const UNATTENDED_BY = "stepwatch:unattended";
 const DAY_MS = 86_400_000;
+/** New processes by others read back at start: enough for any crash loop still going on. */
+const SEED_STARTS_MS = DAY_MS;
+const SEED_STARTS_MAX = 1000;
 /** An unattended restart refused (cooldown) is asked for again at most this often. */
 const UNATTENDED_RETRY_MS = 60_000;
 
@@ -49,6 +56,8 @@ export interface MonitorDeps {
   store: WatchStore;
   oncall?: OnCallDeps;
   thresholds: Thresholds;
+  /** The fleet's crash-loop rule (config `crashLoop`; a backend's own fields override it). */
+  crashLoop: CrashLoopRule;
   read: ReadOptions;
   now: () => number;
   observe: typeof observeFn;
@@ -92,6 +101,13 @@ export class BackendMonitor {
   /** The on-call loop's view of the current problem (lib/notify/policy.ts). */
   problem: ProblemState = NO_PROBLEM;
   private unattendedAskedAt = Number.NEGATIVE_INFINITY;
+  /**
+   * The metrics of the newest reading that had any: the process last seen. Unlike the history it
+   * is never trimmed, so a server that was down for an hour and came back is still a new process.
+   */
+  private lastProcess: EngineMetrics | null = null;
+  /** When new processes stepwatch did not cause were seen (ms, oldest first): the crash-loop rule's input. */
+  othersStarts: number[] = [];
   /** Its line cache and connection when it is read on this thread (with read threads they live on its thread). */
   private link: BackendLink | null = null;
 
@@ -108,7 +124,11 @@ export class BackendMonitor {
    */
   reconfigure(config: BackendConfig): void {
     // The link follows the URL by itself (inThread).
-    if (config.url !== this.config.url) this.history = [];
+    if (config.url !== this.config.url) {
+      this.history = [];
+      this.lastProcess = null;
+      this.othersStarts = [];
+    }
     this.config = config;
   }
 
@@ -121,6 +141,8 @@ export class BackendMonitor {
     const { store, thresholds, now } = this.deps;
     this.history = store.seedReadings(this.config.id, now() - historyWindowMs(thresholds), MAX_HISTORY_READINGS);
     for (const r of this.history) this.pushRecent(r, null);
+    this.lastProcess = this.history.findLast((r) => r.metrics)?.metrics ?? null;
+    this.othersStarts = store.othersStarts(this.config.id, now() - SEED_STARTS_MS, SEED_STARTS_MAX);
     const t = store.lastTransition("backend", this.config.id);
     if (t) {
       this.storedState = t.toState as BackendState;
@@ -160,6 +182,10 @@ export class BackendMonitor {
     this.deps.telemetry.read("backend", reading.latencyMs, reading.outcome, seenLate(reading));
 
     if (pendingRow && pending) this.resolvePending(pendingRow, verdict, reading);
+    if (reading.metrics) {
+      if (this.lastProcess && !sameProcess(this.lastProcess, reading.metrics)) this.newProcess(reading, verdict, pendingRow);
+      this.lastProcess = reading.metrics;
+    }
 
     const previous = this.history;
     const latency = latencyOf(previous, reading); // before dropOlderLatency: it compares with the previous histograms
@@ -232,6 +258,48 @@ export class BackendMonitor {
     }
   }
 
+  /** This backend's crash-loop rule: its own fields over the fleet's. */
+  get crashLoopRule(): CrashLoopRule {
+    return crashLoopRuleOf({ crashLoop: this.deps.crashLoop }, this.config);
+  }
+
+  /** The crash loop going on at `now`, or null (the fleet's flag, the export's gauge). */
+  crashLoop(now: number): CrashLoop | null {
+    return crashLoopAt(this.othersStarts, now, this.crashLoopRule);
+  }
+
+  /**
+   * A process other than the one last seen answered (the same test that starts a new segment in the
+   * classifier). Caused by stepwatch when a restart it asked for was pending (at the start of this
+   * poll, or asked for while it read); otherwise it counts towards a crash loop, and the start that
+   * makes one is notified, once per loop, unless acknowledged (maintenance: the watcher's notify).
+   */
+  private newProcess(reading: Reading, verdict: Verdict, pendingRow: RestartEventRow | null): void {
+    const { store } = this.deps;
+    const cause = pendingRow ?? (this.lastRestart?.outcome === null ? this.lastRestart : null);
+    const at = reading.at;
+    store.enqueueProcessStart({
+      backendId: this.config.id,
+      at,
+      processStartTime: reading.metrics?.processStartTime ?? null,
+      restartId: cause?.id ?? null,
+      byStepwatch: cause !== null,
+    });
+    if (cause) return;
+    const rule = this.crashLoopRule;
+    this.othersStarts.push(at);
+    const loop = crashLoopAt(this.othersStarts, at, rule);
+    // Keep what can still matter: the window before the open loop's first start (so its identity,
+    // `since`, comes out the same next time), or else the last window.
+    const keepFrom = (loop ? loop.since : at) - rule.windowMinutes * 60_000;
+    const drop = this.othersStarts.findIndex((s) => s >= keepFrom);
+    if (drop > 0) this.othersStarts.splice(0, drop);
+    const oc = this.deps.oncall;
+    if (!loop || loop.since !== at || !oc || oc.book.acknowledgement(this.config.id) !== null) return;
+    const base = { backendId: this.config.id, state: verdict.state, at, reasons: [reason("crash-loop", crashLoopText(loop, rule)), ...verdict.reasons] };
+    store.enqueueAfter(() => oc.notify(crashLoopDraft(base, loop, rule)));
+  }
+
   /** Persists what resolve (lib/restart/resolve.ts) decided: the row, its notification, the count. */
   private resolvePending(row: RestartEventRow, verdict: Verdict, reading: Reading): void {
     const { store, thresholds, now } = this.deps;
@@ -286,4 +354,9 @@ export class ProxyMonitor {
     this.reasons = j.reasons;
     recordState(this, this.deps.store, "proxy", reading.at, j.state, j.reasons);
   }
+}
+
+/** The crash-loop reason's words. */
+export function crashLoopText(loop: CrashLoop, rule: CrashLoopRule): string {
+  return `crash loop: ${loop.restarts} new processes within ${rule.windowMinutes} min not caused by stepwatch (the rule: ${rule.restarts} in ${rule.windowMinutes} min); over after ${rule.windowMinutes} min without one`;
 }

@@ -9,6 +9,7 @@ import type { Db } from "../../db/types";
 import { lastRestartOf, latestRestartsOf, resolveRestart } from "../../db/queries/restarts";
 import { insertSamples, insertTransition, lastTransition, recentReadings, type NewSample, type NewTransition, type TargetKind } from "../../db/queries/readings";
 import { countRestartsBy, lastNotificationOf } from "../../db/queries/oncall";
+import { insertProcessStart, othersStartsSince, type NewProcessStart } from "../../db/queries/processes";
 import type { NotificationRow, RestartEventRow, TransitionRow } from "../../db/schema";
 import type { Reading } from "../core/types";
 
@@ -23,6 +24,8 @@ export const STORE_LIMITS: StoreLimits = { maxQueuedSamples: 10_000, maxQueuedTr
 export class WatchStore {
   private samples: NewSample[] = [];
   private transitions: NewTransition[] = [];
+  /** New processes seen (rare: one per restart), kept with the transitions when writes fail. */
+  private starts: NewProcessStart[] = [];
   /** Writes that must land in the same transaction as the transitions queued before them (notifications). */
   private after: Array<() => void> = [];
   private error: string | null = null;
@@ -42,7 +45,7 @@ export class WatchStore {
   }
 
   get queued(): number {
-    return this.samples.length + this.transitions.length + this.after.length;
+    return this.samples.length + this.transitions.length + this.starts.length + this.after.length;
   }
 
   enqueueSample(row: NewSample): void {
@@ -60,6 +63,13 @@ export class WatchStore {
     if (over > 0) this.transitions.splice(0, over);
   }
 
+  /** A new process seen; written in the next flush, before the notifications queued after it. */
+  enqueueProcessStart(row: NewProcessStart): void {
+    this.starts.push(row);
+    const over = this.starts.length - this.limits.maxQueuedTransitions;
+    if (over > 0) this.starts.splice(0, over);
+  }
+
   /**
    * Queue a write for the next flush, after the transitions queued so far, in the same
    * transaction: a notification is on disk exactly when the transition that caused it is.
@@ -75,15 +85,18 @@ export class WatchStore {
     if (this.queued === 0) return true;
     const samples = this.samples;
     const transitions = this.transitions;
+    const starts = this.starts;
     const after = this.after;
     try {
       this.db.$client.transaction(() => {
         insertSamples(this.db, samples);
         for (const t of transitions) insertTransition(this.db, t);
+        for (const p of starts) insertProcessStart(this.db, p);
         for (const w of after) w();
       })();
       this.samples = this.samples.slice(samples.length);
       this.transitions = this.transitions.slice(transitions.length);
+      this.starts = this.starts.slice(starts.length);
       this.after = this.after.slice(after.length);
       if (this.error) this.log(`stepwatch: storage writable again; ${samples.length} queued samples written`);
       this.error = null;
@@ -104,6 +117,11 @@ export class WatchStore {
 
   seedReadings(backendId: string, since: number, limit: number): Reading[] {
     return this.read(() => recentReadings(this.db, backendId, since, limit), []);
+  }
+
+  /** When the new processes stepwatch did not cause were seen since `since` (the crash-loop rule's seed). */
+  othersStarts(backendId: string, since: number, limit: number): number[] {
+    return this.read(() => othersStartsSince(this.db, backendId, since, limit), []);
   }
 
   lastTransition(kind: TargetKind, targetId: string): TransitionRow | undefined {

@@ -42,6 +42,8 @@ beforeAll(async () => {
       stuckAfterSeconds: 3,
       probeTimeoutSeconds: 3,
       idleProbeSeconds: 2,
+      // The latency histograms every 2 s of reads (30 by default), so the percentiles below come within the wait.
+      latencyEverySeconds: 2,
       backends: [
         { id: "crashy", url: sims.crashy.url, restart: { command: ["/bin/true"] } },
         { id: "hung", url: sims.hung.url },

@@ -143,7 +143,7 @@ describe("liveness without a slot", () => {
       const r = await readBackend({ url: s.url, engine }, { timeoutMs: 300 });
       expect(r).toMatchObject({ outcome: "timeout", health: { outcome: "ok", status: 200 } });
       // vLLM's filtered /metrics/ answers here, but not an exposition: the plain /metrics is read.
-      expect(s.hits).toEqual([...(engine === "vllm" ? [`GET ${ADAPTERS.vllm.reads.filtered!.path}`] : []), "GET /metrics", `GET ${path}`]);
+      expect(s.hits).toEqual([...(engine === "vllm" ? [`GET ${ADAPTERS.vllm.reads.filtered!.lean!.path}`] : []), "GET /metrics", `GET ${path}`]);
     }
   });
 });

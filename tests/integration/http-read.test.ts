@@ -14,7 +14,8 @@ import { readBackend, readProxy, probeBackend } from "@/lib/check/read";
 import { ADAPTERS } from "@/lib/engines/registry";
 
 /** vLLM's filtered exposition (lib/engines/vllm.ts), asked once the engine is known. */
-const VLLM_FILTERED = ADAPTERS.vllm.reads.filtered!.path;
+// A read without a FilterMemory (these, and the CLI's) asks the lean filter: no latency histograms.
+const VLLM_FILTERED = ADAPTERS.vllm.reads.filtered!.lean!.path;
 
 const METRICS = readFileSync(new URL("../fixtures/real-metrics/vllm-0.29.0-inferstack.prom", import.meta.url), "utf8");
 const open: Array<Server | NetServer> = [];

@@ -53,4 +53,28 @@ describe("the simulator's vLLM routes", () => {
     expect(r.metrics?.processStartTime).toBe(full.metrics?.processStartTime);
     expect(r.bytes!).toBeLessThan(full.bytes!);
   });
+
+  it("the latency histograms once per histogramsEveryMs of reads, the rest every read; a restart makes the next read ask them", async () => {
+    const s = await sim();
+    const memory = new FilterMemory();
+    const t0 = Date.now();
+    const read = (ms: number) => readBackend({ url: s.url, engine: "vllm" }, { timeoutMs: 5000, filterMemory: memory, histogramsEveryMs: 30_000, now: () => t0 + ms });
+    const histograms = async (ms: number) => {
+      const r = await read(ms);
+      expect(r.metrics).toMatchObject({ running: 0, waiting: 0, steps: expect.any(Number), processStartTime: expect.any(Number) });
+      return r.latency!.histogramsAsked === false ? null : r.latency!.ttft;
+    };
+    const seen = [];
+    for (const ms of [0, 5000, 10_000, 25_000, 30_000, 35_000]) seen.push(await histograms(ms));
+    expect(seen.map((h) => h !== null)).toEqual([true, false, false, false, true, false]);
+
+    await s.restart({ weightsLoadSeconds: 0 });
+    await s.whenListening();
+    // The read that sees the new start time was lean; the one after it asks the histograms, 30 s early.
+    expect(await histograms(40_000)).toBeNull();
+    const fresh = await histograms(45_000);
+    expect(fresh).not.toBeNull();
+    expect(fresh!.count).toBe(0); // the new process's own histograms, from zero
+    expect(await histograms(50_000)).toBeNull();
+  });
 });

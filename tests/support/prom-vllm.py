@@ -108,7 +108,7 @@ else:
     build(fixture, registry)
 
 metrics_app = make_wsgi_app(registry)
-sent = {}  # path -> {"requests": n, "bytes": n}
+sent = {}  # path -> {"requests": n, "bytes": n, "names": most name[] in one request, "withBuckets": requests that asked a *_bucket}
 
 
 def app(environ, start_response):
@@ -127,10 +127,12 @@ def app(environ, start_response):
         # vLLM >= 0.8.3: prometheus_fastapi_instrumentator answers an exact /metrics, query ignored.
         environ = {**environ, "QUERY_STRING": ""}
     chunks = list(metrics_app(environ, start_response))
-    count = sent.setdefault(path, {"requests": 0, "bytes": 0, "names": 0})
+    count = sent.setdefault(path, {"requests": 0, "bytes": 0, "names": 0, "withBuckets": 0})
     count["requests"] += 1
     count["bytes"] += sum(len(c) for c in chunks)
-    count["names"] = max(count["names"], len(parse_qs(environ.get("QUERY_STRING", "")).get("name[]", [])))
+    names = parse_qs(environ.get("QUERY_STRING", "")).get("name[]", [])
+    count["names"] = max(count["names"], len(names))
+    count["withBuckets"] += any(n.endswith("_bucket") for n in names)
     return chunks
 
 

@@ -13,7 +13,10 @@ export const VLLM_FIXTURE = path.join(__dirname, "../fixtures/real-metrics/vllm-
 export interface PathStats {
   requests: number;
   bytes: number;
+  /** The most name[] values one request asked. */
   names: number;
+  /** Requests that asked for a histogram's `_bucket` samples (vLLM's latency histograms). */
+  withBuckets: number;
 }
 
 export interface PromVllm {

@@ -138,8 +138,11 @@ describe("CSV cells are safe in ',' and ';' (and tab) locales", () => {
 
   it("the outages export: a backend's redirect target in the cause stays one quoted cell", () => {
     const cause = "GET /metrics answered 302 to http://evil.example/a;=cmd|' /C calc'!A0";
-    const csv = outagesCsv([{ backendId: "b1", state: "down", cause, start: 0, end: 1000, durationSeconds: 1, states: ["down"], maintenanceSeconds: 0, inMaintenance: false }]);
-    const record = csv.split("\r\n")[1];
+    const csv = outagesCsv([{ backendId: "b1", state: "down", cause, start: 0, end: 1000, durationSeconds: 1, states: ["down"], maintenanceSeconds: 0, inMaintenance: false, exitedNotRestarted: true }]);
+    const [header, record] = csv.split("\r\n");
+    // A column added to the outages goes last: a spreadsheet reading them by place still works.
+    expect(header).toBe("backend,state,start_utc,end_utc,duration_seconds,cause,states,maintenance_seconds,in_maintenance,exited_not_restarted");
+    expect(record.endsWith(",0,no,yes")).toBe(true);
     expect(record).toContain('"GET /metrics answered 302 to http://evil.example/a;\'=cmd|\' /C calc\'!A0"');
     for (const sep of [",", ";"]) for (const c of spreadsheetCells(record, sep)) expect(runs(c), `${sep}: ${c}`).toBe(false);
   });

@@ -57,6 +57,50 @@ describe("latency of a reading", () => {
   });
 });
 
+describe("latency with the histograms asked once per latencyEverySeconds", () => {
+  /** A read that asked only the lean filter: the counters, no histograms (lib/check/read.ts). */
+  const lean = (stop: number, preempt: number): VllmLatency => ({ ttft: null, itl: null, e2e: null, queue: null, successByReason: { stop, length: 0 }, preemptions: preempt, histogramsAsked: false });
+
+  it("a percentile is of the requests between two reads that asked the histograms, stored with the later one only; the counters' rates every read", () => {
+    // Watched as the monitor does: latencyOf before the reading joins the history, then dropOlderLatency.
+    const h: Reading[] = [];
+    const samples = [];
+    const reads = [
+      read(0, 1000, lat([10, 10, 10, 10], 5, 1)),
+      read(5000, 1000, lean(10, 1)),
+      read(10_000, 1000, lean(15, 2)),
+      read(15_000, 1000, lean(20, 2)),
+      read(30_000, 1000, lat([10, 10, 20, 20], 35, 3)),
+      read(35_000, 1000, lean(40, 3)),
+    ];
+    for (const r of reads) {
+      samples.push(latencyOf(h, r));
+      h.push(r);
+      dropOlderLatency(h);
+      // The last read that asked the histograms is kept until the next one: the next percentile is measured from it.
+      expect(h.filter((x) => x.latency && x.latency.histogramsAsked !== false).length).toBe(1);
+      expect(h.filter((x) => x.latency).length).toBeLessThanOrEqual(2);
+    }
+    // Between the reads at 0 and 30 s (deltas 0,0,10,10 over the 0.5-1 bucket), not an older figure carried forward.
+    expect(samples.map((s) => s.ttftP50)).toEqual([null, null, null, null, expect.closeTo(0.75, 9), null]);
+    expect(samples[4].e2eP95).not.toBeNull();
+    // Finish reasons and preemptions are read every time: per second since the previous read.
+    expect(samples.map((s) => s.successStopPerSecond)).toEqual([null, 1, 1, 1, 1, 1]);
+    expect(samples[2].preemptionsPerSecond).toBeCloseTo(0.2, 9);
+    expect(samples[4].preemptionsPerSecond).toBeCloseTo(1 / 15, 9);
+  });
+
+  it("a new process: no percentile measured across it, and none from a lean read of it", () => {
+    const a = read(0, 1000, lat([10, 10, 10, 10], 5, 1));
+    const restarted = read(5000, 2000, lean(1, 0));
+    expect(latencyOf([a], restarted)).toMatchObject({ ttftP50: null, successStopPerSecond: null });
+    // Its first histograms (the read after the restart asks them) measure nothing yet; the next ones do.
+    const first = read(10_000, 2000, lat([1, 1, 1, 1], 2, 0));
+    expect(latencyOf([a, restarted], first).ttftP50).toBeNull();
+    expect(latencyOf([a, restarted, first], read(40_000, 2000, lat([1, 1, 5, 5], 9, 0))).ttftP50).not.toBeNull();
+  });
+});
+
 let h: DbHandle;
 let dir: string;
 beforeEach(() => {

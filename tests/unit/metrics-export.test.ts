@@ -113,6 +113,7 @@ describe("the Prometheus export", () => {
       backend("ack", "stuck", { acknowledged: { by: "ana", at: NOW - 5000, note: "on it" } }),
       backend("maint", "down", { maintenance: { until: NOW + 3_600_000, by: "ana", note: null, source: "api" } }),
       backend("plain", "stuck"),
+      backend("looping", "starting", { crashLoop: { since: NOW - 60_000, restarts: 3, lastAt: NOW - 60_000, clearsAt: NOW + 240_000, threshold: 3, windowMinutes: 5 } }),
     ]);
     f.proxies = [
       { ...f.proxies[0], id: "all", healthyBackends: 2, totalBackends: 2, sleepingBackends: 0, health: "ok" },
@@ -126,8 +127,10 @@ describe("the Prometheus export", () => {
     m.attach(() => ({ fleet: f, pollIntervalSeconds: 5 }));
     const text = await m.render();
     const of = (name: string, label: string) => Object.fromEntries(samples(text, name).map((s) => [s.labels[label], s.value]));
-    expect(of("stepwatch_backend_acknowledged", "backend")).toEqual({ ack: 1, maint: 0, plain: 0 });
-    expect(of("stepwatch_backend_in_maintenance", "backend")).toEqual({ ack: 0, maint: 1, plain: 0 });
+    expect(of("stepwatch_backend_acknowledged", "backend")).toEqual({ ack: 1, maint: 0, plain: 0, looping: 0 });
+    expect(of("stepwatch_backend_in_maintenance", "backend")).toEqual({ ack: 0, maint: 1, plain: 0, looping: 0 });
+    // A crash loop is a flag beside the state: 0 where the fleet answer has none.
+    expect(of("stepwatch_backend_crash_loop", "backend")).toEqual({ ack: 0, maint: 0, plain: 0, looping: 1 });
     // A proxy that names no backends has no count: 0 of 0 would read as "none healthy".
     expect(of("stepwatch_proxy_backends_healthy", "proxy")).toEqual({ all: 2, none: 0 });
     expect(of("stepwatch_proxy_backends", "proxy")).toEqual({ all: 2, none: 3 });

@@ -60,9 +60,9 @@ describe("outages from the database", () => {
     expect(r.uptime.find((u) => u.backendId === "b")!.uptime["7d"]).toBeCloseTo(95, 6);
 
     const csv = outagesCsv(r.outages).split("\r\n");
-    expect(csv[0]).toBe("backend,state,start_utc,end_utc,duration_seconds,cause,states,maintenance_seconds,in_maintenance");
-    expect(csv[1]).toMatch(/^b,stuck,\d{4}-\d\d-\d\dT[\d:.]+Z,ongoing,1800,"stuck: 2 running, 0 new steps in 130 s",stuck,0,no$/);
-    expect(csv[2]).toMatch(/,restarting,0,no$/);
+    expect(csv[0]).toBe("backend,state,start_utc,end_utc,duration_seconds,cause,states,maintenance_seconds,in_maintenance,exited_not_restarted");
+    expect(csv[1]).toMatch(/^b,stuck,\d{4}-\d\d-\d\dT[\d:.]+Z,ongoing,1800,"stuck: 2 running, 0 new steps in 130 s",stuck,0,no,no$/);
+    expect(csv[2]).toMatch(/,restarting,0,no,no$/);
   });
 
   it("counts maintenance from the API's periods and the config's windows as planned, not downtime", () => {

@@ -65,6 +65,24 @@ describe("outages", () => {
     expect(o[0].states).toEqual(["down", "unknown"]);
     expect(o[0].cause).toBe("down: down for 5 s; may be loading weights");
   });
+  it.each([
+    // vLLM's engine core died and the API server exited 0: Restart=on-failure never restarts it;
+    // an operator restarts it from stepwatch 15 minutes later.
+    { name: "down past the grace, then restarted from stepwatch", t: [tr(0, null, "idle"), tr(100, "idle", "unknown"), tr(105, "unknown", "down"), tr(1000, "down", "restarting"), tr(1200, "restarting", "idle")], exited: true },
+    // Measured from the first refused read: 600 s after it, not after the read that made it down.
+    { name: "back by its supervisor just inside the grace", t: [tr(0, null, "idle"), tr(100, "idle", "unknown"), tr(105, "unknown", "down"), tr(699, "down", "starting"), tr(720, "starting", "idle")], exited: false },
+    { name: "back by its supervisor only after the grace", t: [tr(0, null, "idle"), tr(100, "idle", "unknown"), tr(105, "unknown", "down"), tr(700, "down", "starting"), tr(720, "starting", "idle")], exited: true },
+    { name: "still down past the grace, the outage open", t: [tr(0, null, "idle"), tr(9000, "idle", "down")], exited: true },
+    { name: "still down inside the grace", t: [tr(0, null, "idle"), tr(9500, "idle", "down")], exited: false },
+    { name: "a stuck server restarted is never an exit", t: [tr(0, null, "busy"), tr(100, "busy", "stuck"), tr(2000, "stuck", "restarting"), tr(2100, "restarting", "idle")], exited: false },
+  ])("names a silent exit: $name", ({ t, exited }) => {
+    const [o] = deriveOutages("a", t, 0, 10_000 * s, { ...opts, graceSeconds: 600 });
+    expect(o.exitedNotRestarted).toBe(exited);
+    if (exited) expect(o.cause).toContain("exited and was not restarted within startupGraceSeconds (600 s)");
+    else expect(o.cause).not.toContain("exited");
+    // Without a grace given, nothing is named so.
+    expect(deriveOutages("a", t, 0, 10_000 * s, opts)[0].exitedNotRestarted).toBe(false);
+  });
   it("starts a stuck at the stall before it: no progress since that read", () => {
     const t = [tr(0, null, "busy"), tr(100, "busy", "stalled"), tr(160, "stalled", "stuck", "2 running, 0 new steps in 130 s"), tr(400, "stuck", "busy")];
     expect(summary(deriveOutages("a", t, 0, 10_000 * s, opts))).toEqual([["stuck", 100, 400, 300]]);

@@ -38,7 +38,7 @@ describe("contrib/prometheus", () => {
   it("the alert rules pass promtool check rules and their unit tests pass promtool test rules", async () => {
     assertPromtool();
     const check = await promtool(["check", "rules", RULES]);
-    expect(check.stdout + check.stderr).toContain("SUCCESS: 8 rules found");
+    expect(check.stdout + check.stderr).toContain("SUCCESS: 9 rules found");
     expect(check.code).toBe(0);
     const test = await promtool(["test", "rules", RULES_TEST]);
     expect({ code: test.code, out: test.stdout + test.stderr }).toMatchObject({ code: 0, out: expect.stringContaining("SUCCESS") });
@@ -90,11 +90,12 @@ describe("contrib/prometheus", () => {
     }
   });
 
-  it("names the eight alerts and only series the export has", async () => {
+  it("names the nine alerts and only series the export has", async () => {
     const rules = fs.readFileSync(RULES, "utf8");
     expect([...rules.matchAll(/- alert: (\w+)/g)].map((m) => m[1])).toEqual([
       "StepwatchBackendStuck",
       "StepwatchBackendDown",
+      "StepwatchBackendCrashLoop",
       "StepwatchRestartFailed",
       "StepwatchNotScraping",
       "StepwatchNoLeader",
@@ -116,7 +117,7 @@ describe("contrib/prometheus", () => {
       fs.writeFileSync(path.join(dir, "prometheus.yml"), fs.readFileSync(EXAMPLE, "utf8").replace("/etc/prometheus/stepwatch-metrics.token", token));
       fs.copyFileSync(RULES, path.join(dir, "stepwatch-rules.yml"));
       const check = await promtool(["check", "config", path.join(dir, "prometheus.yml")]);
-      expect({ code: check.code, out: check.stdout + check.stderr }).toMatchObject({ code: 0, out: expect.stringContaining("SUCCESS: 8 rules found") });
+      expect({ code: check.code, out: check.stdout + check.stderr }).toMatchObject({ code: 0, out: expect.stringContaining("SUCCESS: 9 rules found") });
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

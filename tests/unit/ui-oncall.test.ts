@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { acknowledgedLine, canAcknowledge, failingChannelLine, maintenanceLine, unattendedLine } from "@/lib/ui/oncall";
+import { acknowledgedLine, canAcknowledge, crashLoopLine, failingChannelLine, maintenanceLine, unattendedLine } from "@/lib/ui/oncall";
 
 const at = Date.parse("2026-12-01T14:30:00Z");
 
@@ -12,6 +12,10 @@ describe("on-call lines", () => {
   it("acknowledged, unattended, failing channel", () => {
     expect(acknowledgedLine({ by: "bo", at, note: "on it" })).toBe("acknowledged by bo at 14:30 UTC: on it");
     expect(unattendedLine("gb10-a", Date.parse("2026-12-01T03:15:00Z"))).toBe("gb10-a will be restarted at 03:15 UTC unless someone acknowledges");
+    const since = Date.parse("2026-12-01T14:02:00Z");
+    expect(crashLoopLine({ since, restarts: 4, lastAt: since + 60_000, clearsAt: since + 360_000, threshold: 3, windowMinutes: 5 })).toBe(
+      "crash loop: 4 new processes since 14:02 UTC not restarted by stepwatch (3 in 5 min); over at 14:08 UTC if no new one comes",
+    );
     expect(
       failingChannelLine({ id: "ops", type: "webhook", consecutiveFailures: 4, lastAttemptAt: at, lastOkAt: null, lastError: "HTTP 503", failing: true }),
     ).toBe("notification channel ops (webhook) keeps failing: 4 attempts in a row, last: HTTP 503. Messages are kept and retried.");

@@ -139,6 +139,12 @@ export class StepwatchMetrics {
       b.acknowledged ? 1 : 0,
     );
     perBackend("stepwatch_backend_in_maintenance", "1 while the backend is in maintenance (API or config), else 0.", (b) => (b.maintenance ? 1 : 0));
+    // A flag beside the state (lib/core/crash-loop.ts): the state says what each process does.
+    perBackend(
+      "stepwatch_backend_crash_loop",
+      "1 while the backend is in a crash loop (crashLoop.restarts new processes not caused by stepwatch within crashLoop.windowMinutes), else 0.",
+      (b) => (b.crashLoop ? 1 : 0),
+    );
 
     /** A gauge per proxy, set afresh at each scrape (a proxy whose value is null is left out). */
     const perProxy = (name: string, help: string, value: (p: FleetProxy) => number | null) =>
