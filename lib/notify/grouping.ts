@@ -5,7 +5,7 @@
  *
  * A notification stays one row per cause, written with it (invariant 11); grouping happens only at
  * send time, per channel. Problems (`stuck`/`down`), reminders and recoveries each form their own
- * group; every other event (restart requested, finished, scheduled) goes out alone and at once.
+ * group; every other event (restart requested, finished, scheduled; a crash loop) goes out alone and at once.
  * A never-sent row is due at the end of its window (written as its `nextAttemptAt`); when the oldest
  * of a group is due, every never-sent row of that group goes with it, so none waits longer than
  * its own window. Once sent, a message keeps its members and its id on every retry.
