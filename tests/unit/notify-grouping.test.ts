@@ -42,7 +42,7 @@ describe("grouping", () => {
     expect(groupOf({ event: "stuck", details: {} })).toBe("problem");
     expect(groupOf({ event: "down", details: { reminder: true } })).toBe("reminder");
     expect(groupOf({ event: "recovered", details: {} })).toBe("recovered");
-    expect(["restart-requested", "restart-finished", "restart-scheduled"].map((e) => groupOf({ event: e as NotificationEvent, details: {} }))).toEqual([null, null, null]);
+    expect(["restart-requested", "restart-finished", "restart-scheduled", "crash-loop"].map((e) => groupOf({ event: e as NotificationEvent, details: {} }))).toEqual([null, null, null, null]);
     const c = { groupWaitSeconds: 10, groupIntervalSeconds: 60 };
     expect([windowMsOf("problem", c), windowMsOf("recovered", c), windowMsOf("reminder", c), windowMsOf(null, c)]).toEqual([10_000, 10_000, 60_000, 0]);
   });
