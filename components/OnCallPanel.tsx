@@ -42,7 +42,8 @@ export function OnCallPanel({ b, viewer, onChanged }: { b: FleetBackend; viewer:
   const withNote = trimmed ? { note: trimmed } : {};
 
   return (
-    <section className="section" data-testid="oncall-panel">
+    // id: the target of a notification's acknowledge link ({publicUrl}/backends/{id}#acknowledge, lib/notify/message.ts).
+    <section className="section" id="acknowledge" data-testid="oncall-panel">
       <h2>On call</h2>
       <div className="panel">
         {b.problem ? (

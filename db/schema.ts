@@ -327,11 +327,19 @@ export const notifications = sqliteTable(
     link: text("link"),
     /** Event-specific facts: who/note (restart-requested), outcome/downtime, scheduledAt, reminder. */
     details: text("details", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    /** The backend's labels (config `backends[].labels`) when it was written: the message carries them. */
+    labels: text("labels", { mode: "json" }).$type<Record<string, string>>().notNull().default({}),
   },
   (t) => [index("notifications_backend_at").on(t.backendId, t.at), index("notifications_at").on(t.at)],
 );
 
-/** The outbox: one row per notification and channel, delivered in the background and retried. */
+/**
+ * The outbox: one row per notification and channel, delivered in the background and retried.
+ * Deliveries of one channel are grouped into one message at send time (lib/notify/outbox.ts): a
+ * row waits (pending, `next_attempt_at` = its group window's end) with `message_uid` null, and gets
+ * the grouped message's id when it is first sent; from then on its group is retried as one, with
+ * that id, and every attempt is recorded on each member row.
+ */
 export const notificationDeliveries = sqliteTable(
   "notification_deliveries",
   {
@@ -345,11 +353,14 @@ export const notificationDeliveries = sqliteTable(
     lastError: text("last_error"),
     deliveredAt: integer("delivered_at"),
     createdAt: integer("created_at").notNull(),
+    /** The id of the message that carries it (X-Stepwatch-Notification-Id); null until first sent. */
+    messageUid: text("message_uid"),
   },
   (t) => [
     index("notification_deliveries_due").on(t.status, t.nextAttemptAt),
     uniqueIndex("notification_deliveries_one").on(t.notificationId, t.channelId),
     index("notification_deliveries_channel").on(t.channelId, t.createdAt),
+    index("notification_deliveries_message").on(t.messageUid),
   ],
 );
 

@@ -47,6 +47,13 @@ export const DEFAULTS = {
      * healthy this long; a stuck -> busy -> stuck flap inside it sends nothing.
      */
     recoveredAfterSeconds: 60,
+    /**
+     * Grouping, as Alertmanager does it: problems (and recoveries) that start within this many
+     * seconds go out as one message per channel, sent when the oldest is this old.
+     */
+    groupWaitSeconds: 10,
+    /** The same for reminders: the reminders written within this many seconds go out as one message. */
+    groupIntervalSeconds: 60,
     smtpPort: 587,
   },
 } as const;
@@ -304,6 +311,9 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       publicUrl: httpUrl.optional(),
       renotifyMinutes: z.number().positive().optional(),
       recoveredAfterSeconds: z.number().nonnegative().optional(),
+      // At most an hour: a window is also how late a message may go out (lib/notify/outbox.ts).
+      groupWaitSeconds: z.number().nonnegative().max(3600).optional(),
+      groupIntervalSeconds: z.number().nonnegative().max(3600).optional(),
       channels: z.array(channel).default([]),
     })
     .transform(
@@ -311,6 +321,8 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
         publicUrl: n.publicUrl ?? null,
         renotifyMinutes: n.renotifyMinutes ?? DEFAULTS.notifications.renotifyMinutes,
         recoveredAfterSeconds: n.recoveredAfterSeconds ?? DEFAULTS.notifications.recoveredAfterSeconds,
+        groupWaitSeconds: n.groupWaitSeconds ?? DEFAULTS.notifications.groupWaitSeconds,
+        groupIntervalSeconds: n.groupIntervalSeconds ?? DEFAULTS.notifications.groupIntervalSeconds,
         channels: n.channels,
       }),
     );

@@ -3,7 +3,7 @@
  * maintenance periods. Kept apart from ./readings.ts and ./restarts.ts (the watcher's readings and restarts) so each
  * file stays one subject; lib/ calls these verbs and never builds SQL.
  */
-import { and, desc, eq, gt, gte, inArray, isNull, lte, sql } from "drizzle-orm";
+import { and, desc, eq, gt, gte, inArray, isNull, lte, notInArray, or, sql } from "drizzle-orm";
 import type { Db } from "../types";
 import { perConnection } from "../per-connection";
 import {
@@ -26,18 +26,22 @@ export type NewMaintenancePeriod = typeof maintenancePeriods.$inferInsert;
 
 // ---- outbox ----
 
-/** The notification and one pending delivery per channel; call inside the cause's transaction. */
+/**
+ * The notification and one pending delivery per channel; call inside the cause's transaction.
+ * `dueAt`: when its first attempt is due (the end of its group window; `now` for one sent alone).
+ */
 export function insertNotification(
   db: Db,
   row: NewNotification,
   channels: Array<{ id: string; type: NotificationDeliveryRow["channelType"] }>,
   now: number,
+  dueAt: number = now,
 ): NotificationRow {
   return db.$client.transaction(() => {
     const n = db.insert(notifications).values(row).returning().get();
     if (channels.length > 0) {
       db.insert(notificationDeliveries)
-        .values(channels.map((c) => ({ notificationId: n.id, channelId: c.id, channelType: c.type, status: "pending" as const, nextAttemptAt: now, createdAt: now })))
+        .values(channels.map((c) => ({ notificationId: n.id, channelId: c.id, channelType: c.type, status: "pending" as const, nextAttemptAt: dueAt, createdAt: now })))
         .run();
     }
     return n;
@@ -49,42 +53,79 @@ export interface DueDelivery {
   notification: NotificationRow;
 }
 
-/** Pending deliveries whose next attempt is due, oldest first. */
-export function dueDeliveries(db: Db, now: number, limit: number, exclude: number[] = []): DueDelivery[] {
-  const conds = [eq(notificationDeliveries.status, "pending"), lte(notificationDeliveries.nextAttemptAt, now)];
-  const rows = db
+/**
+ * What the outbox may send now, oldest first: every pending delivery that is due, and every one
+ * never sent yet (not due itself, it may join the message of an older one of its group that is).
+ */
+export function deliverable(db: Db, now: number): DueDelivery[] {
+  return db
     .select({ delivery: notificationDeliveries, notification: notifications })
     .from(notificationDeliveries)
     .innerJoin(notifications, eq(notifications.id, notificationDeliveries.notificationId))
-    .where(and(...conds))
-    .orderBy(notificationDeliveries.nextAttemptAt, notificationDeliveries.id)
-    .limit(limit + exclude.length)
+    .where(
+      and(
+        eq(notificationDeliveries.status, "pending"),
+        or(lte(notificationDeliveries.nextAttemptAt, now), and(isNull(notificationDeliveries.messageUid), eq(notificationDeliveries.attempts, 0))),
+      ),
+    )
+    .orderBy(notificationDeliveries.createdAt, notificationDeliveries.id)
     .all();
-  const skip = new Set(exclude);
-  return rows.filter((r) => !skip.has(r.delivery.id)).slice(0, limit);
 }
 
-/** The earliest next attempt of any pending delivery (the loop sleeps until then), or null. */
-export function nextDueAt(db: Db): number | null {
+/**
+ * Gives never-sent deliveries the id of the message that carries them, before it is sent, and one
+ * due time (`now`): a crash after the send and before the attempt is recorded retries the same
+ * message, whole, with the same id. All or none: false (and nothing changed) when any of them was
+ * claimed already.
+ */
+export function claimMessage(db: Db, deliveryIds: number[], messageUid: string, now: number): boolean {
+  if (deliveryIds.length === 0) return false;
+  const partly = new Error("claimed already");
+  try {
+    db.$client.transaction(() => {
+      const n = db
+        .update(notificationDeliveries)
+        .set({ messageUid, nextAttemptAt: now })
+        .where(and(inArray(notificationDeliveries.id, deliveryIds), isNull(notificationDeliveries.messageUid)))
+        .run().changes;
+      if (n !== deliveryIds.length) throw partly; // rolls the claim back
+    })();
+    return true;
+  } catch (e) {
+    if (e === partly) return false;
+    throw e;
+  }
+}
+
+/** The earliest next attempt of any pending delivery (the loop sleeps until then), or null; deliveries in flight left out. */
+export function nextDueAt(db: Db, inFlight: number[] = []): number | null {
   const r = db
     .select({ at: sql<number | null>`MIN(${notificationDeliveries.nextAttemptAt})` })
     .from(notificationDeliveries)
-    .where(eq(notificationDeliveries.status, "pending"))
+    .where(
+      and(
+        eq(notificationDeliveries.status, "pending"),
+        inFlight.length > 0 ? notInArray(notificationDeliveries.id, inFlight) : undefined,
+      ),
+    )
     .get();
   return r?.at ?? null;
 }
 
-/** One attempt and the delivery's new status, in one transaction. */
+/** One attempt of a message: an attempt row on each of its deliveries and their new status, in one transaction. */
 export function recordAttempt(
   db: Db,
-  attempt: typeof notificationAttempts.$inferInsert,
+  deliveryIds: number[],
+  attempt: Omit<typeof notificationAttempts.$inferInsert, "deliveryId">,
   update: { status: NotificationDeliveryRow["status"]; nextAttemptAt: number; lastError: string | null; deliveredAt: number | null },
 ): void {
   db.$client.transaction(() => {
-    db.insert(notificationAttempts).values(attempt).run();
+    db.insert(notificationAttempts)
+      .values(deliveryIds.map((deliveryId) => ({ ...attempt, deliveryId })))
+      .run();
     db.update(notificationDeliveries)
       .set({ ...update, attempts: sql`${notificationDeliveries.attempts} + 1` })
-      .where(eq(notificationDeliveries.id, attempt.deliveryId))
+      .where(inArray(notificationDeliveries.id, deliveryIds))
       .run();
   })();
 }

@@ -39,9 +39,11 @@ export function notificationDTO(n: NotificationWithDeliveries): NotificationDTO 
     at: n.at,
     link: n.link,
     details: n.details,
+    labels: n.labels,
     deliveries: n.deliveries.map((d) => ({
       channelId: d.channelId,
       channelType: d.channelType,
+      messageId: d.messageUid,
       status: d.status,
       attempts: d.attempts,
       nextAttemptAt: d.status === "pending" ? d.nextAttemptAt : null,

@@ -88,9 +88,13 @@ export interface NotificationAttemptDTO {
 export interface NotificationDTO extends Required<NotificationDraft> {
   id: string;
   link: string | null;
+  /** The backend's labels when it was written (the message carries them). */
+  labels: Record<string, string>;
   deliveries: Array<{
     channelId: string;
     channelType: ChannelType;
+    /** The message that carried (or carries) it: X-Stepwatch-Notification-Id, shared by a group; null until first sent. */
+    messageId: string | null;
     status: DeliveryStatus;
     attempts: number;
     nextAttemptAt: number | null;

@@ -1,5 +1,5 @@
 /**
- * Sending one notification to one channel, once. HTTP channels go through the one HTTP client
+ * Sending one message (one notification, or a group of them: lib/notify/grouping.ts) to one channel, once. HTTP channels go through the one HTTP client
  * (lib/net/http.ts: deadline, size cap, no redirects, never throws); email through nodemailer.
  * Retrying is the outbox's job (lib/notify/outbox.ts): this file only says how the attempt went.
  */
@@ -7,7 +7,7 @@ import type { Transporter } from "nodemailer";
 import type { Dispatcher } from "undici";
 import type { ChannelConfig } from "../config";
 import { httpRequest } from "../net/http";
-import { emailContent, NOTIFICATION_ID_HEADER, ntfyRequest, slackBody, type NotificationPayload } from "./message";
+import { emailContent, NOTIFICATION_ID_HEADER, ntfyRequest, slackBody, type MessagePayload } from "./message";
 
 export interface AttemptResult {
   ok: boolean;
@@ -29,7 +29,7 @@ export interface SendOptions {
   signal?: AbortSignal;
 }
 
-export type Sender = (channel: ChannelConfig, payload: NotificationPayload, opts: SendOptions) => Promise<AttemptResult>;
+export type Sender = (channel: ChannelConfig, payload: MessagePayload, opts: SendOptions) => Promise<AttemptResult>;
 
 /** How an attempt's error starts when the request was sent and the answer never came (counted by the outbox). */
 export const UNCONFIRMED = "unconfirmed";
@@ -102,7 +102,7 @@ async function transportFor(channel: Extract<ChannelConfig, { type: "email" }>, 
   return t;
 }
 
-async function sendEmail(channel: Extract<ChannelConfig, { type: "email" }>, payload: NotificationPayload, opts: SendOptions): Promise<AttemptResult> {
+async function sendEmail(channel: Extract<ChannelConfig, { type: "email" }>, payload: MessagePayload, opts: SendOptions): Promise<AttemptResult> {
   const { subject, text } = emailContent(payload);
   try {
     await (await transportFor(channel, opts.timeoutMs)).sendMail({
@@ -112,7 +112,10 @@ async function sendEmail(channel: Extract<ChannelConfig, { type: "email" }>, pay
       text,
       // Lets a mail client thread the reminders, and a receiver dedupe a retried send.
       messageId: `<${payload.id}@stepwatch>`,
-      headers: { "X-Stepwatch-Event": payload.event, "X-Stepwatch-Backend": payload.backendId },
+      headers: {
+        "X-Stepwatch-Event": [...new Set(payload.notifications.map((n) => n.event))].join(", "),
+        "X-Stepwatch-Backend": [...new Set(payload.notifications.map((n) => n.backendId))].join(", ").slice(0, 900),
+      },
     });
     return { ok: true, statusCode: null, error: null, retryAfterMs: null };
   } catch (e) {

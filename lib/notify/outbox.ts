@@ -1,26 +1,29 @@
 /**
  * The durable outbox. `write` is synchronous and meant to run INSIDE the transaction of whatever
  * caused the notification (a transition, a restart event): either both are on disk or neither.
- * `run` is the background delivery loop: it never blocks a poll (polls only write rows), sends
- * each pending delivery, records every attempt, and retries failures (network errors, 5xx, any
+ * `run` is the background delivery loop: it never blocks a poll (polls only write rows), groups
+ * the pending deliveries of each channel into messages (lib/notify/grouping.ts: problems,
+ * reminders and recoveries that start within a window go out as one), sends each message, records
+ * every attempt on every delivery it carries, and retries failures (network errors, 5xx, any
  * non-2xx) with exponential backoff for OUTBOX_DEFAULTS.giveUpAfterMs (two days). Rows stay in
  * SQLite, so a restart of stepwatch picks up where it left off: delivery is at-least-once and
- * receivers dedupe on the notification's `id` (in the body and the X-Stepwatch-Notification-Id
- * header), which is the same on every retry. One exception bounds the copies a slow receiver
- * gets: an attempt whose request was written in full and then timed out waiting for the answer
- * ("unconfirmed") is retried once; a second such attempt counts as delivered, unconfirmed.
+ * receivers dedupe on the message's `id` (in the body and the X-Stepwatch-Notification-Id
+ * header), which is the same on every retry: a message's members and id are written before its
+ * first send. One exception bounds the copies a slow receiver gets: an attempt whose request was
+ * written in full and then timed out waiting for the answer ("unconfirmed") is retried once; a
+ * second such attempt counts as delivered, unconfirmed.
  */
 import { randomUUID } from "node:crypto";
 import type { Dispatcher } from "undici";
 import type { Db } from "../../db/types";
 import {
   attemptsWithErrorPrefix,
-  dueDeliveries,
+  claimMessage,
+  deliverable,
   insertNotification,
   lastAttemptsOfChannel,
   nextDueAt,
   recordAttempt,
-  type DueDelivery,
 } from "../../db/queries/oncall";
 import type { NotificationRow } from "../../db/schema";
 import type { BackendState } from "../core/states";
@@ -28,12 +31,14 @@ import { type Reason } from "../core/types";
 import type { ChannelConfig, NotificationsConfig } from "../config";
 import { sendToChannel, UNCONFIRMED, type AttemptResult, type Sender } from "./channels";
 import type { ChannelStatus, ChannelType, NotificationDraft, NotificationEvent } from "../core/events";
-import { linkOf, payloadOf } from "./message";
+import { headline, linkOf, messageOf } from "./message";
+import { dueMessages, groupOf, messageKey, windowMsOf, type DueMessage } from "./grouping";
+import type { Labels } from "../core/labels";
 
 export const OUTBOX_DEFAULTS = {
   /** The loop looks for due deliveries at least this often (and at once after a write). */
   tickMs: 1000,
-  /** Deliveries sent concurrently per round. */
+  /** Messages sent concurrently per round. */
   batch: 20,
   /** One attempt's deadline. */
   attemptTimeoutMs: 10_000,
@@ -58,6 +63,8 @@ export interface OutboxOptions {
    * it on to its telemetry: stepwatch_notification_failures_total{channel} in lib/api/export/metrics.ts).
    */
   onAttemptFailed?: (channelId: string) => void;
+  /** A backend's labels in the config in force (stored with its notification; the message carries them). */
+  labelsOf?: (backendId: string) => Labels;
 }
 
 /** In-memory totals since this process started (for a metrics export; the DB has the full record). */
@@ -83,7 +90,9 @@ export class Outbox {
   private readonly now: () => number;
   private readonly send: Sender;
   private readonly log: (msg: string) => void;
-  private readonly inFlight = new Set<number>();
+  /** Messages in flight (messageKey) and the deliveries they carry. */
+  private readonly inFlight = new Set<string>();
+  private readonly inFlightDeliveries = new Set<number>();
   private readonly health = new Map<string, Omit<ChannelStatus, "id" | "type" | "failing">>();
   private wake: (() => void) | null = null;
   private kicked = false;
@@ -121,10 +130,14 @@ export class Outbox {
   /**
    * Stores a notification and one pending delivery per channel that takes it. Synchronous: call
    * it inside the transaction of its cause. The row is written even when no channel takes it
-   * (the page shows it, and the problem state is rebuilt from these rows after a restart).
+   * (the page shows it, and the problem state is rebuilt from these rows after a restart). Its
+   * first attempt is due at the end of its group's window (groupWaitSeconds, groupIntervalSeconds
+   * for a reminder; at once for an event never grouped): it goes out then, with whatever of its
+   * group was written meanwhile.
    */
   write(draft: NotificationDraft): NotificationRow {
     const channels = this.config.channels.filter((c) => channelTakes(c, draft.event, draft.backendId));
+    const now = this.now();
     const row = insertNotification(
       this.db,
       {
@@ -137,9 +150,11 @@ export class Outbox {
         at: draft.at,
         link: linkOf(this.config.publicUrl, draft.backendId),
         details: draft.details ?? {},
+        labels: this.opts.labelsOf?.(draft.backendId) ?? {},
       },
       channels,
-      this.now(),
+      now,
+      now + windowMsOf(groupOf({ event: draft.event, details: draft.details ?? {} }), this.config),
     );
     this.kick();
     return row;
@@ -174,7 +189,7 @@ export class Outbox {
       if (signal.aborted) break;
       let waitMs = this.tuning.tickMs;
       try {
-        const next = nextDueAt(this.db);
+        const next = nextDueAt(this.db, [...this.inFlightDeliveries]);
         if (next !== null) waitMs = Math.max(0, Math.min(waitMs, next - this.now()));
       } catch {
         /* the DB may be briefly unavailable; try again next tick */
@@ -199,33 +214,45 @@ export class Outbox {
     await Promise.allSettled(running);
   }
 
-  /** One round, awaited (tests): every due delivery not already in flight, concurrently. Returns how many were tried. */
+  /** One round, awaited (tests): every due message not already in flight, concurrently. Returns how many were tried. */
   async deliverDue(signal?: AbortSignal): Promise<number> {
     const started = this.launch(signal);
     await Promise.all(started);
     return started.length;
   }
 
-  /** Starts the due deliveries that are not in flight yet, up to `batch` in flight. */
+  /** Starts the due messages that are not in flight yet, up to `batch` in flight. */
   private launch(signal?: AbortSignal): Promise<void>[] {
     const room = this.tuning.batch - this.inFlight.size;
     if (room <= 0) return [];
-    return dueDeliveries(this.db, this.now(), room, [...this.inFlight]).map((d) => this.attempt(d, signal));
+    const now = this.now();
+    const started: Promise<void>[] = [];
+    for (const m of dueMessages(deliverable(this.db, now), now, this.inFlight).slice(0, room)) {
+      // Its members and id are on disk before the first send: a retry, after a crash too, sends the same message.
+      if (m.fresh && !claimMessage(this.db, m.members.map((x) => x.delivery.id), m.id, now)) continue;
+      started.push(this.attempt(m, signal));
+    }
+    return started;
   }
 
-  private async attempt({ delivery, notification }: DueDelivery, signal?: AbortSignal): Promise<void> {
-    this.inFlight.add(delivery.id);
+  private async attempt(m: DueMessage, signal?: AbortSignal): Promise<void> {
+    const key = messageKey(m);
+    const ids = m.members.map((x) => x.delivery.id);
+    this.inFlight.add(key);
+    for (const id of ids) this.inFlightDeliveries.add(id);
     try {
-      const channel = this.config.channels.find((c) => c.id === delivery.channelId);
+      const first = m.members[0].delivery;
+      const channel = this.config.channels.find((c) => c.id === m.channelId);
+      const message = messageOf(m.id, m.group, m.members.map((x) => x.notification), this.config.publicUrl);
       const started = this.now();
       const t0 = performance.now();
       let result: AttemptResult;
       if (!channel) {
         // The config changed since it was queued: keep it (the channel may come back), say why.
-        result = { ok: false, statusCode: null, error: `channel "${delivery.channelId}" is not in the config any more`, retryAfterMs: null };
+        result = { ok: false, statusCode: null, error: `channel "${m.channelId}" is not in the config any more`, retryAfterMs: null };
       } else {
         try {
-          result = await this.send(channel, payloadOf(notification), { timeoutMs: this.tuning.attemptTimeoutMs, dispatcher: this.opts.dispatcher, signal });
+          result = await this.send(channel, message, { timeoutMs: this.tuning.attemptTimeoutMs, dispatcher: this.opts.dispatcher, signal });
         } catch (e) {
           result = { ok: false, statusCode: null, error: `sender crashed: ${(e as Error)?.message ?? String(e)}`, retryAfterMs: null };
         }
@@ -233,37 +260,40 @@ export class Outbox {
       if (signal?.aborted) return; // shutting down: not evidence about the channel; stays pending
       const durationMs = Math.round(performance.now() - t0);
       const at = this.now();
-      const failedSoFar = delivery.attempts + 1;
-      let update: Parameters<typeof recordAttempt>[2];
+      // Every member has had every attempt of its message: the first one's count is the message's.
+      const failedSoFar = first.attempts + 1;
+      const createdAt = Math.min(...m.members.map((x) => x.delivery.createdAt));
+      let update: Parameters<typeof recordAttempt>[3];
       if (result.ok) {
         update = { status: "delivered", nextAttemptAt: at, lastError: null, deliveredAt: at };
-      } else if (result.unconfirmed && attemptsWithErrorPrefix(this.db, delivery.id, `${UNCONFIRMED}:`) >= 1) {
+      } else if (result.unconfirmed && attemptsWithErrorPrefix(this.db, first.id, `${UNCONFIRMED}:`) >= 1) {
         // A second request written in full and not answered in time. The receiver most likely has
         // it (twice, with the same id header): a slow receiver would otherwise get a copy on every
         // retry for two days (docs/decisions.md "A slow receiver gets a message at most twice").
         update = { status: "delivered", nextAttemptAt: at, lastError: `${result.error}; twice: counted as delivered, unconfirmed`, deliveredAt: at };
-      } else if (at - delivery.createdAt >= this.tuning.giveUpAfterMs) {
+      } else if (at - createdAt >= this.tuning.giveUpAfterMs) {
         update = {
           status: "failed",
           nextAttemptAt: at,
-          lastError: `given up after ${failedSoFar} attempts over ${Math.round((at - delivery.createdAt) / 3600_000)} h: ${result.error}`,
+          lastError: `given up after ${failedSoFar} attempts over ${Math.round((at - createdAt) / 3600_000)} h: ${result.error}`,
           deliveredAt: null,
         };
       } else {
         const delay = Math.max(retryDelayMs(failedSoFar, this.tuning), Math.min(result.retryAfterMs ?? 0, this.tuning.maxRetryMs));
         update = { status: "pending", nextAttemptAt: at + delay, lastError: result.error, deliveredAt: null };
       }
-      recordAttempt(this.db, { deliveryId: delivery.id, at: started, ok: result.ok, statusCode: result.statusCode, error: result.error, durationMs }, update);
-      this.count(delivery.channelId, result, at, update.status === "failed");
+      recordAttempt(this.db, ids, { at: started, ok: result.ok, statusCode: result.statusCode, error: result.error, durationMs }, update);
+      this.count(m.channelId, result, at, update.status === "failed");
       if (!result.ok) {
-        this.opts.onAttemptFailed?.(delivery.channelId);
+        this.opts.onAttemptFailed?.(m.channelId);
         this.log(
-          `stepwatch: notification ${notification.event} of ${notification.backendId} to channel ${delivery.channelId} failed (attempt ${failedSoFar}): ${result.error}` +
+          `stepwatch: notification "${headline(message)}" (${m.members.length === 1 ? "1 notification" : `${m.members.length} notifications`}) to channel ${m.channelId} failed (attempt ${failedSoFar}): ${result.error}` +
             (update.status === "pending" ? `; next attempt at ${new Date(update.nextAttemptAt).toISOString()}` : "; given up"),
         );
       }
     } finally {
-      this.inFlight.delete(delivery.id);
+      this.inFlight.delete(key);
+      for (const id of ids) this.inFlightDeliveries.delete(id);
     }
   }
 

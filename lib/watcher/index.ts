@@ -249,11 +249,15 @@ function buildParts(opts: WatcherOptions): Parts {
     () => clock.now(),
     (what, e) => store.fail(what, e),
   );
+  // The parts, once built: a reload replaces parts.config, which the outbox's labelsOf reads.
+  let parts: Parts | null = null;
   const outbox = new Outbox(opts.db, config.notifications, {
     ...opts.outbox,
     now: () => clock.now(),
     log,
     onAttemptFailed: (channelId) => telemetry.notificationFailed(channelId),
+    // Read from the config in force when written (a reload replaces p.config); stored with the notification.
+    labelsOf: (backendId) => (parts?.config ?? config).backends.find((b) => b.id === backendId)?.labels ?? {},
   });
   // Every configured channel's failure series exists at 0 before its first failure.
   for (const c of config.notifications.channels) telemetry.notificationChannel(c.id);
@@ -282,7 +286,8 @@ function buildParts(opts: WatcherOptions): Parts {
     telemetry,
     pool: pool ?? undefined,
   };
-  return { opts, config, clock, log, telemetry, store, controller, signal, book, outbox, notify, threads, pool, deps };
+  parts = { opts, config, clock, log, telemetry, store, controller, signal, book, outbox, notify, threads, pool, deps };
+  return parts;
 }
 
 /** The monitors and their loops: what the fleet start and a reload add or stop. */

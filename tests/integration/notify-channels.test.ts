@@ -3,11 +3,7 @@
  * the real outbox on a real SQLite file: a receiver that fails first gets the same notification
  * id again after the backoff, every attempt is recorded, and nothing is dropped.
  */
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { openDb } from "@/db/client";
 import { type DbHandle } from "@/db/types";
 import { recentNotifications } from "@/db/queries/oncall";
 import { parseConfig, type NotificationsConfig } from "@/lib/config";
@@ -17,10 +13,9 @@ import { StepwatchMetrics } from "@/lib/api/export/metrics";
 import { reason } from "@/lib/core/types";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
 import { startWatcher } from "@/lib/watcher";
-import { startHttpReceiver, startSmtpReceiver, type HttpReceiver, type SmtpReceiver } from "../support/receivers";
+import { startHttpReceiver, startSmtpReceiver, tempDbs, type HttpReceiver, type SmtpReceiver } from "../support/receivers";
 
-let dir: string;
-let handle: DbHandle;
+let dbs: ReturnType<typeof tempDbs>;
 let hook: HttpReceiver;
 let smtp: SmtpReceiver;
 const stops: AbortController[] = [];
@@ -35,9 +30,10 @@ const draft = (over: Partial<NotificationDraft> = {}): NotificationDraft => ({
   ...over,
 });
 
+/** groupWaitSeconds 0: these cases are about one notification and its channel; grouping has its own file. */
 function notificationsOf(channels: unknown[], env: Record<string, string> = {}): NotificationsConfig {
   const c = parseConfig(
-    { backends: [{ id: "gb10-a", url: "http://127.0.0.1:1" }, { id: "b2", url: "http://127.0.0.1:2" }], notifications: { publicUrl: "https://sw.example.org/", channels } },
+    { backends: [{ id: "gb10-a", url: "http://127.0.0.1:1" }, { id: "b2", url: "http://127.0.0.1:2" }], notifications: { publicUrl: "https://sw.example.org/", groupWaitSeconds: 0, channels } },
     "test",
     { env },
   );
@@ -55,25 +51,22 @@ async function deliverUntil(box: Outbox, done: () => boolean, timeoutMs = 15_000
 }
 
 beforeAll(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-notify-"));
+  dbs = tempDbs("sw-notify-");
   smtp = await startSmtpReceiver({ user: "sw", password: "mail-secret" });
 });
 
 afterEach(async () => {
   for (const c of stops.splice(0)) c.abort();
   await hook?.close();
-  handle?.close();
+  dbs.closeLast();
 });
 
 afterAll(async () => {
   await smtp.close();
-  fs.rmSync(dir, { recursive: true, force: true });
+  dbs.remove();
 });
 
-function freshDb(name: string): DbHandle {
-  handle = openDb(path.join(dir, `${name}.db`));
-  return handle;
-}
+const freshDb = (name: string): DbHandle => dbs.open(name);
 
 describe("notification channels against real receivers", () => {
   it("webhook: POSTs the payload with env: headers; a 503 is retried with the same id, every attempt kept", async () => {
@@ -101,6 +94,13 @@ describe("notification channels against real receivers", () => {
       at: "2026-12-01T03:05:00.000Z",
       link: "https://sw.example.org/backends/gb10-a",
       details: {},
+      labels: {},
+      acknowledgeLink: "https://sw.example.org/backends/gb10-a#acknowledge",
+      // A lone notification is a message of one: its own id, and itself as the one notification.
+      group: "problem",
+      count: 1,
+      notifications: [expect.objectContaining({ id: row.uid, backendId: "gb10-a" })],
+      fleetLink: "https://sw.example.org/",
     });
     expect(hook.received[1].headers.authorization).toBe("Bearer t0k");
     expect(hook.received.map((r) => r.headers["x-stepwatch-notification-id"])).toEqual([row.uid, row.uid]);
@@ -320,6 +320,7 @@ describe("failed deliveries on /metrics (stepwatch_notification_failures_total)"
         // Nothing listens there: down inside the startup grace, which notifies nothing by itself.
         backends: [{ id: "gb10-a", url: "http://127.0.0.1:1" }],
         notifications: {
+          groupWaitSeconds: 0,
           channels: [
             { id: "ops", type: "webhook", url: `${hook.url}/ops` },
             { id: "mail", type: "email", smtp: { host: "127.0.0.1", port: smtp.port }, from: "sw@example.org", to: ["o@example.org"], events: ["recovered"] },

@@ -17,7 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FleetBackend, FleetResponse, NotificationDTO, NotificationsResponse, RestartEventDTO } from "@/lib/api/types";
-import type { NotificationPayload } from "@/lib/notify/message";
+import type { MessagePayload, NotificationPayload } from "@/lib/notify/message";
 import { parsePrometheus } from "@/lib/metrics/prometheus";
 import { startSimulator, type Simulator } from "@/sim/server";
 import { startHttpReceiver, startSmtpReceiver, type HttpReceiver, type SmtpReceiver } from "../support/receivers";
@@ -38,8 +38,10 @@ const fleet = async () => (await getJson<FleetResponse>(`${app!.url}/api/fleet`)
 const backend = async (id: string): Promise<FleetBackend> => (await fleet()).backends.find((b) => b.id === id)!;
 const notifications = async (id?: string) =>
   (await getJson<NotificationsResponse>(`${app!.url}/api/notifications?limit=500${id ? `&backend=${id}` : ""}`))!.body;
-const sentTo = (p: string): NotificationPayload[] =>
-  hook.received.filter((r) => r.path === p && r.status === 200).map((r) => JSON.parse(r.body) as NotificationPayload);
+const messagesTo = (p: string): MessagePayload[] =>
+  hook.received.filter((r) => r.path === p && r.status === 200).map((r) => JSON.parse(r.body) as MessagePayload);
+/** Every notification delivered to a path, whether it went alone or in a group (lib/notify/grouping.ts). */
+const sentTo = (p: string): NotificationPayload[] => messagesTo(p).flatMap((m) => m.notifications);
 const eventsOf = (id: string, p = "/all") => sentTo(p).filter((n) => n.backendId === id).map((n) => n.event + (n.details.reminder ? "(reminder)" : ""));
 const post = (p: string, body: unknown, opts: { cookie?: string; origin?: string; method?: string } = { cookie: undefined }) =>
   call(`${app!.url}${p}`, { method: opts.method ?? "POST", body: body === undefined ? undefined : JSON.stringify(body), cookie: opts.cookie, origin: opts.origin });
@@ -92,6 +94,9 @@ beforeAll(async () => {
         publicUrl: "http://stepwatch.test:3000",
         renotifyMinutes: 0.1,
         recoveredAfterSeconds: 2,
+        // Each event as soon as written (grouping has its own tests: notify-grouping*.test.ts).
+        groupWaitSeconds: 0,
+        groupIntervalSeconds: 0,
         channels: [
           { id: "ops", type: "webhook", url: `${hook.url}/ops`, backends: ["hung"], headers: { "x-token": "env:SW_HOOK_TOKEN" } },
           { id: "all", type: "webhook", url: `${hook.url}/all`, backends: ["ackme", "maint", "auto"] },
@@ -123,7 +128,7 @@ describe("the outbox across a restart of stepwatch", () => {
     await hang(sims.hung);
     const first = await waitFor("a failed attempt of hung's stuck notification", () => hook.received.find((r) => r.path === "/ops"), 30_000);
     expect(first.status).toBe(503);
-    const firstPayload = JSON.parse(first.body) as NotificationPayload;
+    const firstPayload = JSON.parse(first.body) as MessagePayload;
     expect(firstPayload).toMatchObject({ event: "stuck", backendId: "hung", state: "stuck", link: "http://stepwatch.test:3000/backends/hung" });
     expect(first.headers["x-token"]).toBe("hook-secret-1");
     const pending = await waitFor("the failed attempt recorded", async () => {
@@ -139,7 +144,7 @@ describe("the outbox across a restart of stepwatch", () => {
     app = await startApp(env);
     cookie = await signIn(app, "olga", "oncall-pw-1");
 
-    const delivered = await waitFor("the same notification delivered after the restart", () => sentTo("/ops").find((p) => p.id === firstPayload.id), 60_000);
+    const delivered = await waitFor("the same notification delivered after the restart", () => messagesTo("/ops").find((p) => p.id === firstPayload.id), 60_000);
     expect(delivered).toEqual(firstPayload);
     const n = await waitFor("delivery recorded", async () => {
       const x = (await notifications("hung")).notifications.find((y) => y.id === firstPayload.id);

@@ -2,9 +2,14 @@
  * Real notification receivers on 127.0.0.1 for the tests: an HTTP server that records every
  * request and answers the first `failFirst` with 503, and a real SMTP server (smtp-server).
  */
+import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { SMTPServer } from "smtp-server";
+import { openDb } from "@/db/client";
+import type { DbHandle } from "@/db/types";
 
 export interface Received {
   path: string;
@@ -109,4 +114,26 @@ export async function startSmtpReceiver(opts: { user?: string; password?: string
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const port = (server.server.address() as AddressInfo).port;
   return { port, mails, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+/**
+ * Real SQLite files in one temp directory, for a test file about notifications: `open` one per
+ * case (the previous one is closed by `closeLast`, in afterEach), `remove` the directory in afterAll.
+ */
+export function tempDbs(prefix: string): { open(name: string): DbHandle; closeLast(): void; remove(): void } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  let last: DbHandle | null = null;
+  return {
+    open(name) {
+      last = openDb(path.join(dir, `${name}.db`));
+      return last;
+    },
+    closeLast() {
+      last?.close();
+      last = null;
+    },
+    remove() {
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

@@ -20,7 +20,14 @@ function problems(json: Record<string, unknown>): string[] {
 describe("config: notifications, maintenance, unattended restart", () => {
   it("defaults: no channel, renotify every hour, no maintenance, unattended off", () => {
     const c = parseConfig({ backends: [{ id: "x", url: "http://127.0.0.1:1", restart: { command: ["/bin/true"] } }] }, "t", { env });
-    expect(c.notifications).toEqual({ publicUrl: null, renotifyMinutes: 60, recoveredAfterSeconds: DEFAULTS.notifications.recoveredAfterSeconds, channels: [] });
+    expect(c.notifications).toEqual({
+      publicUrl: null,
+      renotifyMinutes: 60,
+      recoveredAfterSeconds: DEFAULTS.notifications.recoveredAfterSeconds,
+      groupWaitSeconds: 10,
+      groupIntervalSeconds: 60,
+      channels: [],
+    });
     expect(c.maintenance).toEqual([]);
     expect(c.backends[0].unattended).toBeUndefined();
     expect(c.backends[0].restart).toMatchObject({ kind: "command" });
@@ -33,6 +40,8 @@ describe("config: notifications, maintenance, unattended restart", () => {
         notifications: {
           publicUrl: "https://sw.example.org/",
           renotifyMinutes: 30,
+          groupWaitSeconds: 0,
+          groupIntervalSeconds: 120,
           channels: [
             { id: "hook", type: "webhook", url: "https://hooks.example.org/x", headers: { authorization: "env:HOOK" }, events: ["stuck", "down"] },
             { id: "chat", type: "slack", url: "https://hooks.slack.com/services/T/B/X", backends: ["gb10-a"] },
@@ -46,6 +55,7 @@ describe("config: notifications, maintenance, unattended restart", () => {
     );
     expect(c.notifications.publicUrl).toBe("https://sw.example.org");
     expect(c.notifications.renotifyMinutes).toBe(30);
+    expect([c.notifications.groupWaitSeconds, c.notifications.groupIntervalSeconds]).toEqual([0, 120]);
     expect(c.notifications.channels).toEqual([
       { id: "hook", type: "webhook", url: "https://hooks.example.org/x", headers: { authorization: "Bearer h" }, events: ["stuck", "down"], backends: null },
       { id: "chat", type: "slack", url: "https://hooks.slack.com/services/T/B/X", events: null, backends: ["gb10-a"] },
@@ -81,6 +91,8 @@ describe("config: notifications, maintenance, unattended restart", () => {
       "notifications.channels[0].headers.a: environment variable MISSING is not set",
     ]);
     expect(problems({ notifications: { renotifyMinutes: 0 } })[0]).toMatch(/^notifications\.renotifyMinutes: /);
+    expect(problems({ notifications: { groupWaitSeconds: -1 } })[0]).toMatch(/^notifications\.groupWaitSeconds: /);
+    expect(problems({ notifications: { groupIntervalSeconds: 7200 } })[0]).toMatch(/^notifications\.groupIntervalSeconds: /);
     expect(problems({ backends: [{ id: "a", url: "http://127.0.0.1:1", restart: { command: ["x"], unattended: { afterSeconds: 60, maxPerDay: 0 } } }] })[0]).toMatch(
       /^backends\[0\]\.restart\.unattended\.maxPerDay: /,
     );

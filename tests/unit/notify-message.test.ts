@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { reason } from "@/lib/core/types";
-import { clockWithZone, emailContent, headline, ntfyPriority, ntfyRequest, slackBody, type NotificationPayload } from "@/lib/notify/message";
+import { clockWithZone, emailContent, headline, ntfyPriority, ntfyRequest, slackBody, type MessagePayload, type NotificationPayload } from "@/lib/notify/message";
 
 const p = (over: Partial<NotificationPayload> = {}): NotificationPayload => ({
   id: "n-1",
@@ -12,6 +12,8 @@ const p = (over: Partial<NotificationPayload> = {}): NotificationPayload => ({
   at: "2026-12-01T03:05:00.000Z",
   link: "https://sw.example.org/backends/gb10-a",
   details: {},
+  labels: {},
+  acknowledgeLink: null,
   ...over,
 });
 
@@ -36,5 +38,44 @@ describe("notification messages", () => {
     expect(ntfyRequest(p({ link: null })).headers.click).toBeUndefined();
     expect(emailContent(p()).subject).toBe("[stepwatch] gb10-a is stuck [stuck]");
     expect(emailContent(p()).text).toContain("https://sw.example.org/backends/gb10-a");
+  });
+
+  it("a group: the count and the first names in the headline, every one in the body, within Slack's and ntfy's limits", () => {
+    const group = (members: NotificationPayload[], g: MessagePayload["group"] = "problem"): MessagePayload => ({
+      ...members[0],
+      id: "g-1",
+      group: g,
+      count: members.length,
+      notifications: members,
+      fleetLink: "https://sw.example.org/",
+    });
+    const member = (i: number, over: Partial<NotificationPayload> = {}) =>
+      p({
+        id: `n-${i}`,
+        backendId: `b${String(i).padStart(3, "0")}`,
+        link: `https://sw.example.org/backends/b${String(i).padStart(3, "0")}`,
+        acknowledgeLink: `https://sw.example.org/backends/b${String(i).padStart(3, "0")}#acknowledge`,
+        labels: { site: "ams" },
+        ...over,
+      });
+    const mixed = group([member(1), member(2, { event: "down", state: "down" }), member(3)]);
+    expect(headline(mixed)).toBe("3 backends stuck or down (1 down, 2 stuck): b001, b002, b003");
+    expect(emailContent(mixed).subject).toBe("[stepwatch] 3 backends stuck or down (1 down, 2 stuck): b001, b002, b003 [stuck, down]");
+    expect(emailContent(mixed).text).toContain("- b002: stalled -> down; 2 running, 0 new steps in 134 s [site=ams]\n  https://sw.example.org/backends/b002  acknowledge: https://sw.example.org/backends/b002#acknowledge");
+    expect(headline(group([member(1, { details: { reminder: true } }), member(2, { details: { reminder: true } })], "reminder"))).toBe(
+      "2 backends stuck: b001, b002 (reminder: not acknowledged)",
+    );
+
+    const hundred = group(Array.from({ length: 100 }, (_, i) => member(i + 1, { event: "down", state: "down" })));
+    expect(headline(hundred)).toBe("100 backends down: b001, b002, b003, b004, b005 and 95 more");
+    const push = ntfyRequest(hundred);
+    expect(Buffer.byteLength(push.body)).toBeLessThanOrEqual(4096);
+    expect(push.body).toMatch(/\n\.\.\. and \d+ more: https:\/\/sw\.example\.org\/$/);
+    expect(push.headers).toMatchObject({ priority: "5", click: "https://sw.example.org/", "x-stepwatch-notification-id": "g-1" });
+    const slack = slackBody(hundred);
+    const sections = slack.blocks.filter((b) => (b as { type: string }).type === "section") as Array<{ text: { text: string } }>;
+    expect(sections.length).toBeGreaterThan(1);
+    expect(sections.every((b) => b.text.text.length <= 3000)).toBe(true);
+    for (let i = 1; i <= 100; i++) expect(sections.map((b) => b.text.text).join("\n")).toContain(`|b${String(i).padStart(3, "0")}>`);
   });
 });

@@ -27,9 +27,11 @@ const config = {
   })),
   proxies: [],
   // One channel nobody listens on (port 9), for gb10-c's stuck only: the fleet must show it failing
-  // (oncall.spec.ts). A short flap debounce so a recovery clears an acknowledgement in seconds.
+  // (oncall.spec.ts). A short flap debounce so a recovery clears an acknowledgement in seconds; no
+  // group window, so its first attempt is at once (grouping: tests/integration/notify-grouping*.test.ts).
   notifications: {
     recoveredAfterSeconds: 2,
+    groupWaitSeconds: 0,
     channels: [{ id: "pager", type: "webhook", url: "http://127.0.0.1:9/nobody-listens", events: ["stuck"], backends: ["gb10-c"] }],
   },
   operators: [
