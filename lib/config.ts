@@ -29,6 +29,16 @@ export const DEFAULTS = {
   restartCommandTimeoutSeconds: 120,
   webhookMethod: "POST",
   webhookTimeoutSeconds: 30,
+  /** How long a restart waits for its incident's evidence capture before it runs anyway. */
+  evidenceTimeoutSeconds: 30,
+  /** All evidence bundles together, in bytes: past it the oldest are deleted first. */
+  evidenceMaxTotalBytes: 256 * 1024 * 1024,
+  evidence: {
+    /** One bundle, in bytes (every command's output, the bodies and status routes together). */
+    maxBytes: 4 * 1024 * 1024,
+    retentionDays: 30,
+    commandTimeoutSeconds: 10,
+  },
   notifications: {
     renotifyMinutes: 60,
     /**
@@ -179,6 +189,45 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       ...(r.unattended ? { unattended: r.unattended } : {}),
     }));
 
+  // Evidence commands (issue 32): argv run without a shell, like the restart command; an env value
+  // may be "env:NAME", and such values are kept apart (secretValues) so the capture can blank them
+  // out of what the command printed: they are never stored, logged or shown.
+  const evidenceCommand = z
+    .strictObject({
+      name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, "must be 1-64 letters, digits, '.', '-' or '_' (it names a file in the .tar.gz)"),
+      command: z.array(z.string().min(1)).min(1, "must name the program to run"),
+      timeoutSeconds: seconds.max(600).optional(),
+      env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"), z.string()).optional(),
+    })
+    .transform((c, ctx) => {
+      const env: Record<string, string> = {};
+      const secretValues: string[] = [];
+      for (const [name, value] of Object.entries(c.env ?? {})) {
+        const r = secret.safeParse(value);
+        if (!r.success) {
+          for (const i of r.error.issues) ctx.addIssue({ code: "custom", path: ["env", name], message: i.message });
+          continue;
+        }
+        env[name] = r.data;
+        if (value.startsWith("env:")) secretValues.push(r.data);
+      }
+      return { name: c.name, command: c.command, timeoutSeconds: c.timeoutSeconds ?? DEFAULTS.evidence.commandTimeoutSeconds, env, secretValues };
+    });
+  const evidence = z
+    .strictObject({
+      commands: z.array(evidenceCommand).max(16).default([]),
+      maxBytes: z.number().int().min(1024).max(64 * 1024 * 1024).optional(),
+      retentionDays: seconds.optional(),
+    })
+    .superRefine((e, ctx) => {
+      const names = new Set<string>();
+      e.commands.forEach((c, i) => {
+        if (names.has(c.name)) ctx.addIssue({ code: "custom", path: ["commands", i, "name"], message: `"${c.name}" appears twice` });
+        names.add(c.name);
+      });
+    })
+    .transform((e) => ({ commands: e.commands, maxBytes: e.maxBytes ?? DEFAULTS.evidence.maxBytes, retentionDays: e.retentionDays ?? DEFAULTS.evidence.retentionDays }));
+
   const password = z.string().transform((s, ctx) => {
     if (s.startsWith("scrypt:")) return { kind: "scrypt" as const, hash: s };
     if (s.startsWith("env:")) {
@@ -211,6 +260,8 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       /** Which request the idle probe sends ("auto" by engine, learning from 404/405; "none": metrics alone). */
       probe: z.enum(PROBE_CHOICES).default(DEFAULTS.probe),
       restart: restart.optional(),
+      /** What to capture when it gets stuck or goes down, and before any restart (issue 32). */
+      evidence: evidence.optional(),
       /** Free labels to filter and group the fleet by (site, GPU type, team); carried in the fleet answer. */
       labels: z
         .record(
@@ -381,6 +432,10 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
         .default(DEFAULTS.readThreads),
       idleProbeSeconds: seconds.default(DEFAULTS.idleProbeSeconds),
       restartCooldownSeconds: z.number().nonnegative().default(DEFAULTS.restartCooldownSeconds),
+      /** A restart waits at most this long for its incident's evidence, then runs with what was captured. */
+      evidenceTimeoutSeconds: z.number().nonnegative().max(600).default(DEFAULTS.evidenceTimeoutSeconds),
+      /** Every evidence bundle together; the oldest go first past it. */
+      evidenceMaxTotalBytes: z.number().int().min(1024 * 1024).default(DEFAULTS.evidenceMaxTotalBytes),
       recoveryTimeoutSeconds: seconds.default(DEFAULTS.recoveryTimeoutSeconds),
       startupGraceSeconds: z.number().nonnegative().default(DEFAULTS.startupGraceSeconds),
       retention: z
@@ -579,6 +634,14 @@ export function thresholdsOf(c: Pick<Config, "stuckAfterSeconds" | "idleProbeSec
     recoveryTimeoutSeconds: c.recoveryTimeoutSeconds,
     startupGraceSeconds: c.startupGraceSeconds,
   };
+}
+
+export type EvidenceConfig = NonNullable<BackendConfig["evidence"]>;
+export type EvidenceCommandConfig = EvidenceConfig["commands"][number];
+
+/** A backend's evidence settings; one without `evidence` still gets its bundles (bodies, timeline, status routes), with the defaults. */
+export function evidenceOf(b: Pick<BackendConfig, "evidence">): EvidenceConfig {
+  return b.evidence ?? { commands: [], maxBytes: DEFAULTS.evidence.maxBytes, retentionDays: DEFAULTS.evidence.retentionDays };
 }
 
 /** The backend with this id in the config in force; a not-found DomainError (404) otherwise. The one not-found check of every verb and route that takes a backend id. */
