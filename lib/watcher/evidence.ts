@@ -26,6 +26,7 @@ const DAY_MS = 86_400_000;
 /** How far back the timeline looks for the last healthy state, and how many transitions it keeps. */
 const TIMELINE_LOOKBACK_MS = DAY_MS;
 const TIMELINE_MAX = 50;
+const PRUNE_EVERY_MS = 3_600_000;
 
 /** The newest bodies first, within `budget` characters: older ones go, the last one kept is cut. */
 function fitBodies(bodies: readonly EvidenceMetricsBody[], budget: number): EvidenceMetricsBody[] {
@@ -95,7 +96,20 @@ export class EvidenceRecorder implements EvidenceSource {
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
   }
 
+  private prunedAt = Number.NEGATIVE_INFINITY;
+
+  /**
+   * From the watcher's retention job: at most once an hour (bundles expire by days; each capture
+   * prunes after itself too, so the total cap holds between two runs).
+   */
+  pruneDue(): number {
+    const now = this.deps.now();
+    if (now - this.prunedAt < PRUNE_EVERY_MS) return 0;
+    return this.prune();
+  }
+
   prune(): number {
+    this.prunedAt = this.deps.now();
     try {
       return pruneEvidence(this.deps.db, this.deps.now(), this.deps.maxTotalBytes());
     } catch (e) {

@@ -417,7 +417,7 @@ function retentionJob(p: Parts, backends: ReadonlyMap<string, BackendMonitor>): 
         await p.clock.sleep(0, p.signal);
       }
       add(applyRetention(p.opts.db, { now, ...p.config.retention, scope: { except: ids } }));
-      p.evidence.prune();
+      p.evidence.pruneDue();
       return total;
     } catch (e) {
       if (!p.signal.aborted) p.store.fail("retention job failed", e);
@@ -478,6 +478,9 @@ function stopper(p: Parts, loops: Set<Promise<void>>): { stop(): Promise<void>; 
         // Loops added by a reload are in `loops` too; wait until none is left running.
         while (loops.size > 0) await Promise.allSettled([...loops]);
         await p.pool?.close();
+        // A capture under way ends within its commands' timeouts (each is killed at its own); its
+        // bundle is written before the database closes. A signal's stopNow does not wait for it.
+        await p.evidence.settle();
         p.store.flush();
       })();
       return stopping;
