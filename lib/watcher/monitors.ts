@@ -166,7 +166,7 @@ export class BackendMonitor {
     // The body goes to the evidence ring, never with the reading into a sample or a restart event
     // (undefined, not `delete`: JSON leaves it out, and the reading keeps its shape on the hot path).
     const rawBody = reading.rawBody;
-    reading.rawBody = undefined;
+    if (rawBody !== undefined) reading.rawBody = undefined;
     // A read cut short by shutdown is not evidence about the backend.
     if (signal.aborted) return;
     this.deps.telemetry.read("backend", reading.latencyMs, reading.outcome, seenLate(reading));
