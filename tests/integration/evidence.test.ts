@@ -55,11 +55,13 @@ function commands() {
      console.log("secret=" + process.env.EVIDENCE_TOKEN);
      console.error("py-spy: Thread 0x7f (idle)");`,
   );
+  // Like a py-spy dump, it takes a moment: a restart that did not wait for it would run first.
+  const slow = script("slow", `setTimeout(() => console.log("slow evidence done"), 1000);`);
   const hangs = script("hangs", `console.log("started"); setInterval(() => {}, 1000);`);
   const big = script("big", `const c = Buffer.alloc(1024 * 1024, 0x41); for (let i = 0; i < 10; i++) process.stdout.write(c);`);
   const stamp = path.join(dir, "restart-ran-at");
   const restart = script("restart", `require("fs").appendFileSync(${JSON.stringify(stamp)}, Date.now() + "\\n");`);
-  return { prints, hangs, big, missing: [path.join(dir, "no-such-evidence-tool")], restart, stamp };
+  return { prints, slow, hangs, big, missing: [path.join(dir, "no-such-evidence-tool")], restart, stamp };
 }
 
 function restartDeps(config: Config, w: Pick<Watcher, "current" | "evidence">, evidenceTimeoutSeconds: number): RestartDeps {
@@ -176,6 +178,7 @@ describe("evidence asked by a restart", () => {
             evidence: {
               commands: [
                 { name: "prints", command: c.prints, timeoutSeconds: 20, env: { EVIDENCE_TOKEN: "env:SW_EVIDENCE_SECRET" } },
+                { name: "slow", command: c.slow, timeoutSeconds: 20 },
                 // Its time runs out only when the test says so (the deadline below), long after the restart.
                 { name: "hangs", command: c.hangs, timeoutSeconds: 600 },
               ],
@@ -209,9 +212,10 @@ describe("evidence asked by a restart", () => {
       await recorder.settle();
     });
     const current = () => ({ verdict: null, reading: null });
-    const accepted = requestRestart({ backendId: "ok", operator: "ana", confirm: "ok", now: Date.now() }, restartDeps(config, { current, evidence: recorder }, 1));
+    const accepted = requestRestart({ backendId: "ok", operator: "ana", confirm: "ok", now: Date.now() }, restartDeps(config, { current, evidence: recorder }, 15));
     expect(accepted.evidenceId).not.toBeNull();
-    // The restart ran after at most evidenceTimeoutSeconds, while the hung command still runs.
+    // The restart ran after at most evidenceTimeoutSeconds (15 s: the hung command holds the
+    // capture), while the hung command still runs; the others had ended before it.
     await accepted.done;
     const [ranAt] = restartTimes(c.stamp);
     const during = evidenceById(h.db, accepted.evidenceId!)!.bundle;
@@ -221,6 +225,10 @@ describe("evidence asked by a restart", () => {
     expect(prints.finishedAt).not.toBeNull();
     expect(prints.finishedAt!).toBeLessThanOrEqual(ranAt);
     expect(prints.output).toContain("hello evidence");
+    const slowRun = during.commands.find((x) => x.name === "slow")!;
+    expect(slowRun.finishedAt).not.toBeNull();
+    expect(slowRun.finishedAt!).toBeLessThanOrEqual(ranAt);
+    expect(slowRun.output).toContain("slow evidence done");
     expect(during.commands.find((x) => x.name === "hangs")!.finishedAt).toBeNull();
 
     // Its deadline comes: killed, recorded as such, the bundle complete.
