@@ -26,6 +26,11 @@ function CommandResult({ r }: { r: RestartEventDTO }) {
       <div className="mono small">{r.action}</div>
       <div className="small">{status}</div>
       {r.commandOutput ? <pre className="output">{truncate(r.commandOutput, 1500)}</pre> : null}
+      {r.evidenceId !== null ? (
+        <div className="small" data-testid="restart-evidence">
+          Evidence #{r.evidenceId}: <a href={`/api/evidence/${r.evidenceId}`}>JSON</a> · <a href={`/api/evidence/${r.evidenceId}?format=tar.gz`} download>.tar.gz</a>
+        </div>
+      ) : null}
     </>
   );
 }

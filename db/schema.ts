@@ -3,6 +3,7 @@ import { index, integer, primaryKey, real, sqliteTable, text, uniqueIndex, custo
 import { BACKEND_STATES, PROXY_STATES } from "../lib/core/states";
 import { CHANNEL_TYPES, DELIVERY_STATUSES, NOTIFICATION_EVENTS } from "../lib/core/events";
 import { normaliseReasons, type Reason } from "../lib/core/types";
+import { EVIDENCE_TRIGGERS, type EvidenceBundle } from "../lib/core/evidence";
 
 /** Every state a transition row can hold: a backend's states and a proxy's. */
 const TRANSITION_STATES = [...new Set([...BACKEND_STATES, ...PROXY_STATES])] as [string, ...string[]];
@@ -419,3 +420,38 @@ export type NotificationDeliveryRow = typeof notificationDeliveries.$inferSelect
 export type NotificationAttemptRow = typeof notificationAttempts.$inferSelect;
 export type AcknowledgementRow = typeof acknowledgements.$inferSelect;
 export type MaintenancePeriodRow = typeof maintenancePeriods.$inferSelect;
+
+/**
+ * Evidence bundles (issue 32): one per incident, captured when a backend becomes stuck or goes
+ * down past its grace, and before any restart when the incident has none yet. The bundle is one
+ * JSON text (lib/core/evidence.ts EvidenceBundle), written when the capture starts and again when
+ * it ends; `sizeBytes` is its length, summed for the total cap. `expiresAt` is startedAt plus the
+ * backend's evidence.retentionDays when it was captured.
+ */
+export const evidenceBundles = sqliteTable(
+  "evidence_bundles",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    backendId: text("backend_id").notNull(),
+    trigger: text("trigger", { enum: EVIDENCE_TRIGGERS }).notNull(),
+    startedAt: integer("started_at").notNull(),
+    finishedAt: integer("finished_at"),
+    expiresAt: integer("expires_at").notNull(),
+    sizeBytes: integer("size_bytes").notNull(),
+    bundle: text("bundle", { mode: "json" }).$type<EvidenceBundle>().notNull(),
+  },
+  (t) => [index("evidence_bundles_backend_started").on(t.backendId, t.startedAt), index("evidence_bundles_started").on(t.startedAt)],
+);
+
+/**
+ * Which bundle a restart event links (`evidenceId` of GET /api/restarts). A table of its own, so
+ * restart_events keeps its shape; a bundle deleted by retention takes its links with it.
+ */
+export const restartEvidence = sqliteTable("restart_evidence", {
+  restartEventId: integer("restart_event_id").primaryKey(),
+  evidenceId: integer("evidence_id")
+    .notNull()
+    .references(() => evidenceBundles.id, { onDelete: "cascade" }),
+});
+
+export type EvidenceBundleRow = typeof evidenceBundles.$inferSelect;

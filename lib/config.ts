@@ -40,6 +40,16 @@ export const DEFAULTS = {
    * supervisor restarting a server that keeps dying). It is over after windowMinutes without one.
    */
   crashLoop: { restarts: 3, windowMinutes: 5 },
+  /** How long a restart waits for its incident's evidence capture before it runs anyway. */
+  evidenceTimeoutSeconds: 30,
+  /** All evidence bundles together, in bytes: past it the oldest are deleted first. */
+  evidenceMaxTotalBytes: 256 * 1024 * 1024,
+  evidence: {
+    /** One bundle, in bytes (every command's output, the bodies and status routes together). */
+    maxBytes: 4 * 1024 * 1024,
+    retentionDays: 30,
+    commandTimeoutSeconds: 10,
+  },
   notifications: {
     renotifyMinutes: 60,
     /**
@@ -202,6 +212,44 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
     restarts: z.number().int().min(2, "must be a whole number of at least 2 (one new process is a restart, not a loop)").optional(),
     windowMinutes: z.number().positive().optional(),
   });
+  // Evidence commands (issue 32): argv run without a shell, like the restart command; an env value
+  // may be "env:NAME", and such values are kept apart (secretValues) so the capture can blank them
+  // out of what the command printed: they are never stored, logged or shown.
+  const evidenceCommand = z
+    .strictObject({
+      name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, "must be 1-64 letters, digits, '.', '-' or '_' (it names a file in the .tar.gz)"),
+      command: z.array(z.string().min(1)).min(1, "must name the program to run"),
+      timeoutSeconds: seconds.max(600).optional(),
+      env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"), z.string()).optional(),
+    })
+    .transform((c, ctx) => {
+      const env: Record<string, string> = {};
+      const secretValues: string[] = [];
+      for (const [name, value] of Object.entries(c.env ?? {})) {
+        const r = secret.safeParse(value);
+        if (!r.success) {
+          for (const i of r.error.issues) ctx.addIssue({ code: "custom", path: ["env", name], message: i.message });
+          continue;
+        }
+        env[name] = r.data;
+        if (value.startsWith("env:")) secretValues.push(r.data);
+      }
+      return { name: c.name, command: c.command, timeoutSeconds: c.timeoutSeconds ?? DEFAULTS.evidence.commandTimeoutSeconds, env, secretValues };
+    });
+  const evidence = z
+    .strictObject({
+      commands: z.array(evidenceCommand).max(16).default([]),
+      maxBytes: z.number().int().min(1024).max(64 * 1024 * 1024).optional(),
+      retentionDays: seconds.optional(),
+    })
+    .superRefine((e, ctx) => {
+      const names = new Set<string>();
+      e.commands.forEach((c, i) => {
+        if (names.has(c.name)) ctx.addIssue({ code: "custom", path: ["commands", i, "name"], message: `"${c.name}" appears twice` });
+        names.add(c.name);
+      });
+    })
+    .transform((e) => ({ commands: e.commands, maxBytes: e.maxBytes ?? DEFAULTS.evidence.maxBytes, retentionDays: e.retentionDays ?? DEFAULTS.evidence.retentionDays }));
 
   const password = z.string().transform((s, ctx) => {
     if (s.startsWith("scrypt:")) return { kind: "scrypt" as const, hash: s };
@@ -237,6 +285,8 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       restart: restart.optional(),
       /** This backend's crash-loop rule, over the fleet's `crashLoop` field by field. */
       crashLoop: crashLoop.optional(),
+      /** What to capture when it gets stuck or goes down, and before any restart (issue 32). */
+      evidence: evidence.optional(),
       /** Free labels to filter and group the fleet by (site, GPU type, team); carried in the fleet answer. */
       labels: z
         .record(
@@ -418,6 +468,10 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
         .default(DEFAULTS.readThreads),
       idleProbeSeconds: seconds.default(DEFAULTS.idleProbeSeconds),
       restartCooldownSeconds: z.number().nonnegative().default(DEFAULTS.restartCooldownSeconds),
+      /** A restart waits at most this long for its incident's evidence, then runs with what was captured. */
+      evidenceTimeoutSeconds: z.number().nonnegative().max(600).default(DEFAULTS.evidenceTimeoutSeconds),
+      /** Every evidence bundle together; the oldest go first past it. */
+      evidenceMaxTotalBytes: z.number().int().min(1024 * 1024).default(DEFAULTS.evidenceMaxTotalBytes),
       recoveryTimeoutSeconds: seconds.default(DEFAULTS.recoveryTimeoutSeconds),
       startupGraceSeconds: z.number().nonnegative().default(DEFAULTS.startupGraceSeconds),
       retention: z
@@ -631,6 +685,14 @@ export function thresholdsOf(c: Pick<Config, "stuckAfterSeconds" | "idleProbeSec
 /** The crash-loop rule of one backend: its own fields over the fleet's. */
 export function crashLoopRuleOf(c: Pick<Config, "crashLoop">, b: Pick<BackendConfig, "crashLoop">): CrashLoopRule {
   return { restarts: b.crashLoop?.restarts ?? c.crashLoop.restarts, windowMinutes: b.crashLoop?.windowMinutes ?? c.crashLoop.windowMinutes };
+}
+
+export type EvidenceConfig = NonNullable<BackendConfig["evidence"]>;
+export type EvidenceCommandConfig = EvidenceConfig["commands"][number];
+
+/** A backend's evidence settings; one without `evidence` still gets its bundles (bodies, timeline, status routes), with the defaults. */
+export function evidenceOf(b: Pick<BackendConfig, "evidence">): EvidenceConfig {
+  return b.evidence ?? { commands: [], maxBytes: DEFAULTS.evidence.maxBytes, retentionDays: DEFAULTS.evidence.retentionDays };
 }
 
 /** The backend with this id in the config in force; a not-found DomainError (404) otherwise. The one not-found check of every verb and route that takes a backend id. */

@@ -156,6 +156,8 @@ async function startRuntime(): Promise<Runtime> {
     config,
     db: db.db,
     telemetry: metrics.telemetry,
+    // Evidence commands get the restart commands' environment: no secret any config of this process read.
+    commandEnv: () => restartCommandEnv(process.env, [...(rtRef?.secretEnvNames ?? config.secretEnvNames)]),
     onUnattendedDue: (id) => {
       if (rtRef) requestUnattendedRestart(unattendedDeps(rtRef), id, Date.now());
     },
@@ -301,6 +303,8 @@ export function restartDeps(rt: Pick<Runtime, "config" | "db" | "watcher" | "sec
     onPending: (b, p) => rt.watcher.notifyRestartRequested(b, p),
     onResolved: (b, outcome) => rt.watcher.notifyRestartResolved(b, outcome),
     notify: (d) => rt.watcher.notify(d),
+    evidence: rt.watcher.evidence,
+    evidenceTimeoutSeconds: rt.config.evidenceTimeoutSeconds,
   };
 }
 

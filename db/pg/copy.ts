@@ -13,13 +13,13 @@ import type { PgHandle } from "./client";
 import { isRowId } from "./mirror";
 
 /** Every table of the SQLite schema, by name, with its column names. */
-export function sqliteTables(): Array<{ name: string; columns: string[]; identity: boolean }> {
+export function sqliteTables(): Array<{ name: string; columns: string[]; identity: string | null }> {
   return (Object.values(sqliteSchema) as unknown[])
     .filter((v): v is SQLiteTable => is(v, SQLiteTable))
     .map((t) => {
       const cfg = getTableConfig(t);
       const columns = cfg.columns.map((c) => c.name);
-      const identity = cfg.columns.some(isRowId);
+      const identity = cfg.columns.find(isRowId)?.name ?? null;
       return { name: cfg.name, columns, identity };
     });
 }
@@ -70,7 +70,7 @@ export async function copySqliteToPg(source: Database.Database, target: PgHandle
       }
       // The next id PostgreSQL hands out follows the copied ones.
       if (t.identity) {
-        await client.query(`SELECT setval(pg_get_serial_sequence($1, 'id'), COALESCE((SELECT MAX(id) FROM ${q(t.name)}), 0) + 1, false)`, [t.name]);
+        await client.query(`SELECT setval(pg_get_serial_sequence($1, $2), COALESCE((SELECT MAX(${q(t.identity)}) FROM ${q(t.name)}), 0) + 1, false)`, [t.name, t.identity]);
       }
       const copied = Number((await client.query(`SELECT count(*) AS n FROM ${q(t.name)}`)).rows[0].n);
       if (copied !== count) throw new Error(`${t.name}: ${count} rows read, ${copied} in PostgreSQL`);

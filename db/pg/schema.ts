@@ -23,6 +23,8 @@ export const notificationDeliveries = mirrorTable(sqlite.notificationDeliveries)
 export const notificationAttempts = mirrorTable(sqlite.notificationAttempts);
 export const acknowledgements = mirrorTable(sqlite.acknowledgements);
 export const maintenancePeriods = mirrorTable(sqlite.maintenancePeriods);
+export const evidenceBundles = mirrorTable(sqlite.evidenceBundles);
+export const restartEvidence = mirrorTable(sqlite.restartEvidence);
 
 /**
  * One row per lease (`name` = "leader"). `epoch` grows by one each time the lease changes hands or

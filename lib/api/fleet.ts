@@ -93,7 +93,7 @@ export const getFleetJson = cachedEncoding(getFleet, configGeneration, watcherRe
 /** GET /api/fleet/recent, encoded. */
 export const getFleetRecentJson = cachedEncoding(getFleetRecent, configGeneration);
 
-function fromStorage<T>(what: string, f: () => T): T {
+export function fromStorage<T>(what: string, f: () => T): T {
   try {
     return f();
   } catch (e) {

@@ -10,7 +10,7 @@ import type { RestartEventDTO } from "./types";
 
 export async function restartBackend(input: RestartInput): Promise<RestartEventDTO> {
   const rt = await getRuntime();
-  const { event, done } = requestRestart(input, restartDeps(rt));
+  const { event, done, evidenceId } = requestRestart(input, restartDeps(rt));
   done.catch((e) => console.error(`stepwatch: restart #${event.id} of ${input.backendId}: ${(e as Error).message}`));
-  return restartDTO(event);
+  return restartDTO(event, evidenceId);
 }

@@ -10,6 +10,7 @@ import { listRestartEvents } from "../../db/queries/restarts";
 import { transitionsInRange } from "../../db/queries/readings";
 import { roundColumns } from "../core/history";
 import type { RestartEventRow, TransitionRow } from "../../db/schema";
+import { evidenceIdsOf } from "../../db/queries/evidence";
 import type { ConfigErrorDTO, CrashLoopDTO, FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, SparkPoint, TransitionDTO } from "./types";
 import { STATE_INFO, proxyHealth } from "../core/states";
 import { figuresOf, reason } from "../core/types";
@@ -129,7 +130,8 @@ export function transitionDTO(t: TransitionRow): TransitionDTO {
   return { at: t.at, from: t.fromState, to: t.toState, reasons: t.reasons };
 }
 
-export function restartDTO(r: RestartEventRow): RestartEventDTO {
+/** `evidenceId`: the bundle linked to the event (db/queries/evidence.ts evidenceIdsOf), null when none. */
+export function restartDTO(r: RestartEventRow, evidenceId: number | null = null): RestartEventDTO {
   return {
     id: r.id,
     backendId: r.backendId,
@@ -153,7 +155,14 @@ export function restartDTO(r: RestartEventRow): RestartEventDTO {
     outcome: r.outcome,
     resolvedAt: r.resolvedAt,
     resolution: r.resolution,
+    evidenceId,
   };
+}
+
+/** The events as DTOs, each with its evidence bundle's id (one query for all). */
+function restartDTOs(db: Db, rows: RestartEventRow[]): RestartEventDTO[] {
+  const links = evidenceIdsOf(db, rows.map((r) => r.id));
+  return rows.map((r) => restartDTO(r, links.get(r.id) ?? null));
 }
 
 /** A backend's history in its wire form (columns, lib/core/history.ts); `exact`: unrounded (the CSV). */
@@ -168,7 +177,7 @@ export function historyOf(db: Db, backendId: string, from: number, to: number, o
     count: h.columns.at.length,
     columns: opts.exact ? h.columns : roundColumns(h.columns),
     transitions: transitionsInRange(db, "backend", backendId, from, to).map(transitionDTO),
-    restarts: listRestartEvents(db, { backendId, from, to, limit: 500 }).map(restartDTO),
+    restarts: restartDTOs(db, listRestartEvents(db, { backendId, from, to, limit: 500 })),
   };
 }
 
@@ -179,5 +188,5 @@ export function historyOf(db: Db, backendId: string, from: number, to: number, o
 export function restartsOf(db: Db, filter: { backendId?: string; limit: number; beforeId?: number }): { events: RestartEventDTO[]; nextBefore: number | null } {
   const rows = listRestartEvents(db, { ...filter, limit: filter.limit + 1 });
   const page = rows.slice(0, filter.limit);
-  return { events: page.map(restartDTO), nextBefore: rows.length > filter.limit ? page[page.length - 1].id : null };
+  return { events: restartDTOs(db, page), nextBefore: rows.length > filter.limit ? page[page.length - 1].id : null };
 }

@@ -3,6 +3,7 @@
  * components and the tests; imports nothing server-side, so client files may import it.
  */
 import type { BackendState, ProxyHealth, ProxyState } from "../core/states";
+import type { EvidenceBundle, EvidenceTrigger } from "../core/evidence";
 import type { Figures, Reason } from "../core/types";
 import type { EngineKind } from "../core/engine";
 import type { LatencySample } from "../core/latency";
@@ -191,6 +192,27 @@ export interface RestartEventDTO {
   outcome: "recovered" | "failed" | "timed-out" | null;
   resolvedAt: number | null;
   resolution: string | null;
+  /** The incident's evidence bundle captured before the action ran (GET /api/evidence/{id}); null when none. */
+  evidenceId: number | null;
+}
+
+/** GET /api/evidence/{id}: one evidence bundle (lib/core/evidence.ts), as captured before a restart. */
+export interface EvidenceDTO extends EvidenceBundle {
+  id: number;
+  /** Bytes of the stored bundle. */
+  sizeBytes: number;
+  /** When retention deletes it (evidence.retentionDays after the capture), unless the total cap does earlier. */
+  expiresAt: number;
+}
+
+/** One bundle in a backend's list (GET /api/evidence?backend=): without its contents. */
+export interface EvidenceSummaryDTO {
+  id: number;
+  backendId: string;
+  trigger: EvidenceTrigger;
+  startedAt: number;
+  finishedAt: number | null;
+  sizeBytes: number;
 }
 
 /** What a restart of one backend would do, for the dialog (GET /api/backends/{id}/restart-plan). */

@@ -23,6 +23,7 @@ import { ENGINE_KINDS, ENGINE_LABELS, type EngineChoice, type EngineKind, type E
 import { detach, type LineCache } from "../metrics/prometheus";
 import { httpRequest, type HttpResult } from "../net/http";
 import { capList, capText } from "../core/caps";
+import { MAX_RAW_BODY_CHARS } from "../core/evidence";
 import type { ProbeChoice, ProbeKind, ProbeResult, ProxyReading, Reading } from "../core/types";
 import { LATENCY_EVERY_SECONDS } from "../core/latency";
 
@@ -66,6 +67,11 @@ export interface ReadOptions {
    * read with a FilterMemory asks them: a one-shot read (the CLI) judges no percentile.
    */
   histogramsEveryMs?: number;
+  /**
+   * Hand the exposition's body back as `reading.rawBody` (cut at MAX_RAW_BODY_CHARS): the watcher
+   * keeps the last few per backend for an incident's evidence bundle. The CLI does not ask.
+   */
+  keepBody?: boolean;
 }
 
 /** Default of ReadOptions.histogramsEveryMs (the config's latencyEverySeconds). */
@@ -319,6 +325,8 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, com
     bytes += res.bytes;
   }
   const reading: Reading = { at, latencyMs: res.latencyMs, outcome: res.outcome, status: res.status, metrics: null, bytes, ...(engine ? { engine } : {}) };
+  // A cut body is a copy (detach): a slice would keep the whole answer alive with it.
+  if (opts.keepBody && res.body) reading.rawBody = res.body.length > MAX_RAW_BODY_CHARS ? detach(res.body.slice(0, MAX_RAW_BODY_CHARS)) : res.body;
 
   if (res.outcome === "refused" || res.outcome === "reset" || res.outcome === "timeout") {
     // "down" needs /health to fail too; it is cheap and takes no request slot. A /metrics that times

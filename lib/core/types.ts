@@ -71,6 +71,13 @@ export interface Reading {
    * the sample's reading JSON (the per-interval figures are stored in columns instead).
    */
   latency?: VllmLatency;
+  /**
+   * The exposition's body as read (cut at MAX_RAW_BODY_CHARS, lib/core/evidence.ts), only when the
+   * read was asked to keep it (ReadOptions.keepBody: the watcher, for evidence bundles). The watcher
+   * takes it off the reading at once (lib/watcher/monitors.ts): it is never stored with a sample
+   * nor judged.
+   */
+  rawBody?: string;
 }
 
 export interface Thresholds {

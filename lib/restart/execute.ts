@@ -25,6 +25,8 @@ export interface ActionResult {
   output: string;
   error: string | null;
   finishedAt: number;
+  /** Bytes a command printed, kept or not (an evidence bundle records them). */
+  outputBytes?: number;
 }
 
 /** A short description for the audit row and the UI: no header values, no URL userinfo or query (tokens live there). */
@@ -50,6 +52,9 @@ class Capture {
       this.kept += part.length;
     }
     this.dropped += Math.max(0, chunk.length - Math.max(0, room));
+  }
+  get total(): number {
+    return this.kept + this.dropped;
   }
   text(): string {
     const s = Buffer.concat(this.chunks).toString("utf8");
@@ -88,7 +93,7 @@ export function runCommand(argv: string[], opts: CommandOptions): Promise<Action
       settled = true;
       cancelDeadline();
       clearTimeout(killTimer);
-      resolve({ ...r, output: out.text(), finishedAt: now() });
+      resolve({ ...r, output: out.text(), outputBytes: out.total, finishedAt: now() });
     };
     let child: ReturnType<typeof spawn>;
     try {

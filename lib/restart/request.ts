@@ -10,14 +10,19 @@
  *    log (who, from where, which backend). The partial unique index
  *    restart_events_one_pending backs it up across processes. Two concurrent confirms therefore
  *    cannot both insert, and only the one that inserted runs the action: no check-then-act in JS.
- * 3. The action runs asynchronously, once. A failure (non-zero exit, timeout, webhook error)
+ * 3. Evidence first (issue 32): the incident's bundle (lib/watcher/evidence.ts), captured now when
+ *    it has none yet, is linked to the event, and the action waits for its capture at most
+ *    evidenceTimeoutSeconds: a hung evidence command never holds the restart longer.
+ * 4. The action runs asynchronously, once. A failure (non-zero exit, timeout, webhook error)
  *    resolves the event as "failed" at once; success leaves it pending for the watcher to resolve
  *    (recovered / timed-out). Nothing is retried without an operator.
  */
 import { formatDateTime } from "../core/format";
 import { type Reading, type Verdict, type PendingRestart, reason } from "../core/types";
 import { isHealthy } from "../core/states";
-import { backendOrThrow, type BackendConfig, type RestartAction } from "../config";
+import { backendOrThrow, DEFAULTS, type BackendConfig, type RestartAction } from "../config";
+import { linkRestartEvidence } from "../../db/queries/evidence";
+import type { Capture, EvidenceSource } from "./evidence";
 import type { DbHandle } from "../../db/types";
 import type { RestartEventRow } from "../../db/schema";
 import { type AuditActorKind } from "../../db/queries/auth";
@@ -68,6 +73,13 @@ export interface RestartDeps {
   execute?: (action: RestartAction, ctx: WebhookContext) => Promise<ActionResult>;
   now?: () => number;
   /**
+   * The incident's evidence (lib/watcher/evidence.ts EvidenceRecorder): asked after the event is
+   * recorded, so a refused restart (404, 409, 422) starts no capture. None: the action runs at once.
+   */
+  evidence?: EvidenceSource;
+  /** How long the action waits for the evidence capture (config evidenceTimeoutSeconds). */
+  evidenceTimeoutSeconds?: number;
+  /**
    * Writes a notification (lib/notify) inside the transaction that records the event:
    * restart-requested with the insert, restart-finished with a failed action's resolution.
    */
@@ -79,6 +91,8 @@ export interface RestartAccepted {
   event: RestartEventRow;
   /** Settles when the action has run and its result is recorded (tests and shutdown wait on it). */
   done: Promise<void>;
+  /** The evidence bundle linked to the event; null when none could be stored. */
+  evidenceId: number | null;
 }
 
 const MAX_NOTE = 500;
@@ -158,8 +172,37 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
   }
 
   deps.onPending?.(backend.id, { requestedAt: row.requestedAt, processStartTime: row.processStartTimeAtRequest, eventId: row.id });
-  const done = runAndRecord(row, backend.restart, deps);
-  return { event: row, done };
+  const capture = evidenceFirst(row, deps);
+  const done = waitForEvidence(capture, deps).then(() => runAndRecord(row, backend.restart!, deps));
+  return { event: row, done, evidenceId: capture?.id ?? null };
+}
+
+/**
+ * The incident's evidence bundle, captured now if it has none, linked to the event. After the
+ * event's own transaction, never inside it: invariant 6's insert and audit line stay one
+ * transaction, and a capture that cannot be stored costs the restart nothing but its bundle.
+ */
+function evidenceFirst(row: RestartEventRow, deps: RestartDeps): Capture | null {
+  if (!deps.evidence) return null;
+  try {
+    const capture = deps.evidence.forRestart(row.backendId);
+    if (capture) linkRestartEvidence(deps.db.db, row.id, capture.id);
+    return capture;
+  } catch (e) {
+    console.error(`[restart] no evidence for restart #${row.id} of ${row.backendId}: ${(e as Error).message}`);
+    return null;
+  }
+}
+
+/** Until the capture ended, or evidenceTimeoutSeconds: whichever comes first. Never rejects. */
+function waitForEvidence(capture: Capture | null, deps: RestartDeps): Promise<void> {
+  if (!capture) return Promise.resolve();
+  const ms = (deps.evidenceTimeoutSeconds ?? DEFAULTS.evidenceTimeoutSeconds) * 1000;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  return Promise.race([capture.done.catch(() => {}), timeout]).finally(() => clearTimeout(timer));
 }
 
 /**

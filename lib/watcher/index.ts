@@ -23,6 +23,9 @@ import { readThreadsFor } from "./read-threads";
 import { WatchStore, STORE_LIMITS, type StoreLimits } from "./store";
 import { NO_TELEMETRY, type WatcherTelemetry } from "./telemetry";
 import type { RestartOutcome } from "../../db/schema";
+import { lastEngine } from "../check/read";
+import { restartCommandEnv, type Env } from "../restart/execute";
+import { EvidenceRecorder } from "./evidence";
 
 export interface WatcherOptions {
   config: Config;
@@ -52,6 +55,11 @@ export interface WatcherOptions {
   readThreads?: number;
   /** How a read thread is started (bench/scale-worker.ts starts its own bundle's); lib/watcher/read-worker.ts by default. */
   spawnReadThread?: SpawnReadThread;
+  /**
+   * The environment evidence commands run with (lib/runtime passes the restart commands': every
+   * secret any config of this process read removed); by default this config's secrets removed.
+   */
+  commandEnv?: () => Env;
 }
 
 export interface Watcher {
@@ -62,6 +70,8 @@ export interface Watcher {
   readonly outbox: Outbox;
   /** Acknowledgements and maintenance, in memory (lib/oncall/book.ts). */
   readonly book: OnCallBook;
+  /** Evidence bundles, one per incident (lib/watcher/evidence.ts); the restart verb asks it first. */
+  readonly evidence: EvidenceRecorder;
   /** The read threads, when this watcher runs any (see WatcherOptions.readThreads). */
   readonly readPool: ReadPool | null;
   /** Writes a notification now (inside the caller's transaction), unless the backend is in maintenance. */
@@ -175,6 +185,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
     store,
     outbox: p.outbox,
     book,
+    evidence: p.evidence,
     readPool: p.pool,
     notify: p.notify,
     startedAt: p.clock.now(),
@@ -219,6 +230,9 @@ interface Parts {
   pool: ReadPool | null;
   /** Shared by every monitor and changed in place by apply(): the next poll reads the new values. */
   deps: MonitorDeps;
+  evidence: EvidenceRecorder;
+  /** Every backend's monitor (targetLoops adds and removes them). */
+  backends: Map<string, BackendMonitor>;
 }
 
 const threadsFor = (opts: WatcherOptions, clock: LoopClock, c: Config) => opts.readThreads ?? (clock === realClock ? readThreadsFor(c) : 0);
@@ -227,6 +241,8 @@ const readOf = (opts: WatcherOptions, c: Config): ReadOptions => ({
   timeoutMs: readTimeoutMs(c.pollIntervalSeconds),
   probeTimeoutMs: c.probeTimeoutSeconds * 1000,
   histogramsEveryMs: c.latencyEverySeconds * 1000,
+  // The raw bodies an incident's evidence bundle holds (lib/watcher/evidence.ts).
+  keepBody: true,
   ...opts.read,
 });
 
@@ -268,7 +284,30 @@ function buildParts(opts: WatcherOptions): Parts {
   const threads = threadsFor(opts, clock, config);
   const pool: ReadPool | null = threads > 0 ? startReadPool(threads, log, opts.spawnReadThread) : null;
   if (pool) log(`stepwatch: ${threads} read thread${threads === 1 ? "" : "s"} (readThreads ${JSON.stringify(config.readThreads)}, ${config.backends.length} backends every ${config.pollIntervalSeconds} s)`);
+  // `backends` is filled by targetLoops: the recorder reads a monitor's memory only when a capture starts.
+  const backends = new Map<string, BackendMonitor>();
+  const evidence = new EvidenceRecorder({
+    db: opts.db,
+    memory: (id) => {
+      const m = backends.get(id);
+      if (!m) return null;
+      return {
+        config: m.config,
+        bodies: m.bodies,
+        verdict: m.last?.verdict ?? null,
+        engine: m.last?.reading.engine ?? lastEngine(m.history),
+        storedState: m.storedState,
+        previousState: m.previousState,
+        since: m.since,
+      };
+    },
+    commandEnv: opts.commandEnv ?? (() => restartCommandEnv(process.env, (parts?.config ?? config).secretEnvNames)),
+    maxTotalBytes: () => (parts?.config ?? config).evidenceMaxTotalBytes,
+    now: () => clock.now(),
+    log,
+  });
   const deps: MonitorDeps = {
+    evidence,
     store,
     oncall: {
       book,
@@ -286,7 +325,7 @@ function buildParts(opts: WatcherOptions): Parts {
     telemetry,
     pool: pool ?? undefined,
   };
-  parts = { opts, config, clock, log, telemetry, store, controller, signal, book, outbox, notify, threads, pool, deps };
+  parts = { opts, config, clock, log, telemetry, store, controller, signal, book, outbox, notify, threads, pool, deps, evidence, backends };
   return parts;
 }
 
@@ -306,7 +345,7 @@ interface TargetLoops {
 /** Stage 2: per target, build its monitor, seed it from the db, start its loop (each stopped on its own by a reload). */
 function targetLoops(p: Parts): TargetLoops {
   const { clock, log, signal } = p;
-  const backends = new Map<string, BackendMonitor>();
+  const backends = p.backends;
   const proxies = new Map<string, ProxyMonitor>();
   const own = new Map<string, AbortController>();
   const loops = new Set<Promise<void>>();
@@ -384,6 +423,7 @@ function retentionJob(p: Parts, backends: ReadonlyMap<string, BackendMonitor>): 
         await p.clock.sleep(0, p.signal);
       }
       add(applyRetention(p.opts.db, { now, ...p.config.retention, replayDays: p.config.history.replayDays, scope: { except: ids } }));
+      p.evidence.pruneDue();
       return total;
     } catch (e) {
       if (!p.signal.aborted) p.store.fail("retention job failed", e);
@@ -444,6 +484,9 @@ function stopper(p: Parts, loops: Set<Promise<void>>): { stop(): Promise<void>; 
         // Loops added by a reload are in `loops` too; wait until none is left running.
         while (loops.size > 0) await Promise.allSettled([...loops]);
         await p.pool?.close();
+        // A capture under way ends within its commands' timeouts (each is killed at its own); its
+        // bundle is written before the database closes. A signal's stopNow does not wait for it.
+        await p.evidence.settle();
         p.store.flush();
       })();
       return stopping;
@@ -462,6 +505,7 @@ function applier(p: Parts, t: TargetLoops, runOutbox: () => void): (next: Config
       if (wanted.has(id)) continue;
       t.stopTarget(`${kind}:${id}`);
       map.delete(id);
+      if (kind === "backend") p.evidence.forget(id);
       change.removed.push(`${kind} ${id}`);
     }
     list.forEach((c, i) => {

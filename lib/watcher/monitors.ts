@@ -16,6 +16,7 @@ import type { BackendConfig, ProxyConfig } from "../config";
 import type { OnCallBook } from "../oncall/book";
 import { decide, NO_PROBLEM, seedProblemState, type ProblemState } from "../notify/policy";
 import type { NotificationDraft } from "../core/events";
+import { MAX_RAW_BODY_CHARS, RAW_BODIES_KEPT, type EvidenceMetricsBody } from "../core/evidence";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
 import { dropOlderLatency, latencyOf } from "./latency";
 import { judgeProxy } from "../check/proxy";
@@ -66,6 +67,8 @@ export interface MonitorDeps {
   telemetry: WatcherTelemetry;
   /** The read threads (lib/watcher/read-pool.ts), when the watcher runs any; else reads are made here. */
   pool?: ReadPool;
+  /** Told of every verdict: an incident's evidence is captured when it starts (lib/watcher/evidence.ts). */
+  evidence?: { onVerdict(backendId: string, verdict: Verdict): void };
 }
 
 /** What a monitor remembers of the state it stored last. */
@@ -101,6 +104,11 @@ export class BackendMonitor {
   previousState: BackendState | null = null;
   /** The on-call loop's view of the current problem (lib/notify/policy.ts). */
   problem: ProblemState = NO_PROBLEM;
+  /**
+   * The last RAW_BODIES_KEPT raw /metrics bodies (each cut at MAX_RAW_BODY_CHARS), with the state
+   * judged from each: the readings an incident's verdict rests on, for its evidence bundle.
+   */
+  bodies: EvidenceMetricsBody[] = [];
   private unattendedAskedAt = Number.NEGATIVE_INFINITY;
   /**
    * The metrics of the newest reading that had any: the process last seen. Unlike the history it
@@ -178,6 +186,10 @@ export class BackendMonitor {
       pendingRestart: pending,
       reader: pool ? this.readOnPool(pool, signal) : undefined,
     });
+    // The body goes to the evidence ring, never with the reading into a sample or a restart event
+    // (undefined, not `delete`: JSON leaves it out, and the reading keeps its shape on the hot path).
+    const rawBody = reading.rawBody;
+    if (rawBody !== undefined) reading.rawBody = undefined;
     // A read cut short by shutdown is not evidence about the backend.
     if (signal.aborted) return;
     this.deps.telemetry.read("backend", reading.latencyMs, reading.outcome, seenLate(reading));
@@ -197,6 +209,8 @@ export class BackendMonitor {
     const before = this.storedState;
     recordState(this, store, "backend", reading.at, verdict.state, verdict.reasons);
     if (this.storedState !== before) this.previousState = before;
+    if (rawBody !== undefined) this.keepBody(reading.at, verdict.state, rawBody);
+    this.deps.evidence?.onVerdict(this.config.id, verdict);
     this.onCall(reading, verdict);
     store.enqueueSample({ ...sampleRow(this.config.id, reading, verdict), ...latency }, replayRow(this.config.id, reading, verdict));
   }
@@ -311,6 +325,11 @@ export class BackendMonitor {
     // Counted only when this call closed it: the restart verb may have recorded a failure first.
     if (won) this.deps.telemetry.restartResolved(this.config.id, r.outcome);
     this.refreshRestart();
+  }
+
+  private keepBody(at: number, state: BackendState, body: string): void {
+    this.bodies.push({ at, state, cut: body.length >= MAX_RAW_BODY_CHARS, body });
+    if (this.bodies.length > RAW_BODIES_KEPT) this.bodies.splice(0, this.bodies.length - RAW_BODIES_KEPT);
   }
 
   private pushRecent(r: Reading, genTps: number | null): void {

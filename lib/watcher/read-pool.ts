@@ -11,7 +11,7 @@ import { probeBackend, readBackend, type BackendTarget, type ProbeOptions, type 
 import type { ProbeResult, Reading } from "../core/types";
 
 /** The read options that cross to a thread (the rest are the thread's own: connection, line cache, signal). */
-const READ_KEYS = ["timeoutMs", "probeTimeoutMs", "maxBytes", "engineHint", "histogramsEveryMs"] as const satisfies ReadonlyArray<keyof ReadOptions>;
+const READ_KEYS = ["timeoutMs", "probeTimeoutMs", "maxBytes", "engineHint", "histogramsEveryMs", "keepBody"] as const satisfies ReadonlyArray<keyof ReadOptions>;
 const PROBE_KEYS = [...READ_KEYS, "model", "engine", "learned"] as const satisfies ReadonlyArray<keyof ProbeOptions>;
 export type ThreadReadOptions = Pick<ReadOptions, (typeof READ_KEYS)[number]>;
 export type ThreadProbeOptions = Pick<ProbeOptions, (typeof PROBE_KEYS)[number]>;

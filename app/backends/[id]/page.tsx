@@ -1,6 +1,8 @@
 import type { Metadata } from "next";
 import { notFound } from "next/navigation";
 import { BackendView } from "@/components/BackendView";
+import { EvidencePanel } from "@/components/EvidencePanel";
+import { backendEvidence } from "@/lib/api/evidence";
 import { currentViewer } from "@/lib/api/operator";
 import { getRuntime } from "@/lib/runtime";
 import { parseRange, parseWindow } from "@/lib/ui/chart";
@@ -26,12 +28,17 @@ export default async function BackendPage({ params, searchParams }: Props) {
   // A mistyped or removed id: a 404 whose page says so and lists the known ones (not-found.tsx).
   if (!known.includes(id)) notFound();
   const sp = await searchParams;
+  const evidence = await backendEvidence(id);
   return (
-    <BackendView
-      id={id}
-      initialRange={parseRange(one(sp.range))}
-      initialWindow={parseWindow(one(sp.from), one(sp.to))}
-      viewer={await currentViewer()}
-    />
+    <>
+      <BackendView
+        id={id}
+        initialRange={parseRange(one(sp.range))}
+        initialWindow={parseWindow(one(sp.from), one(sp.to))}
+        viewer={await currentViewer()}
+      />
+      {/* Server-rendered on each request: a bundle changes only on an incident, never between polls. */}
+      <EvidencePanel latest={evidence.latest} others={evidence.list} />
+    </>
   );
 }
