@@ -10,7 +10,7 @@ import { DEFAULT_THRESHOLDS, PROBE_CHOICES, type Thresholds } from "./core/types
 import { ENGINE_CHOICES } from "./core/engine";
 import { LABELS_MAX, LABEL_KEY_RE, LABEL_VALUE_MAX } from "./core/labels";
 import { CHANNEL_TYPES, NOTIFICATION_EVENTS } from "./core/events";
-import { buildNetPolicy } from "./net/net-policy";
+import { buildNetPolicy, isLooseTrust, trustRangeBits } from "./net/net-policy";
 import { DomainError } from "./core/errors";
 
 /** The most read threads a config may ask for (readThreads). */
@@ -26,6 +26,8 @@ export const DEFAULTS = {
   engine: "auto",
   probe: "auto",
   retention: { rawHours: 48, rollupDays: 90 },
+  /** Audit lines older than this are deleted (at start and by the retention job): about 13 months. */
+  auditRetentionDays: 400,
   restartCommandTimeoutSeconds: 120,
   webhookMethod: "POST",
   webhookTimeoutSeconds: 30,
@@ -120,7 +122,9 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
     if (!s.startsWith("env:")) return s;
     const m = ENV_RE.exec(s);
     if (!m) {
-      ctx.addIssue({ code: "custom", message: `"${s}" is not a valid env reference (env:NAME)` });
+      // Never the value: what follows "env:" is often the secret itself, pasted where its name belongs,
+      // and this message reaches the dashboard (configError), the audit log and the server log.
+      ctx.addIssue({ code: "custom", message: "malformed env reference: must be env:NAME (letters, digits and _; the value is not shown)" });
       return z.NEVER;
     }
     secretEnvNames.add(m[1]);
@@ -353,8 +357,16 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       buildNetPolicy({ trustProxy: [entry], allowedHosts: [] });
     } catch {
       ctx.addIssue({ code: "custom", message: `"${entry}" is not an IP address or CIDR range (e.g. "127.0.0.1", "10.0.0.0/8", "::1")` });
+      return;
     }
+    // A /0 believes X-Forwarded-* (and the proxy's user header) from the whole internet.
+    if (trustRangeBits(entry) === 0)
+      ctx.addIssue({ code: "custom", message: "a /0 range trusts every address as a proxy; name the proxy's own addresses" });
   });
+  const headerName = z
+    .string()
+    .regex(/^[A-Za-z0-9-]+$/, "must be a header name (e.g. X-Forwarded-User)")
+    .transform((h) => h.toLowerCase());
   const readThreadsError = { error: `must be "auto" or a whole number from 0 to ${MAX_READ_THREADS}` };
   const hostName = z
     .string()
@@ -389,6 +401,10 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
           rollupDays: seconds.default(DEFAULTS.retention.rollupDays),
         })
         .default({ ...DEFAULTS.retention }),
+      /** The audit log (sign-ins, restarts, reloads) keeps this many days; older lines are deleted. */
+      audit: z
+        .strictObject({ retentionDays: seconds.default(DEFAULTS.auditRetentionDays) })
+        .default({ retentionDays: DEFAULTS.auditRetentionDays }),
       backends: z.array(backend).default([]),
       proxies: z.array(proxy).default([]),
       operators: z.array(operator).default([]),
@@ -405,11 +421,13 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       /** Trusted reverse-proxy sign-in: the header (from server.trustProxy only) naming the signed-in user. */
       auth: z
         .strictObject({
-          proxyHeader: z
-            .string()
-            .regex(/^[A-Za-z0-9-]+$/, "must be a header name (e.g. X-Forwarded-User)")
-            .transform((h) => h.toLowerCase())
-            .optional(),
+          proxyHeader: headerName.optional(),
+          /**
+           * Proof a request came through the proxy: the proxy adds `secretHeader: <secret>`; without it
+           * (or with another value) proxyHeader is not believed (a process on the proxy's host can
+           * reach the port directly). Kubernetes' front-proxy does the same with a client certificate.
+           */
+          proxy: z.strictObject({ secretHeader: headerName, secret: bearerToken }).optional(),
         })
         .default({}),
       /**
@@ -461,6 +479,8 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       });
       if (c.auth.proxyHeader && c.server.trustProxy.length === 0)
         ctx.addIssue({ code: "custom", path: ["auth", "proxyHeader"], message: "needs server.trustProxy: the header is believed only from those addresses" });
+      if (c.auth.proxy && !c.auth.proxyHeader)
+        ctx.addIssue({ code: "custom", path: ["auth", "proxy"], message: "proves the requests of auth.proxyHeader: give that too" });
       const top = c.publicUrl, inNotifications = c.notifications.publicUrl;
       if (top !== undefined && inNotifications !== null && top !== inNotifications)
         ctx.addIssue({ code: "custom", path: ["notifications", "publicUrl"], message: `differs from publicUrl ("${top}"): give one, or both alike` });
@@ -504,6 +524,15 @@ export function parseConfig(json: unknown, source: string, opts: ParseOptions = 
   // /metrics is outside the read gate (a scraper has no session): it has its own token (SECURITY.md).
   if (r.data.access.read === "signed-in" && r.data.metrics.bearerToken === null) {
     warnings.push('access.read is "signed-in" but metrics.bearerToken is unset: GET /metrics (backend ids, states, load) is readable by anyone who reaches the port');
+  }
+  // A user header believed on the word of loopback (every local process) or a wide range, with no
+  // proof the request passed the proxy: accepted (a single-user host may want it), said at start and reload.
+  if (r.data.auth.proxyHeader && !r.data.auth.proxy) {
+    const loose = r.data.server.trustProxy.filter(isLooseTrust);
+    if (loose.length)
+      warnings.push(
+        `auth.proxyHeader is believed from server.trustProxy ${loose.join(", ")} without auth.proxy.secretHeader: any process there can name itself an operator; have the proxy add a secret header`,
+      );
   }
   // One setting under two names (issue 16's publicUrl, issue 12's notifications.publicUrl): each falls back on the other.
   const url = r.data.publicUrl ?? r.data.notifications.publicUrl ?? undefined;
