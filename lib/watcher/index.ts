@@ -9,6 +9,7 @@
 import { setMaxListeners } from "node:events";
 import type { Db } from "../../db/types";
 import { applyRetention, type RetentionResult } from "../../db/queries/history";
+import { pruneAudit } from "../../db/queries/auth";
 import { observe as realObserve } from "../check/observe";
 import { readProxy as realReadProxy, type ReadOptions } from "../check/read";
 import type { PendingRestart, Reading, Verdict } from "../core/types";
@@ -377,6 +378,7 @@ function retentionJob(p: Parts, backends: ReadonlyMap<string, BackendMonitor>): 
         await p.clock.sleep(0, p.signal);
       }
       add(applyRetention(p.opts.db, { now, ...p.config.retention, scope: { except: ids } }));
+      total.deletedAudit = pruneAudit(p.opts.db, now - p.config.audit.retentionDays * 86_400_000);
       return total;
     } catch (e) {
       if (!p.signal.aborted) p.store.fail("retention job failed", e);
