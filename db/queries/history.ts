@@ -210,8 +210,6 @@ export interface RetentionResult {
   rolledMinutes: number;
   deletedSamples: number;
   deletedRollups: number;
-  /** Audit lines past audit.retentionDays (the watcher's job sweeps them with the samples). */
-  deletedAudit?: number;
 }
 
 /**

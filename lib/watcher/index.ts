@@ -361,6 +361,7 @@ function targetLoops(p: Parts): TargetLoops {
  */
 function retentionJob(p: Parts, backends: ReadonlyMap<string, BackendMonitor>): () => Promise<RetentionResult | null> {
   let running = false;
+  let lastAuditPrune = -Infinity;
   return async () => {
     if (running) return null;
     running = true;
@@ -378,7 +379,11 @@ function retentionJob(p: Parts, backends: ReadonlyMap<string, BackendMonitor>): 
         await p.clock.sleep(0, p.signal);
       }
       add(applyRetention(p.opts.db, { now, ...p.config.retention, scope: { except: ids } }));
-      total.deletedAudit = pruneAudit(p.opts.db, now - p.config.audit.retentionDays * 86_400_000);
+      // The audit log's retention is in days: once an hour is plenty (and at start, lib/runtime.ts).
+      if (now - lastAuditPrune >= 3600_000) {
+        pruneAudit(p.opts.db, now - p.config.audit.retentionDays * 86_400_000);
+        lastAuditPrune = now;
+      }
       return total;
     } catch (e) {
       if (!p.signal.aborted) p.store.fail("retention job failed", e);
