@@ -162,7 +162,9 @@ describe("the operator gets in during a guessing attack from many addresses", ()
     }
     const guesses = siege.statuses.length;
     expect.soft(guesses).toBeGreaterThan(100); // each from an address never seen before
-    expect(siege.statuses.every((s) => s === 401 || s === 429)).toBe(true);
+    const byStatus = siege.statuses.reduce<Record<number, number>>((m, s) => ((m[s] = (m[s] ?? 0) + 1), m), {});
+    // No guess got in and none broke the server (0: the attacker's own 30 s deadline on a loaded machine).
+    expect(Object.keys(byStatus).filter((s) => !["0", "401", "429"].includes(s)), JSON.stringify(byStatus)).toEqual([]);
 
     // Item 2: the attack's audit rows and log lines are a bounded summary, not one per request
     // (before: the first refusal of every new address was a row and a line, ~one per guess). At
