@@ -285,9 +285,10 @@ export function defaultGate(
     overall: comparisonSlots(cores, threadPool),
     maxQueued: 64,
     perNameQueued: 16,
-    // As many as a pair may try in a window (DEFAULT_THROTTLE.perPair): a burst of one pair's
-    // admitted guesses all wait, so it is evaluated exactly like the same guesses one by one.
-    perAddressQueued: 5,
+    // As many as one address may try in a window (DEFAULT_THROTTLE.perAddress): a burst's admitted
+    // guesses all wait, so it is evaluated exactly like the same guesses one by one; one address
+    // still holds at most 20 of the 64 places.
+    perAddressQueued: DEFAULT_THROTTLE.perAddress,
     priorityQueued: 16,
     maxWaitMs: 20_000,
   };
