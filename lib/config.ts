@@ -13,7 +13,7 @@ import { LATENCY_EVERY_SECONDS } from "./core/latency";
 import { DEFAULT_REPLAY_DAYS, MAX_REPLAY_DAYS } from "./core/replay";
 import { LABELS_MAX, LABEL_KEY_RE, LABEL_VALUE_MAX } from "./core/labels";
 import { CHANNEL_TYPES, NOTIFICATION_EVENTS } from "./core/events";
-import { buildNetPolicy } from "./net/net-policy";
+import { buildNetPolicy, isLooseTrust, trustRangeBits } from "./net/net-policy";
 import { DomainError } from "./core/errors";
 
 /** The most read threads a config may ask for (readThreads). */
@@ -32,6 +32,8 @@ export const DEFAULTS = {
   retention: { rawHours: 48, rollupDays: 90 },
   /** The replay record (db `replay_readings`): the classifier's part of every reading, kept this many days. */
   history: { replayDays: DEFAULT_REPLAY_DAYS },
+  /** Audit lines older than this are deleted (at start and by the retention job): about 13 months. */
+  auditRetentionDays: 400,
   restartCommandTimeoutSeconds: 120,
   webhookMethod: "POST",
   webhookTimeoutSeconds: 30,
@@ -148,7 +150,9 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
     if (!s.startsWith("env:")) return s;
     const m = ENV_RE.exec(s);
     if (!m) {
-      ctx.addIssue({ code: "custom", message: `"${s}" is not a valid env reference (env:NAME)` });
+      // Never the value: what follows "env:" is often the secret itself, pasted where its name belongs,
+      // and this message reaches the dashboard (configError), the audit log and the server log.
+      ctx.addIssue({ code: "custom", message: "malformed env reference: must be env:NAME (letters, digits and _; the value is not shown)" });
       return z.NEVER;
     }
     secretEnvNames.add(m[1]);
@@ -434,8 +438,16 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       buildNetPolicy({ trustProxy: [entry], allowedHosts: [] });
     } catch {
       ctx.addIssue({ code: "custom", message: `"${entry}" is not an IP address or CIDR range (e.g. "127.0.0.1", "10.0.0.0/8", "::1")` });
+      return;
     }
+    // A /0 believes X-Forwarded-* (and the proxy's user header) from the whole internet.
+    if (trustRangeBits(entry) === 0)
+      ctx.addIssue({ code: "custom", message: "a /0 range trusts every address as a proxy; name the proxy's own addresses" });
   });
+  const headerName = z
+    .string()
+    .regex(/^[A-Za-z0-9-]+$/, "must be a header name (e.g. X-Forwarded-User)")
+    .transform((h) => h.toLowerCase());
   const readThreadsError = { error: `must be "auto" or a whole number from 0 to ${MAX_READ_THREADS}` };
   const hostName = z
     .string()
@@ -490,6 +502,10 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
           replayDays: z.number().int().min(0).max(MAX_REPLAY_DAYS).default(DEFAULTS.history.replayDays),
         })
         .default({ ...DEFAULTS.history }),
+      /** The audit log (sign-ins, restarts, reloads) keeps this many days; older lines are deleted. */
+      audit: z
+        .strictObject({ retentionDays: seconds.default(DEFAULTS.auditRetentionDays) })
+        .default({ retentionDays: DEFAULTS.auditRetentionDays }),
       backends: z.array(backend).default([]),
       proxies: z.array(proxy).default([]),
       operators: z.array(operator).default([]),
@@ -506,11 +522,13 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       /** Trusted reverse-proxy sign-in: the header (from server.trustProxy only) naming the signed-in user. */
       auth: z
         .strictObject({
-          proxyHeader: z
-            .string()
-            .regex(/^[A-Za-z0-9-]+$/, "must be a header name (e.g. X-Forwarded-User)")
-            .transform((h) => h.toLowerCase())
-            .optional(),
+          proxyHeader: headerName.optional(),
+          /**
+           * Proof a request came through the proxy: the proxy adds `secretHeader: <secret>`; without it
+           * (or with another value) proxyHeader is not believed (a process on the proxy's host can
+           * reach the port directly). Kubernetes' front-proxy does the same with a client certificate.
+           */
+          proxy: z.strictObject({ secretHeader: headerName, secret: bearerToken }).optional(),
         })
         .default({}),
       /**
@@ -562,6 +580,8 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       });
       if (c.auth.proxyHeader && c.server.trustProxy.length === 0)
         ctx.addIssue({ code: "custom", path: ["auth", "proxyHeader"], message: "needs server.trustProxy: the header is believed only from those addresses" });
+      if (c.auth.proxy && !c.auth.proxyHeader)
+        ctx.addIssue({ code: "custom", path: ["auth", "proxy"], message: "proves the requests of auth.proxyHeader: give that too" });
       const top = c.publicUrl, inNotifications = c.notifications.publicUrl;
       if (top !== undefined && inNotifications !== null && top !== inNotifications)
         ctx.addIssue({ code: "custom", path: ["notifications", "publicUrl"], message: `differs from publicUrl ("${top}"): give one, or both alike` });
@@ -605,6 +625,15 @@ export function parseConfig(json: unknown, source: string, opts: ParseOptions = 
   // /metrics is outside the read gate (a scraper has no session): it has its own token (SECURITY.md).
   if (r.data.access.read === "signed-in" && r.data.metrics.bearerToken === null) {
     warnings.push('access.read is "signed-in" but metrics.bearerToken is unset: GET /metrics (backend ids, states, load) is readable by anyone who reaches the port');
+  }
+  // A user header believed on the word of loopback (every local process) or a wide range, with no
+  // proof the request passed the proxy: accepted (a single-user host may want it), said at start and reload.
+  if (r.data.auth.proxyHeader && !r.data.auth.proxy) {
+    const loose = r.data.server.trustProxy.filter(isLooseTrust);
+    if (loose.length)
+      warnings.push(
+        `auth.proxyHeader is believed from server.trustProxy ${loose.join(", ")} without auth.proxy.secretHeader: any process there can name itself an operator; have the proxy add a secret header`,
+      );
   }
   // One setting under two names (issue 16's publicUrl, issue 12's notifications.publicUrl): each falls back on the other.
   const url = r.data.publicUrl ?? r.data.notifications.publicUrl ?? undefined;

@@ -7,7 +7,7 @@
 import { openDb, resolveDbPath } from "../db/client";
 import { type DbHandle } from "../db/types";
 import { ConfigError, parseConfig, parseConfigText, readConfigText, resolveConfigPath, type Config } from "./config";
-import { recordAudit } from "../db/queries/auth";
+import { pruneAudit, recordAudit } from "../db/queries/auth";
 import { restartOutcomeCounts } from "../db/queries/restarts";
 import { getStepwatchMetrics, type StepwatchMetrics } from "./api/export/metrics";
 import { requestUnattendedRestart, type UnattendedDeps } from "./oncall/unattended";
@@ -129,6 +129,14 @@ async function startRuntime(): Promise<Runtime> {
     if (ended) console.log(`stepwatch: ended ${ended} session(s) of operators removed or with another password`);
   } catch (e) {
     console.error(`stepwatch: cannot sweep the sessions (each is still checked on use): ${(e as Error).message}`);
+  }
+  // The audit log keeps audit.retentionDays (the watcher's retention job sweeps it after that):
+  // anonymous failures are bounded per minute (lib/auth/audit.ts), this bounds them in all.
+  try {
+    const gone = pruneAudit(db.db, startedAt - config.audit.retentionDays * 86_400_000);
+    if (gone) console.log(`stepwatch: deleted ${gone} audit line(s) older than ${config.audit.retentionDays} days`);
+  } catch (e) {
+    console.error(`stepwatch: cannot sweep the audit log: ${(e as Error).message}`);
   }
   try {
     recordAudit(db.db, {

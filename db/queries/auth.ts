@@ -94,6 +94,20 @@ export function recordAudit(db: Db, e: AuditEntry): void {
     .run();
 }
 
+/**
+ * Deletes audit lines older than `before` (ms), in batches so a first sweep of a year of lines
+ * does not hold the write lock for long. Returns how many went. Kept by `audit.retentionDays`.
+ */
+export function pruneAudit(db: Db, before: number, batch = 5_000): number {
+  const del = db.$client.prepare(`DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ? LIMIT ?)`);
+  let total = 0;
+  for (;;) {
+    const n = del.run(before, batch).changes;
+    total += n;
+    if (n < batch) return total;
+  }
+}
+
 /** The audit log, newest first; `before` (an id) pages back. */
 export function listAudit(db: Db, opts: { limit: number; before?: number }): AuditRow[] {
   return db

@@ -15,6 +15,7 @@ import { buildNetPolicy, clientAddressOf, currentNetPolicy, isForeignOriginFor, 
 import { principalOf, type Principal } from "../auth/principal";
 import { SECURE_SESSION_COOKIE, SESSION_COOKIE, resolveSession, sessionTokenFrom, type Session } from "../auth/session";
 import { authHolder } from "../auth/state";
+import { DEVICE_COOKIE, SECURE_DEVICE_COOKIE, deviceCookieFrom } from "../auth/device";
 import { auditBearerFailure } from "../auth/audit";
 import type { ConcurrencyGate, SignInThrottle } from "../auth/throttle";
 
@@ -145,6 +146,17 @@ export function setSessionCookie(res: NextResponse, req: Request, token: string,
     path: "/",
     expires: new Date(expiresAt),
   });
+}
+
+/** The device cookie (lib/auth/device.ts): like the session's, but it outlives sign-out (it is not a credential). */
+export function setDeviceCookie(res: NextResponse, req: Request, value: string, expiresAt: number): void {
+  const https = isHttps(req);
+  res.cookies.set(https ? SECURE_DEVICE_COOKIE : DEVICE_COOKIE, value, { httpOnly: true, sameSite: "strict", secure: https, path: "/", expires: new Date(expiresAt) });
+}
+
+/** The device cookie this request brings, or undefined. */
+export async function currentDeviceCookie(req: Request): Promise<string | undefined> {
+  return deviceCookieFrom(await cookies(), isHttps(req));
 }
 
 export function clearSessionCookie(res: NextResponse, req: Request): void {

@@ -57,6 +57,19 @@ export function bearerRateLimited(retryAfterMs: number): DomainError {
 }
 
 /**
+ * Whether the request carries the proof the proxy adds (`auth.proxy`: its secret header), compared
+ * in constant time (both sides hashed to equal length, then timingSafeEqual: safeEqualStrings).
+ * A trusted address alone is not proof when that address is shared (the loopback: every process on
+ * the host); with no `auth.proxy` configured the address is all there is (the config warns).
+ */
+export function provenByProxy(headers: HeaderSource, proof: Config["auth"]["proxy"]): boolean {
+  if (!proof) return true;
+  const given = headers.get(proof.secretHeader);
+  // Evaluated whatever was sent, so an absent header costs what a wrong one does.
+  return safeEqualStrings(given ?? "", proof.secret) && given !== null;
+}
+
+/**
  * Resolve the principal. A Bearer header that matches no token is an answer in itself (null): it
  * does not fall back to the cookie, so a script with a revoked token fails loudly. A Bearer header
  * from an address the throttle holds back throws "rate-limited" without being compared.
@@ -70,7 +83,7 @@ export function principalOf(headers: HeaderSource, cookieToken: string | undefin
     return null;
   }
   const header = ctx.config.auth.proxyHeader;
-  if (header && isTrustedProxy(ctx.policy, peerAddress(headers))) {
+  if (header && isTrustedProxy(ctx.policy, peerAddress(headers)) && provenByProxy(headers, ctx.config.auth.proxy)) {
     const user = headers.get(header)?.trim();
     if (user) {
       const name = user.slice(0, 100);

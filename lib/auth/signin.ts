@@ -14,6 +14,11 @@ export interface SignInInput {
   /** The client's address (lib/net/net-policy clientAddressOf); part of the throttle keys. */
   clientAddress: string;
   now: number;
+  /**
+   * The id of a device this name signed in from before (lib/auth/device.ts, already verified for
+   * this name): counted and queued apart from anonymous attempts, never slowed for the name.
+   */
+  device?: string | null;
 }
 
 export interface SignInDeps {
@@ -35,14 +40,15 @@ function rateLimited(retryAfterMs: number, message = "too many failed sign-ins")
 /** The operator whose name and password match; throws "unauthenticated" or "rate-limited". */
 export async function signIn(input: SignInInput, deps: SignInDeps): Promise<OperatorConfig> {
   const sleep = deps.sleep ?? realSleep;
+  const device = input.device ?? null;
   // Counted before any await: a burst is throttled exactly like the same guesses one by one.
-  const admitted = deps.throttle.admit(input.name, input.clientAddress, input.now);
+  const admitted = device ? deps.throttle.admitDevice(device, input.now) : deps.throttle.admit(input.name, input.clientAddress, input.now);
   if (!admitted.ok) {
     deps.onFailure?.(input.name, input.clientAddress, "rate-limited");
     throw rateLimited(admitted.retryAfterMs, admitted.why === "full" ? "too many sign-ins are being refused right now" : undefined);
   }
   const { ticket } = admitted;
-  const release = await deps.gate.acquire(input.name, input.clientAddress);
+  const release = await deps.gate.acquire(input.name, input.clientAddress, device !== null);
   if (!release) {
     deps.throttle.withdraw(ticket); // never evaluated: it does not count
     deps.onFailure?.(input.name, input.clientAddress, "busy");
@@ -51,8 +57,8 @@ export async function signIn(input: SignInInput, deps: SignInDeps): Promise<Oper
   let operator: OperatorConfig | undefined;
   let ok = false;
   try {
-    // A name failing from everywhere is slowed (inside its one slot), never refused.
-    const extra = nameDelayMs(ticket.nameAttempts);
+    // A name failing from everywhere is slowed (inside its one slot), never refused; her own device is not.
+    const extra = device ? 0 : nameDelayMs(ticket.nameAttempts);
     if (extra > 0) await sleep(extra);
     // Look the name up without an early exit, so timing does not reveal which names exist.
     for (const o of deps.operators) if (safeEqualStrings(o.name, input.name)) operator = o;

@@ -11,8 +11,14 @@
  * - per operator name (all addresses): never refused (that would let anyone lock the operator out
  *   during the incident they need to act on), only slowed: see `nameDelayMs` and the per-name
  *   concurrency bound in `ConcurrencyGate`.
- * The client address is the socket's, or what a trusted proxy says (lib/auth/client-address.ts),
- * so a client cannot make up a new address per attempt.
+ * The client address is the socket's, or what a trusted proxy says (lib/net/net-policy.ts), so a
+ * client cannot make up a new address per attempt; an IPv6 address counts by its /64
+ * (`addressBucket`), which is what one client gets.
+ *
+ * A device the operator signed in from before (its signed cookie, lib/auth/device.ts) is counted
+ * apart (`admitDevice`, OWASP's device cookies): the anonymous counts above do not apply to it, so
+ * guesses from everywhere cannot lock her out of her own browser; the device has its own limit, so
+ * a stolen device cookie is worth `perDevice` guesses per window.
  *
  * The table is bounded (`maxKeys`). When it is full, expired entries go first, then entries that
  * do not hold a lockout (oldest first); entries that hold a lockout are never evicted. If every
@@ -23,20 +29,23 @@
  * cannot cause. The clock is passed in.
  */
 import os from "node:os";
+import { addressBucket } from "../net/net-policy";
 
 export interface ThrottleOptions {
   /** Attempts of one name from one address in the window before that pair is refused. */
   perPair: number;
   /** Attempts from one address (any names) in the window before it is refused. */
   perAddress: number;
+  /** Attempts with one recognised device (any outcome) in the window before it is refused (default 10). */
+  perDevice?: number;
   windowMs: number;
-  /** Most keys kept (pairs + addresses + names). */
+  /** Most keys kept (pairs + addresses + names + devices). */
   maxKeys: number;
 }
 
-export const DEFAULT_THROTTLE: ThrottleOptions = { perPair: 5, perAddress: 20, windowMs: 15 * 60_000, maxKeys: 10_000 };
+export const DEFAULT_THROTTLE: ThrottleOptions = { perPair: 5, perAddress: 20, perDevice: 10, windowMs: 15 * 60_000, maxKeys: 10_000 };
 
-type Kind = "pair" | "address" | "name";
+type Kind = "pair" | "address" | "name" | "device";
 
 interface Entry {
   kind: Kind;
@@ -46,11 +55,13 @@ interface Entry {
 
 export type AdmitResult =
   | { ok: true; ticket: AttemptTicket }
-  | { ok: false; retryAfterMs: number; why: "pair" | "address" | "full" };
+  | { ok: false; retryAfterMs: number; why: "pair" | "address" | "device" | "full" };
 
 /** What `admit` counted; give it back with `succeed` (a right password) or keep it (a failure). */
 export interface AttemptTicket {
+  /** The pair's, the address's and the name's keys; a device attempt has its device's key alone. */
   keys: string[];
+  device?: boolean;
   at: number;
   /** Failures of this name from all addresses in the window before this attempt. */
   nameAttempts: number;
@@ -63,7 +74,7 @@ export class SignInThrottle {
   constructor(readonly opts: ThrottleOptions = DEFAULT_THROTTLE) {}
 
   private limitOf(kind: Kind): number {
-    return kind === "pair" ? this.opts.perPair : kind === "address" ? this.opts.perAddress : Infinity;
+    return kind === "pair" ? this.opts.perPair : kind === "address" ? this.opts.perAddress : kind === "device" ? (this.opts.perDevice ?? 10) : Infinity;
   }
 
   private recent(key: string, now: number): Entry | undefined {
@@ -132,6 +143,22 @@ export class SignInThrottle {
   }
 
   /**
+   * Check and count one attempt from a recognised device (its id from the verified cookie): only
+   * the device's own count applies, never the pair, address or name counts of anonymous guessers.
+   */
+  admitDevice(deviceId: string, now: number): AdmitResult {
+    const dk = deviceKey(deviceId);
+    const retry = this.retryAfter(dk, now);
+    if (retry !== null) return { ok: false, retryAfterMs: retry, why: "device" };
+    if (!this.entries.has(dk) && !this.makeRoom(1, now)) return { ok: false, retryAfterMs: 1000, why: "full" };
+    const e = this.entries.get(dk) ?? { kind: "device" as const, times: [] };
+    e.times.push(now);
+    this.entries.delete(dk);
+    this.entries.set(dk, e);
+    return { ok: true, ticket: { keys: [dk], device: true, at: now, nameAttempts: 0, pairAttempts: e.times.length } };
+  }
+
+  /**
    * How long until this address may try again (its per-address count is full), or null. For a
    * check that is not a sign-in (a Bearer token, lib/auth/bearer.ts): only the address is counted.
    */
@@ -151,6 +178,7 @@ export class SignInThrottle {
 
   /** The attempt was a right password: it is taken back, and the pair's earlier failures forgotten. */
   succeed(ticket: AttemptTicket): void {
+    if (ticket.device) return this.withdraw(ticket);
     const [pk, ak, nk] = ticket.keys;
     this.entries.delete(pk);
     for (const key of [ak, nk]) {
@@ -195,10 +223,13 @@ export function nameDelayMs(nameFailures: number): number {
 }
 
 export function pairKey(name: string, clientAddress: string): string {
-  return `p\u0000${name.toLowerCase()}\u0000${clientAddress}`;
+  return `p\u0000${name.toLowerCase()}\u0000${addressBucket(clientAddress)}`;
 }
 export function addressKey(clientAddress: string): string {
-  return `a\u0000${clientAddress}`;
+  return `a\u0000${addressBucket(clientAddress)}`;
+}
+export function deviceKey(deviceId: string): string {
+  return `d\u0000${deviceId}`;
 }
 export function nameKey(name: string): string {
   return `n\u0000${name.toLowerCase()}`;
@@ -207,14 +238,26 @@ export function nameKey(name: string): string {
 /**
  * Bounds how many password comparisons run at once: per name, per address and overall (scrypt is
  * ~32 MB and tens of ms of CPU each; a flood of random names would otherwise burn every core).
- * Waiters queue FIFO up to `maxQueued`; past that, or after `maxWaitMs`, `acquire` gives up
- * (null) and the caller answers "try again shortly".
+ * Waiters queue FIFO up to `maxQueued`, and at most `perNameQueued` of them for one name and
+ * `perAddressQueued` for one address (its /64 for IPv6): the guessers of one name, from however
+ * many addresses, cannot take every place, so another operator still gets one. Past that, or after
+ * `maxWaitMs`, `acquire` gives up (null) and the caller answers "try again shortly".
+ *
+ * A recognised device (lib/auth/device.ts) waits in its own short queue that is served first and
+ * needs only a free comparison slot, not the name's: the guessers of her name hold that one slot
+ * in turn, so behind them she would wait as long as they keep it busy.
  */
 export interface GateOptions {
   perName: number;
   perAddress: number;
   overall: number;
   maxQueued: number;
+  /** Waiters for one name at most (default: maxQueued, no cap of its own). */
+  perNameQueued?: number;
+  /** Waiters from one address at most (default: maxQueued). */
+  perAddressQueued?: number;
+  /** Recognised devices waiting at most, in their own queue (default 16). */
+  priorityQueued?: number;
   maxWaitMs: number;
 }
 
@@ -236,7 +279,19 @@ export function defaultGate(
   cores: number = os.availableParallelism(),
   threadPool: number = Number(process.env.UV_THREADPOOL_SIZE) || 4,
 ): GateOptions {
-  return { perName: 1, perAddress: 1, overall: comparisonSlots(cores, threadPool), maxQueued: 64, maxWaitMs: 20_000 };
+  return {
+    perName: 1,
+    perAddress: 1,
+    overall: comparisonSlots(cores, threadPool),
+    maxQueued: 64,
+    perNameQueued: 16,
+    // As many as one address may try in a window (DEFAULT_THROTTLE.perAddress): a burst's admitted
+    // guesses all wait, so it is evaluated exactly like the same guesses one by one; one address
+    // still holds at most 20 of the 64 places.
+    perAddressQueued: DEFAULT_THROTTLE.perAddress,
+    priorityQueued: 16,
+    maxWaitMs: 20_000,
+  };
 }
 
 export const DEFAULT_GATE: GateOptions = defaultGate();
@@ -247,12 +302,24 @@ interface Waiter {
   grant: (release: () => void) => void;
 }
 
+const bump = (m: Map<string, number>, k: string, by: number) => {
+  const n = (m.get(k) ?? 0) + by;
+  if (n) m.set(k, n);
+  else m.delete(k);
+};
+
 export class ConcurrencyGate {
   private byName = new Map<string, number>();
   private byAddress = new Map<string, number>();
+  private queuedByName = new Map<string, number>();
+  private queuedByAddress = new Map<string, number>();
   private total = 0;
   private queue: Waiter[] = [];
-  constructor(readonly opts: GateOptions = DEFAULT_GATE) {}
+  private priority: Waiter[] = [];
+  readonly opts: Required<GateOptions>;
+  constructor(opts: GateOptions = DEFAULT_GATE) {
+    this.opts = { perNameQueued: opts.maxQueued, perAddressQueued: opts.maxQueued, priorityQueued: 16, ...opts };
+  }
 
   private fits(name: string, address: string): boolean {
     return (
@@ -264,58 +331,93 @@ export class ConcurrencyGate {
 
   private take(name: string, address: string): () => void {
     this.total++;
-    this.byName.set(name, (this.byName.get(name) ?? 0) + 1);
-    this.byAddress.set(address, (this.byAddress.get(address) ?? 0) + 1);
+    bump(this.byName, name, 1);
+    bump(this.byAddress, address, 1);
     let released = false;
     return () => {
       if (released) return;
       released = true;
       this.total--;
-      const n = this.byName.get(name)! - 1;
-      if (n) this.byName.set(name, n);
-      else this.byName.delete(name);
-      const a = this.byAddress.get(address)! - 1;
-      if (a) this.byAddress.set(address, a);
-      else this.byAddress.delete(address);
+      bump(this.byName, name, -1);
+      bump(this.byAddress, address, -1);
       this.pump();
     };
   }
 
+  private unqueue(w: Waiter, from: Waiter[]): boolean {
+    const i = from.indexOf(w);
+    if (i < 0) return false;
+    from.splice(i, 1);
+    if (from === this.queue) {
+      bump(this.queuedByName, w.name, -1);
+      bump(this.queuedByAddress, w.address, -1);
+    }
+    return true;
+  }
+
   private pump(): void {
-    for (let i = 0; i < this.queue.length; ) {
+    // Recognised devices first: they need a free slot only.
+    while (this.priority.length && this.total < this.opts.overall) {
+      const w = this.priority[0];
+      this.unqueue(w, this.priority);
+      w.grant(this.take(w.name, w.address));
+    }
+    for (let i = 0; i < this.queue.length && this.total < this.opts.overall; ) {
       const w = this.queue[i];
       if (this.fits(w.name, w.address)) {
-        this.queue.splice(i, 1);
+        this.unqueue(w, this.queue);
         w.grant(this.take(w.name, w.address));
       } else i++;
     }
   }
 
-  /** A release function once a slot is held, or null when the queue is full or the wait too long. */
-  acquire(rawName: string, address: string): Promise<(() => void) | null> {
-    const name = rawName.toLowerCase();
-    if (this.queue.length === 0 && this.fits(name, address)) return Promise.resolve(this.take(name, address));
-    if (this.queue.length >= this.opts.maxQueued) return Promise.resolve(null);
+  private wait(w: Omit<Waiter, "grant">, into: Waiter[]): Promise<(() => void) | null> {
     return new Promise((resolve) => {
-      const w: Waiter = {
-        name,
-        address,
+      const waiter: Waiter = {
+        ...w,
         grant: (release) => {
           clearTimeout(timer);
           resolve(release);
         },
       };
       const timer = setTimeout(() => {
-        const i = this.queue.indexOf(w);
-        if (i >= 0) this.queue.splice(i, 1);
+        this.unqueue(waiter, into);
         resolve(null);
       }, this.opts.maxWaitMs);
-      this.queue.push(w);
+      into.push(waiter);
+      if (into === this.queue) {
+        bump(this.queuedByName, w.name, 1);
+        bump(this.queuedByAddress, w.address, 1);
+      }
+      // A free slot that the waiters ahead cannot use (their name's slot is busy) is this one's now.
+      this.pump();
     });
+  }
+
+  /**
+   * A release function once a slot is held, or null when a queue (all, this name's, this
+   * address's) is full or the wait too long. `trusted`: a recognised device (its own queue, first).
+   */
+  acquire(rawName: string, rawAddress: string, trusted = false): Promise<(() => void) | null> {
+    const name = rawName.toLowerCase();
+    const address = addressBucket(rawAddress);
+    if (trusted) {
+      if (this.priority.length === 0 && this.total < this.opts.overall) return Promise.resolve(this.take(name, address));
+      if (this.priority.length >= this.opts.priorityQueued) return Promise.resolve(null);
+      return this.wait({ name, address }, this.priority);
+    }
+    if (this.priority.length === 0 && this.queue.length === 0 && this.fits(name, address)) return Promise.resolve(this.take(name, address));
+    if (
+      this.queue.length >= this.opts.maxQueued ||
+      (this.queuedByName.get(name) ?? 0) >= this.opts.perNameQueued ||
+      (this.queuedByAddress.get(address) ?? 0) >= this.opts.perAddressQueued
+    )
+      return Promise.resolve(null);
+    return this.wait({ name, address }, this.queue);
   }
 
   /** Comparisons running and waiting now (for tests). */
   get load(): { running: number; queued: number } {
-    return { running: this.total, queued: this.queue.length };
+    return { running: this.total, queued: this.queue.length + this.priority.length };
   }
 }

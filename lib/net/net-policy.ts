@@ -78,6 +78,60 @@ export function buildNetPolicy(input: NetPolicyInput): NetPolicy {
   };
 }
 
+/** The prefix length of a trustProxy entry ("10.0.0.0/8" 8), the full length for one address, null if it does not parse. */
+export function trustRangeBits(entry: string): number | null {
+  const [addr, bits] = entry.split("/");
+  const a = normalizeAddress(addr);
+  if (!a) return null;
+  const full = isIP(a) === 6 ? 128 : 32;
+  if (bits === undefined) return full;
+  const n = Number(bits);
+  return Number.isInteger(n) && n >= 0 && n <= full ? n : null;
+}
+
+/**
+ * A trustProxy entry that lets more than one proxy speak: the loopback (every process on the host),
+ * or a range wider than a /24 (IPv4) or a /64 (IPv6). Believing a user header from it needs a proof
+ * (auth.proxy.secretHeader); the config says so at start and reload.
+ */
+export function isLooseTrust(entry: string): boolean {
+  const bits = trustRangeBits(entry);
+  if (bits === null) return false;
+  const a = normalizeAddress(entry.split("/")[0])!;
+  const v6 = isIP(a) === 6;
+  if (bits < (v6 ? 64 : 24)) return true;
+  const range = new BlockList();
+  if (bits === (v6 ? 128 : 32)) range.addAddress(a, v6 ? "ipv6" : "ipv4");
+  else range.addSubnet(a, bits, v6 ? "ipv6" : "ipv4");
+  return v6 ? range.check("::1", "ipv6") : range.check("127.0.0.1", "ipv4") || a.startsWith("127.");
+}
+
+/**
+ * The key an address is throttled under: an IPv4 address as it is, an IPv6 address by its /64
+ * (one subscriber, one LAN: a client that gets a /64 has 2^64 addresses to rotate through, so per
+ * address it would never be held back). "unknown" and other non-addresses stay as they are.
+ */
+export function addressBucket(address: string): string {
+  const a = normalizeAddress(address);
+  if (!a || isIP(a) !== 6) return a ?? address;
+  return `${expandV6(a).slice(0, 4).join(":")}::/64`;
+}
+
+/** The eight hextets of an IPv6 address (an embedded IPv4 tail becomes two). */
+function expandV6(a: string): string[] {
+  let s = a;
+  const v4 = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(s);
+  if (v4) {
+    const [b0, b1, b2, b3] = v4.slice(1).map(Number);
+    s = `${s.slice(0, v4.index)}${((b0 << 8) | b1).toString(16)}:${((b2 << 8) | b3).toString(16)}`;
+  }
+  const [head, tail] = s.split("::");
+  const h = head ? head.split(":") : [];
+  const t = tail !== undefined && tail !== "" ? tail.split(":") : [];
+  const fill = tail !== undefined ? Array(8 - h.length - t.length).fill("0") : [];
+  return [...h, ...fill, ...t].map((x) => (parseInt(x, 16) || 0).toString(16));
+}
+
 export function isTrustedProxy(policy: NetPolicy, address: string | null): boolean {
   if (!address || policy.trustList.length === 0) return false;
   return policy.trust.check(address, isIP(address) === 6 ? "ipv6" : "ipv4");

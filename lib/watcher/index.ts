@@ -9,6 +9,7 @@
 import { setMaxListeners } from "node:events";
 import type { Db } from "../../db/types";
 import { applyRetention, type RetentionResult } from "../../db/queries/history";
+import { pruneAudit } from "../../db/queries/auth";
 import { observe as realObserve } from "../check/observe";
 import { readProxy as realReadProxy, type ReadOptions } from "../check/read";
 import type { PendingRestart, Reading, Verdict } from "../core/types";
@@ -406,6 +407,7 @@ function targetLoops(p: Parts): TargetLoops {
  */
 function retentionJob(p: Parts, backends: ReadonlyMap<string, BackendMonitor>): () => Promise<RetentionResult | null> {
   let running = false;
+  let lastAuditPrune = -Infinity;
   return async () => {
     if (running) return null;
     running = true;
@@ -424,6 +426,11 @@ function retentionJob(p: Parts, backends: ReadonlyMap<string, BackendMonitor>): 
       }
       add(applyRetention(p.opts.db, { now, ...p.config.retention, replayDays: p.config.history.replayDays, scope: { except: ids } }));
       p.evidence.pruneDue();
+      // The audit log's retention is in days: once an hour is plenty (and at start, lib/runtime.ts).
+      if (now - lastAuditPrune >= 3600_000) {
+        pruneAudit(p.opts.db, now - p.config.audit.retentionDays * 86_400_000);
+        lastAuditPrune = now;
+      }
       return total;
     } catch (e) {
       if (!p.signal.aborted) p.store.fail("retention job failed", e);

@@ -201,7 +201,11 @@ describe("parseConfig", () => {
     expect(ok.auth.proxyHeader).toBe("x-forwarded-user");
     expect(ok.operators[0].role).toBe("operator");
     // Reading needs sign-in, but the Prometheus export has no token of its own: said at start.
-    expect(ok.warnings).toEqual([expect.stringMatching(/^access\.read is "signed-in" but metrics\.bearerToken is unset/)]);
+    expect(ok.warnings).toEqual([
+      expect.stringMatching(/^access\.read is "signed-in" but metrics\.bearerToken is unset/),
+      // A user header on the word of a /8 and the loopback, with no proof it passed the proxy.
+      expect.stringMatching(/^auth\.proxyHeader is believed from server\.trustProxy 10\.0\.0\.0\/8, ::1 without auth\.proxy\.secretHeader/),
+    ]);
     const scraped = parseConfig({ ...valid(), access: { read: "signed-in" }, metrics: { bearerToken: "env:KEY" } }, "t", { env: { ...env, KEY: "a-token-of-32-characters-0123456" } });
     expect(scraped.warnings).toEqual([]);
     expect(problems({ server: { trustProxy: ["proxy.local"] } })).toEqual([expect.stringMatching(/^server\.trustProxy\[0\]: .*not an IP address/)]);
@@ -213,6 +217,27 @@ describe("parseConfig", () => {
     expect(problems({ tokens: [{ name: "ci", token: "env:KEY" }] }, { env: { ...env, KEY: short } })).toEqual([expect.stringMatching(/^tokens\[0\]\.token: the token must be at least 32 characters/)]);
     expect(parseConfig({ tokens: [{ name: "ci", token: "env:KEY" }] }, "t", { env: { KEY: `${short}f` } }).tokens[0].token).toBe(`${short}f`);
     expect(problems({ auth: { proxyHeader: "X-User" } })).toEqual([expect.stringMatching(/^auth\.proxyHeader: needs server\.trustProxy/)]);
+    // A /0 trusts the whole internet as a proxy: refused, naming the field.
+    expect(problems({ server: { trustProxy: ["127.0.0.1", "0.0.0.0/0"] } })).toEqual([expect.stringMatching(/^server\.trustProxy\[1\]: a \/0 range/)]);
+    expect(problems({ server: { trustProxy: ["::/0"] } })).toEqual([expect.stringMatching(/^server\.trustProxy\[0\]: a \/0 range/)]);
+    // The proof a proxy adds: a secret header, only "env:NAME", at least 32 characters; no warning then.
+    const secretEnv = { env: { ...env, PROXY: "a-proxy-secret-of-32-characters-0" } };
+    const proven = parseConfig(
+      { ...valid(), auth: { proxyHeader: "X-Forwarded-User", proxy: { secretHeader: "X-Proxy-Secret", secret: "env:PROXY" } }, server: { trustProxy: ["127.0.0.1"] } },
+      "t",
+      secretEnv,
+    );
+    expect(proven.auth.proxy).toEqual({ secretHeader: "x-proxy-secret", secret: "a-proxy-secret-of-32-characters-0" });
+    expect(proven.warnings).toEqual([]);
+    expect(proven.audit.retentionDays).toBe(400);
+    expect(problems({ auth: { proxyHeader: "X-U", proxy: { secretHeader: "X-S", secret: "written-in-the-file-0123456789abcdef" } }, server: { trustProxy: ["127.0.0.1"] } })).toEqual([
+      expect.stringMatching(/^auth\.proxy\.secret: must be "env:NAME"/),
+    ]);
+    // A key pasted after "env:" is malformed: the field is named, the value never quoted.
+    const pasted = problems({ ...valid(), backends: [{ id: "b", url: "http://10.0.0.1:8000", apiKey: "env:sk-live-PASTED-KEY-123" }], operators: [{ name: "o", password: "env:hunter2 pasted" }] });
+    expect(pasted).toEqual([expect.stringMatching(/^backends\[0\]\.apiKey: malformed env reference/), expect.stringMatching(/^operators\[0\]\.password: malformed env reference/)]);
+    expect(pasted.join("\n")).not.toMatch(/PASTED|hunter2|sk-live/);
+    expect(problems({ auth: { proxy: { secretHeader: "X-S", secret: "env:PROXY" } } }, secretEnv)).toEqual([expect.stringMatching(/^auth\.proxy: proves the requests of auth\.proxyHeader/)]);
     expect(problems({ access: { read: "everyone" } })[0]).toMatch(/^access\.read: /);
     expect(problems({ operators: [{ name: "a", password: "env:PW", role: "admin" }] })[0]).toMatch(/^operators\[0\]\.role: /);
   });

@@ -10,6 +10,18 @@ const W = 60_000;
 const codeOf = (p: Promise<unknown>) => p.then(() => "ok", (e: DomainError) => e.code);
 
 describe("SignInThrottle", () => {
+  it("keys an IPv6 client by its /64, and counts a recognised device apart from the anonymous limits", () => {
+    const t = new SignInThrottle({ perPair: 5, perAddress: 3, perDevice: 2, windowMs: W, maxKeys: 100 });
+    for (let i = 1; i <= 3; i++) expect(t.admit(`n${i}`, `2001:db8:7:7::${i}`, i).ok).toBe(true);
+    expect(t.admit("n4", "2001:db8:7:7:abcd::1", 4)).toMatchObject({ ok: false, why: "address" });
+    expect(t.admit("n4", "2001:db8:7:8::1", 4).ok).toBe(true); // another /64
+    // The device's own attempts: not refused by the address's lockout, refused past perDevice.
+    expect(t.admitDevice("dev-1", 5).ok).toBe(true);
+    expect(t.admitDevice("dev-1", 6).ok).toBe(true);
+    expect(t.admitDevice("dev-1", 7)).toMatchObject({ ok: false, why: "device" });
+    expect(t.admitDevice("dev-2", 7).ok).toBe(true);
+  });
+
   it("counts an attempt when it is admitted, so the 6th of a pair is refused whatever came back", () => {
     const t = new SignInThrottle({ perPair: 5, perAddress: 20, windowMs: W, maxKeys: 100 });
     for (let i = 0; i < 5; i++) expect(t.admit("ana", "10.0.0.1", i).ok).toBe(true);
@@ -106,6 +118,24 @@ describe("ConcurrencyGate", () => {
     held[0]!();
     (await next)!();
     for (const r of held.slice(1)) r!();
+    expect(g.load).toEqual({ running: 0, queued: 0 });
+  });
+  it("caps waiters per name and per address, so one name's guessers leave places for others; a recognised device goes first", async () => {
+    const g = new ConcurrencyGate({ perName: 1, perAddress: 1, overall: 1, maxQueued: 64, perNameQueued: 3, perAddressQueued: 1, maxWaitMs: 10_000 });
+    const held = await g.acquire("ana", "10.0.0.1");
+    const guessers = Array.from({ length: 3 }, (_, i) => g.acquire("ana", `10.0.1.${i}`));
+    expect(await g.acquire("ana", "10.0.2.1")).toBeNull(); // ana's three places are taken
+    expect(await g.acquire("bob", "10.0.1.0")).toBeNull(); // that address already waits once
+    const bob = g.acquire("bob", "10.0.3.1"); // another name still gets a place
+    // IPv6 counts by its /64: a second address of the same /64 is the same client.
+    const v6 = g.acquire("cid", "2001:db8:1:2::1");
+    expect(await g.acquire("dan", "2001:db8:1:2::ffff")).toBeNull();
+    const device = g.acquire("ana", "10.0.9.9", true); // her device: ahead of every anonymous waiter
+    held!();
+    const first = await Promise.race([device.then(() => "device"), ...guessers.map((p) => p.then(() => "guesser")), bob.then(() => "bob")]);
+    expect(first).toBe("device");
+    (await device)!();
+    for (const p of [...guessers, bob, v6]) (await p)!();
     expect(g.load).toEqual({ running: 0, queued: 0 });
   });
   it("gives up after maxWaitMs", async () => {

@@ -1,7 +1,8 @@
 import { NextResponse } from "next/server";
 import { z } from "zod";
 import { errorResponse } from "@/lib/api/respond";
-import { assertSameOrigin, authState, clearSessionCookie, clientAddress, currentPrincipal, currentSession, currentToken, setSessionCookie } from "@/lib/api/operator";
+import { assertSameOrigin, authState, clearSessionCookie, clientAddress, currentDeviceCookie, currentPrincipal, currentSession, currentToken, setDeviceCookie, setSessionCookie } from "@/lib/api/operator";
+import { mintDevice, recognisedDevice } from "@/lib/auth/device";
 import { beginSession, endSessionByToken } from "@/lib/auth/session";
 import { signIn } from "@/lib/auth/signin";
 import { auditSession, auditSignInFailure } from "@/lib/auth/audit";
@@ -40,14 +41,20 @@ export async function POST(req: Request): Promise<Response> {
     const body = await readJson(req, SignIn);
     const { rt, key, throttle, gate } = await authState();
     const address = clientAddress(req);
+    // A device this name signed in from before is not queued behind anonymous guessers (lib/auth/device.ts).
+    const device = recognisedDevice(await currentDeviceCookie(req), body.name, key, Date.now());
     const operator = await signIn(
-      { name: body.name, password: body.password, clientAddress: address, now: Date.now() },
+      { name: body.name, password: body.password, clientAddress: address, now: Date.now(), device },
       { operators: rt.config.operators, throttle, gate, onFailure: (name, addr, why) => auditSignInFailure(rt.db.db, name, addr, why) },
     );
     const now = Date.now();
     const { token, session } = beginSession(rt.db.db, { operator, key, now, address, userAgent: req.headers.get("user-agent") });
     const res = NextResponse.json({ operator: session.name, expiresAt: session.expiresAt }, { headers: { "cache-control": "no-store" } });
     setSessionCookie(res, req, token, session.expiresAt);
+    if (!device) {
+      const d = mintDevice(operator.name, key, now);
+      setDeviceCookie(res, req, d.value, d.expiresAt);
+    }
     return res;
   } catch (e) {
     return withRetryAfter(errorResponse(e), e);
