@@ -74,6 +74,11 @@ export function attentionRank(b: Pick<FleetBackend, "state" | "restartRecommende
   return rank * 2 + (b.restartRecommended ? 0 : 1);
 }
 
+/** Healthy or quiet: nothing to look at, so nothing about it (how long it has been idle) orders it. */
+function settled(b: Pick<FleetBackend, "state">): boolean {
+  return QUIET_STATES.has(b.state) || healthOf(b.state) === "yes";
+}
+
 export function needsAttention(b: Pick<FleetBackend, "state">): boolean {
   const h = healthOf(b.state);
   return h === "no" || h === "watch";
@@ -146,8 +151,12 @@ export function filterFleet(backends: FleetBackend[], f: FleetQuery): FleetBacke
 export function sortFleet(backends: FleetBackend[], sort: FleetSort): FleetBackend[] {
   const byName = (a: FleetBackend, b: FleetBackend) => a.id.localeCompare(b.id);
   if (sort === "name") return [...backends].sort(byName);
-  // The longest in its state first within a rank: the oldest problem is the one to look at.
-  return [...backends].sort((a, b) => attentionRank(a) - attentionRank(b) || (a.since ?? Infinity) - (b.since ?? Infinity) || byName(a, b));
+  // Within a rank of problems the longest in its state first: the oldest problem is the one to
+  // look at. Healthy and quiet backends by name: idle <-> busy is the pulse of a serving fleet, and
+  // ordering by it would move rows and cards under the reader on every refresh (a layout shift,
+  // tests/e2e/fleet-500.spec.ts).
+  const byAge = (a: FleetBackend, b: FleetBackend) => (settled(a) ? 0 : (a.since ?? Infinity) - (b.since ?? Infinity));
+  return [...backends].sort((a, b) => attentionRank(a) - attentionRank(b) || byAge(a, b) || byName(a, b));
 }
 
 export interface FleetGroup {
