@@ -29,8 +29,9 @@ describe("fleet order", () => {
   it("never sorts sleeping or no-metrics above a healthy backend, even when they are older", () => {
     const fleet = [be("ollama", "no-metrics", { since: 1 }), be("parked", "sleeping", { since: 2 }), be("idle", "idle", { since: 500 }), be("busy", "busy", { since: 900 }), be("down", "down")];
     expect(sortFleet(fleet, "attention").map((b) => b.id)).toEqual(["down", "busy", "idle", "ollama", "parked"]);
-    // A first read (unknown) may be the start of a "down": it stays above the healthy ones.
-    expect(sortFleet([be("ok", "idle"), be("new", "unknown")], "attention").map((b) => b.id)).toEqual(["new", "ok"]);
+    // One failed read (unknown) is no verdict: it stays in its place among the healthy ones, by name.
+    expect(sortFleet([be("ok", "idle"), be("new", "unknown"), be("a", "busy")], "attention").map((b) => b.id)).toEqual(["a", "new", "ok"]);
+    expect(sortFleet([be("ok", "idle"), be("new", "unknown"), be("gone", "down")], "attention").map((b) => b.id)).toEqual(["gone", "new", "ok"]);
   });
   it("moves no healthy backend when one goes from idle to busy (or back): they are in name order", () => {
     const before = [be("a", "idle", { since: 100 }), be("b", "busy", { since: 50 }), be("c", "idle", { since: 10 }), be("z", "stuck", { since: 5 }), be("y", "stuck", { since: 1 })];
