@@ -67,6 +67,13 @@ export interface BenchResults {
    * missed, what was tried, what is left. Kept across runs (bench/run.ts), shown under the goals.
    */
   notes?: Record<string, string>;
+  /**
+   * Figures measured outside `npm run bench`, by a test that needs a browser and a fleet of its own
+   * (tests/e2e/fleet-500.spec.ts writes tests/e2e/artifacts/fleet-500.json): section title ->
+   * markdown, copied in by hand with the run's machine load. Kept across runs like `notes`, shown
+   * after the measured sections.
+   */
+  handMeasured?: Record<string, string>;
 }
 
 function ok<T>(x: Maybe<T>): T | null {
@@ -670,6 +677,7 @@ ${g
     ok(r.metrics) ? metricsScrapeSection(ok(r.metrics)!) : `## 6. One /metrics scrape at 1000 backends\n\n${why(r.metrics)}\n`,
     ok(r.reads) ? readCostSection(ok(r.reads)!, measuredLine(r.sections?.reads)) : `## 7. What one read costs the model server (vLLM)\n\n${why(r.reads)}\n`,
     ok(r.cli) ? cliStartSection(ok(r.cli)!, measuredLine(r.sections?.cli)) : `## 8. The check CLI's start-up\n\n${why(r.cli)}\n`,
+    ...Object.entries(r.handMeasured ?? {}).map(([title, body]) => `## ${title}\n\n${body}\n`),
   ];
   return parts.join("\n");
 }

@@ -163,7 +163,8 @@ async function main(): Promise<void> {
 }
 
 /**
- * The hand-written analysis (results.json `notes`) survives a re-run: it is about goals, and the
+ * The hand-written analysis (results.json `notes`) and what was measured by hand elsewhere
+ * (`handMeasured`) survive a re-run: the notes are about goals, and the
  * report shows it next to the new figures, with their run and commit, so a note that no longer
  * fits the numbers shows as such and is rewritten by hand.
  */
@@ -171,6 +172,7 @@ function keepNotes(results: BenchResults, file: string): void {
   if (!fs.existsSync(file)) return;
   const stored = JSON.parse(fs.readFileSync(file, "utf8")) as BenchResults;
   if (stored.notes) results.notes = stored.notes;
+  if (stored.handMeasured) results.handMeasured = stored.handMeasured;
 }
 
 /** A partial run keeps the sections it did not measure from the stored results, with where they came from. */

@@ -4,12 +4,11 @@
  * /api/config/backends, which writes the config file and reloads it. A secret is asked only as
  * `env:NAME` (the server refuses a value, and the page never has one to show).
  */
-import { useRouter } from "next/navigation";
-import { useState, type FormEvent } from "react";
 import { ENGINE_CHOICES } from "@/lib/core/engine";
 import { PROBE_CHOICES } from "@/lib/core/types";
 import type { ConfigView } from "@/lib/api/types";
-import { ApiError, sendJson } from "@/lib/ui/fetcher";
+import { labelsText, parseLabelsText } from "@/lib/ui/config-form";
+import { FormButtons, FormError, RowActions, TargetsHeading, TextField, useTargetEdit } from "./ConfigForm";
 
 type Backend = ConfigView["backends"][number];
 interface Draft {
@@ -19,17 +18,23 @@ interface Draft {
   engine: string;
   probe: string;
   apiKey: string;
+  /** One `key:value` per line. */
+  labels: string;
 }
 
-const EMPTY: Draft = { id: "", url: "", model: "", engine: "auto", probe: "auto", apiKey: "" };
+const EMPTY: Draft = { id: "", url: "", model: "", engine: "auto", probe: "auto", apiKey: "", labels: "" };
 
 function draftOf(b: Backend): Draft {
   // A key written as a value in the file shows as "***": the form starts empty, asking for env:NAME.
-  return { id: b.id, url: b.url, model: b.model ?? "", engine: b.engine, probe: b.probe, apiKey: b.apiKey?.startsWith("env:") ? b.apiKey : "" };
+  return { id: b.id, url: b.url, model: b.model ?? "", engine: b.engine, probe: b.probe, apiKey: b.apiKey?.startsWith("env:") ? b.apiKey : "", labels: labelsText(b.labels) };
 }
 
-/** The backend object as the config file holds it; empty optional fields are left out. */
-function bodyOf(d: Draft): Record<string, unknown> {
+/**
+ * The backend object as the config file holds it; empty optional fields are left out. Labels
+ * emptied in an edit are sent as null, which removes them (a PUT that names none keeps the file's).
+ */
+function bodyOf(d: Draft, labels: Record<string, string>, editing: boolean): Record<string, unknown> {
+  const anyLabel = Object.keys(labels).length > 0;
   return {
     id: d.id.trim(),
     url: d.url.trim(),
@@ -37,6 +42,7 @@ function bodyOf(d: Draft): Record<string, unknown> {
     engine: d.engine,
     probe: d.probe,
     ...(d.apiKey.trim() ? { apiKey: d.apiKey.trim() } : {}),
+    ...(anyLabel ? { labels } : editing ? { labels: null } : {}),
   };
 }
 
@@ -48,45 +54,18 @@ function restartText(r: Backend["restart"]): string {
 }
 
 export function ConfigBackends({ backends, canEdit }: { backends: Backend[]; canEdit: boolean }) {
-  const router = useRouter();
-  // null: no form; "" : adding; an id: editing that backend.
-  const [editing, setEditing] = useState<string | null>(null);
-  const [draft, setDraft] = useState<Draft>(EMPTY);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-
-  const open = (b: Backend | null) => {
-    setError(null);
-    setEditing(b ? b.id : "");
-    setDraft(b ? draftOf(b) : EMPTY);
-  };
-  async function run(action: () => Promise<unknown>) {
-    setBusy(true);
-    setError(null);
-    try {
-      await action();
-      setEditing(null);
-      router.refresh();
-    } catch (e) {
-      const problems = e instanceof ApiError && Array.isArray(e.details?.problems) ? (e.details.problems as string[]) : null;
-      setError(problems?.length ? problems.join("; ") : (e as Error).message);
-    } finally {
-      setBusy(false);
+  const { editing, draft, setDraft, error, setError, busy, open, close, save, remove } = useTargetEdit<Draft>("backend", EMPTY);
+  /** The body to send, or null when the labels cannot be read (said beside the form). */
+  function checkedBody(): Record<string, unknown> | null {
+    const { labels, problems } = parseLabelsText(draft.labels);
+    if (problems.length) {
+      setError(problems.join("; "));
+      return null;
     }
+    return bodyOf(draft, labels, editing !== "");
   }
-  function save(ev: FormEvent) {
-    ev.preventDefault();
-    void run(() => (editing ? sendJson(`/api/config/backends/${encodeURIComponent(editing)}`, "PUT", bodyOf(draft)) : sendJson("/api/config/backends", "POST", bodyOf(draft))));
-  }
-  function remove(id: string) {
-    if (!window.confirm(`Remove backend ${id} from the config file? It is no longer watched.`)) return;
-    void run(() => sendJson(`/api/config/backends/${encodeURIComponent(id)}`, "DELETE"));
-  }
-  const field = (k: keyof Draft, label: string, hint?: string) => (
-    <div className="field">
-      <label htmlFor={`backend-${k}`}>{label}</label>
-      <input id={`backend-${k}`} type="text" value={draft[k]} disabled={k === "id" && editing !== ""} placeholder={hint} data-testid={`backend-form-${k}`} onChange={(e) => setDraft({ ...draft, [k]: e.target.value })} />
-    </div>
+  const field = (k: Exclude<keyof Draft, "engine" | "probe">, label: string, hint?: string, lines?: number) => (
+    <TextField name={`backend-${k}`} label={label} value={draft[k]} hint={hint} lines={lines} disabled={k === "id" && editing !== ""} testId={`backend-form-${k}`} onChange={(v) => setDraft({ ...draft, [k]: v })} />
   );
   const choice = (k: "engine" | "probe", options: readonly string[]) => (
     <div className="field">
@@ -101,21 +80,9 @@ export function ConfigBackends({ backends, canEdit }: { backends: Backend[]; can
 
   return (
     <section className="section">
-      <h2>
-        Backends ({backends.length}){" "}
-        {canEdit ? (
-          <button type="button" onClick={() => open(null)} disabled={busy} data-testid="backend-add">
-            Add backend
-          </button>
-        ) : null}
-      </h2>
-      {canEdit && editing === null && error ? (
-        <p className="form-error" role="alert" data-testid="backend-form-error">
-          {error}
-        </p>
-      ) : null}
+      <TargetsHeading kind="backend" title="Backends" count={backends.length} canEdit={canEdit} busy={busy} onAdd={() => open(null, EMPTY)} error={error} formOpen={editing !== null} />
       {canEdit && editing !== null ? (
-        <form className="panel" onSubmit={save} data-testid="backend-form">
+        <form className="panel" onSubmit={(ev) => save(ev, checkedBody())} data-testid="backend-form">
           <h3>{editing ? `Edit ${editing}` : "Add a backend"}</h3>
           {field("id", "id", "gpu-1")}
           {field("url", "URL", "http://10.0.0.5:8000")}
@@ -123,18 +90,10 @@ export function ConfigBackends({ backends, canEdit }: { backends: Backend[]; can
           {choice("engine", ENGINE_CHOICES)}
           {choice("probe", PROBE_CHOICES)}
           {field("apiKey", "API key (optional): env:NAME of a key variable the file already uses", "env:VLLM_API_KEY")}
+          {field("labels", "labels (optional): one key:value per line, to filter and group the fleet by", "site:ams\ngpu:h100", 3)}
           <p className="muted small">The restart action is kept as the file has it: a restart action, or a new secret variable, is set in the file.</p>
-          {error ? (
-            <p className="form-error" role="alert" data-testid="backend-form-error">
-              {error}
-            </p>
-          ) : null}
-          <button type="submit" className="primary" disabled={busy} data-testid="backend-save">
-            {busy ? "Saving…" : "Save"}
-          </button>{" "}
-          <button type="button" onClick={() => setEditing(null)} disabled={busy}>
-            Cancel
-          </button>
+          <FormError error={error} testId="backend-form-error" />
+          <FormButtons busy={busy} onCancel={close} testId="backend-save" />
         </form>
       ) : null}
       <div className="table-wrap">
@@ -147,6 +106,7 @@ export function ConfigBackends({ backends, canEdit }: { backends: Backend[]; can
               <th>engine</th>
               <th>probe</th>
               <th>API key</th>
+              <th>labels</th>
               <th>restart</th>
               {canEdit ? <th></th> : null}
             </tr>
@@ -160,17 +120,23 @@ export function ConfigBackends({ backends, canEdit }: { backends: Backend[]; can
                 <td>{b.engine}</td>
                 <td>{b.probe}</td>
                 <td className="mono">{b.apiKey ?? "none"}</td>
+                <td data-testid={`config-labels-${b.id}`}>
+                  {Object.keys(b.labels).length ? (
+                    <span className="chips">
+                      {labelsText(b.labels)
+                        .split("\n")
+                        .map((l) => (
+                          <span className="chip" key={l}>
+                            {l}
+                          </span>
+                        ))}
+                    </span>
+                  ) : (
+                    <span className="muted">none</span>
+                  )}
+                </td>
                 <td className="mono small">{restartText(b.restart)}</td>
-                {canEdit ? (
-                  <td style={{ whiteSpace: "nowrap" }}>
-                    <button type="button" className="link" onClick={() => open(b)} disabled={busy} data-testid={`backend-edit-${b.id}`}>
-                      Edit
-                    </button>{" "}
-                    <button type="button" className="link" onClick={() => remove(b.id)} disabled={busy} data-testid={`backend-remove-${b.id}`}>
-                      Remove
-                    </button>
-                  </td>
-                ) : null}
+                {canEdit ? <RowActions busy={busy} onEdit={() => open(b.id, draftOf(b))} onRemove={() => remove(b.id)} kind="backend" id={b.id} /> : null}
               </tr>
             ))}
           </tbody>

@@ -2,7 +2,7 @@
 /** The fleet page: one card per backend and the proxies, polled live from GET /api/fleet. */
 import Link from "next/link";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
-import { useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import useSWR from "swr";
 import type { FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, SparkPoint, Viewer } from "@/lib/api/types";
 import { canAct } from "@/lib/ui/access";
@@ -60,11 +60,38 @@ const SPARK_SERIES = [
 /** A few requests / a few tokens per second fill a fifth of the height, not all of it. */
 const SPARK_FLOORS = { req: 4, tok: 20 };
 
+/**
+ * True once the element has come within a screen of the viewport (and stays true). A chart is
+ * drawn only then: 500 cards would otherwise build 500 uPlot charts, canvases and resize observers
+ * on the first load, most of them never scrolled to.
+ */
+function useNearViewport<T extends Element>(): [React.RefObject<T | null>, boolean] {
+  const ref = useRef<T | null>(null);
+  const [near, setNear] = useState(false);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el || near) return;
+    if (typeof IntersectionObserver === "undefined") return setNear(true);
+    const io = new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && setNear(true), { rootMargin: "100% 0px" });
+    io.observe(el);
+    return () => io.disconnect();
+  }, [near]);
+  return [ref, near];
+}
+
 function Sparkline({ b, points }: { b: FleetBackend; points: SparkPoint[] }) {
   const data = useMemo(() => toSparkline(points), [points]);
+  const [ref, near] = useNearViewport<HTMLDivElement>();
   return (
-    <div>
-      <TimeChart data={data} series={SPARK_SERIES} height={44} yFloors={SPARK_FLOORS} sparkline ariaLabel={sparklineText(b.id, data)} />
+    <div ref={ref}>
+      {near ? (
+        <TimeChart data={data} series={SPARK_SERIES} height={44} yFloors={SPARK_FLOORS} sparkline ariaLabel={sparklineText(b.id, data)} />
+      ) : (
+        // The chart's own box (.spark, 44 px): drawing it later moves nothing.
+        <div className="chart-host">
+          <div className="spark" role="img" aria-label={sparklineText(b.id, data)} />
+        </div>
+      )}
       <div className="spark-legend" aria-hidden="true">
         {SPARK_SERIES.map((s) => (
           <span key={s.label} style={{ ["--swatch" as string]: `var(${s.color})` }}>
@@ -107,9 +134,9 @@ function BackendCard({ b, points, now, viewer, onRestart }: { b: FleetBackend; p
             </div>
           ) : null}
         </div>
-        <div style={{ textAlign: "right" }}>
+        <div className="card-state">
           <StateBadge state={b.state} testId={`state-${b.id}`} />
-          <div className="muted small" style={{ whiteSpace: "nowrap" }} title={b.since ? `since ${fmt(b.since)}` : undefined}>
+          <div className="muted small" title={b.since ? `since ${fmt(b.since)}` : undefined}>
             since {formatAgo(b.since, now)}
           </div>
         </div>
@@ -193,10 +220,12 @@ function FrontedBackends({ p }: { p: FleetProxy }) {
 /**
  * How many backends are in each state, each a filter (the same `?state=` as the select): at 500
  * backends the first question is "how many are down", before any card. Clicking the active one
- * clears it.
+ * clears it. Every state has its button, 0 included: a state that comes and goes would move the
+ * buttons after it, and the toolbar under them (a layout shift on a refresh).
  */
 function StateCounts({ backends, query, onChange }: { backends: FleetBackend[]; query: FleetQuery; onChange: (q: FleetQuery) => void }) {
-  const counts = stateCounts(backends);
+  const present = new Map(stateCounts(backends).map((c) => [c.state, c.count]));
+  const counts = BACKEND_STATES.map((state) => ({ state, count: present.get(state) ?? 0 }));
   return (
     <div className="state-counts" role="group" aria-label="Backends by state" data-testid="state-counts">
       <button type="button" aria-pressed={query.state === ""} onClick={() => onChange({ ...query, state: "" })} data-testid="count-all">
@@ -206,7 +235,7 @@ function StateCounts({ backends, query, onChange }: { backends: FleetBackend[]; 
         <button
           key={state}
           type="button"
-          className={`tone-${STATE_TONE[state]}`}
+          className={count ? `tone-${STATE_TONE[state]}` : "zero"}
           aria-pressed={query.state === state}
           onClick={() => onChange({ ...query, state: query.state === state ? "" : state })}
           data-testid={`count-${state}`}
@@ -236,7 +265,7 @@ const TABLE_HEADS: Array<{ col: TableColumn | null; label: string; numeric?: boo
  */
 function FleetTable({ backends, now, query, onChange }: { backends: FleetBackend[]; now: number; query: FleetQuery; onChange: (q: FleetQuery) => void }) {
   return (
-    <div className="table-wrap fleet-table-wrap">
+    <div className="table-wrap fleet-table-wrap" data-testid="fleet-table-wrap">
       <table className="fleet-table" data-testid="fleet-table">
         <thead>
           <tr>

@@ -1,6 +1,7 @@
 import type { Metadata } from "next";
 import { ConfigBackends } from "@/components/ConfigBackends";
 import { ConfigErrorBanner } from "@/components/ConfigErrorBanner";
+import { ConfigProxies } from "@/components/ConfigProxies";
 import { ReloadButton } from "@/components/ReloadButton";
 import { Time } from "@/components/TimeZone";
 import { currentPrincipal } from "@/lib/api/operator";
@@ -12,7 +13,8 @@ export const dynamic = "force-dynamic";
 
 
 /**
- * What config is loaded (backends editable by an operator: components/ConfigBackends.tsx), from the same redacted view as GET /api/config (secrets as
+ * What config is loaded (backends and proxies editable by an operator: components/ConfigBackends.tsx,
+ * components/ConfigProxies.tsx), from the same redacted view as GET /api/config (secrets as
  * `***`, or `env:NAME` as written). Reloaded by SIGHUP, a change of the file, or
  * POST /api/config/reload; this page shows the state when it was opened.
  */
@@ -46,7 +48,7 @@ export default async function ConfigPage() {
         {canEdit ? <ReloadButton /> : null}
       </div>
       <p className="muted small">
-        Edit the file, or (an operator) the backends here: a change from this page is validated, written to the
+        Edit the file, or (an operator) the backends and proxies here: a change from this page is validated, written to the
         file (the previous one kept as <code>.bak</code>) and reloaded. stepwatch also reloads the file when it changes, on{" "}
         <code>SIGHUP</code>, or on <code>POST /api/config/reload</code>. A file with problems is not loaded; the running config stays.
         Secrets show as <code>***</code>, or as the <code>env:NAME</code> they are read from.
@@ -93,33 +95,7 @@ export default async function ConfigPage() {
 
       <ConfigBackends backends={view.backends} canEdit={canEdit} />
 
-      {view.proxies.length ? (
-        <section className="section">
-          <h2>Proxies ({view.proxies.length})</h2>
-          <div className="table-wrap">
-            <table data-testid="config-proxies">
-              <thead>
-                <tr>
-                  <th>id</th>
-                  <th>URL</th>
-                  <th>API key</th>
-                  <th>fronts</th>
-                </tr>
-              </thead>
-              <tbody>
-                {view.proxies.map((p) => (
-                  <tr key={p.id}>
-                    <td style={{ whiteSpace: "nowrap" }}>{p.id}</td>
-                    <td className="mono">{p.url}</td>
-                    <td className="mono">{p.apiKey ?? "none"}</td>
-                    <td>{p.backends.length ? p.backends.join(", ") : "not said"}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        </section>
-      ) : null}
+      <ConfigProxies proxies={view.proxies} canEdit={canEdit} />
 
       <section className="section">
         <h2>Operators ({view.operators.length})</h2>

@@ -83,6 +83,7 @@ export function configView(c: Config, status: ConfigStatus, demo: boolean, readT
         probe: b.probe ?? DEFAULTS.probe,
         apiKey: b.apiKey === undefined ? null : shownSecret(at(raw, "backends", i, "apiKey")),
         restart,
+        labels: { ...b.labels },
       };
     }),
     proxies: c.proxies.map((p, i) => ({

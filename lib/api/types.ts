@@ -290,6 +290,8 @@ export interface ConfigView {
     probe: string;
     apiKey: SecretShown | null;
     restart: RestartActionView | null;
+    /** The backend's labels as configured ({} for none): not secret, shown and edited as they are. */
+    labels: Labels;
   }>;
   proxies: Array<{ id: string; url: string; apiKey: SecretShown | null; backends: string[] }>;
   operators: Array<{ name: string; password: SecretShown }>;

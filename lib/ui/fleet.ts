@@ -49,7 +49,8 @@ const HEALTH_RANK: Record<Health, number> = { no: 0, watch: 1, unknown: 2, yes: 
  * States that ask nothing of anyone: parked on purpose (sleeping) or never judgeable (no-metrics,
  * an Ollama that exports none). They sort after the healthy ones, or an Ollama fleet's permanent
  * "No metrics" cards would push every healthy backend below the fold. `unknown` (a first or one
- * failed read) is not quiet: it may be the start of a "down".
+ * failed read) is not quiet: it may be the start of a "down", so it sorts among the healthy ones
+ * (attentionRank), not after them.
  */
 export const QUIET_STATES: ReadonlySet<BackendState> = new Set<BackendState>(["sleeping", "no-metrics"]);
 
@@ -68,10 +69,21 @@ export function engineLabel(b: FleetBackend): string | null {
   return b.engine ? ENGINE_LABELS[b.engine] : null;
 }
 
-/** Lower is more urgent: unhealthy, then "watch", then cannot judge, then healthy, then quiet. */
+/**
+ * Lower is more urgent: unhealthy, then "watch", then healthy, then quiet. `unknown` (a first read,
+ * or one failed read) ranks with the healthy ones: it is not a verdict (a down takes two failed
+ * reads, and rises then), and ranking it above them moved a row to the top and back on every read
+ * that failed on a busy watcher, the whole table with it (45 of 500 at once, a layout shift of 0.43:
+ * tests/e2e/fleet-500.spec.ts). The counts bar still shows it.
+ */
 export function attentionRank(b: Pick<FleetBackend, "state" | "restartRecommended">): number {
-  const rank = QUIET_STATES.has(b.state) ? HEALTH_RANK.yes + 1 : HEALTH_RANK[healthOf(b.state)];
+  const rank = QUIET_STATES.has(b.state) ? HEALTH_RANK.yes + 1 : b.state === "unknown" ? HEALTH_RANK.yes : HEALTH_RANK[healthOf(b.state)];
   return rank * 2 + (b.restartRecommended ? 0 : 1);
+}
+
+/** Healthy or quiet: nothing to look at, so nothing about it (how long it has been idle) orders it. */
+function settled(b: Pick<FleetBackend, "state">): boolean {
+  return QUIET_STATES.has(b.state) || b.state === "unknown" || healthOf(b.state) === "yes";
 }
 
 export function needsAttention(b: Pick<FleetBackend, "state">): boolean {
@@ -146,8 +158,12 @@ export function filterFleet(backends: FleetBackend[], f: FleetQuery): FleetBacke
 export function sortFleet(backends: FleetBackend[], sort: FleetSort): FleetBackend[] {
   const byName = (a: FleetBackend, b: FleetBackend) => a.id.localeCompare(b.id);
   if (sort === "name") return [...backends].sort(byName);
-  // The longest in its state first within a rank: the oldest problem is the one to look at.
-  return [...backends].sort((a, b) => attentionRank(a) - attentionRank(b) || (a.since ?? Infinity) - (b.since ?? Infinity) || byName(a, b));
+  // Within a rank of problems the longest in its state first: the oldest problem is the one to
+  // look at. Healthy and quiet backends by name: idle <-> busy is the pulse of a serving fleet, and
+  // ordering by it would move rows and cards under the reader on every refresh (a layout shift,
+  // tests/e2e/fleet-500.spec.ts).
+  const byAge = (a: FleetBackend, b: FleetBackend) => (settled(a) ? 0 : (a.since ?? Infinity) - (b.since ?? Infinity));
+  return [...backends].sort((a, b) => attentionRank(a) - attentionRank(b) || byAge(a, b) || byName(a, b));
 }
 
 export interface FleetGroup {

@@ -28,9 +28,16 @@ const be = (id: string, state: FleetBackend["state"], extra: Partial<FleetBacken
 describe("fleet order", () => {
   it("never sorts sleeping or no-metrics above a healthy backend, even when they are older", () => {
     const fleet = [be("ollama", "no-metrics", { since: 1 }), be("parked", "sleeping", { since: 2 }), be("idle", "idle", { since: 500 }), be("busy", "busy", { since: 900 }), be("down", "down")];
-    expect(sortFleet(fleet, "attention").map((b) => b.id)).toEqual(["down", "idle", "busy", "ollama", "parked"]);
-    // A first read (unknown) may be the start of a "down": it stays above the healthy ones.
-    expect(sortFleet([be("ok", "idle"), be("new", "unknown")], "attention").map((b) => b.id)).toEqual(["new", "ok"]);
+    expect(sortFleet(fleet, "attention").map((b) => b.id)).toEqual(["down", "busy", "idle", "ollama", "parked"]);
+    // One failed read (unknown) is no verdict: it stays in its place among the healthy ones, by name.
+    expect(sortFleet([be("ok", "idle"), be("new", "unknown"), be("a", "busy")], "attention").map((b) => b.id)).toEqual(["a", "new", "ok"]);
+    expect(sortFleet([be("ok", "idle"), be("new", "unknown"), be("gone", "down")], "attention").map((b) => b.id)).toEqual(["gone", "new", "ok"]);
+  });
+  it("moves no healthy backend when one goes from idle to busy (or back): they are in name order", () => {
+    const before = [be("a", "idle", { since: 100 }), be("b", "busy", { since: 50 }), be("c", "idle", { since: 10 }), be("z", "stuck", { since: 5 }), be("y", "stuck", { since: 1 })];
+    const after = before.map((b) => (b.id === "c" ? { ...b, state: "busy" as const, since: 900 } : b.id === "b" ? { ...b, state: "idle" as const, since: 901 } : b));
+    expect(sortFleet(before, "attention").map((b) => b.id)).toEqual(["y", "z", "a", "b", "c"]);
+    expect(sortFleet(after, "attention").map((b) => b.id)).toEqual(["y", "z", "a", "b", "c"]);
   });
 });
 
@@ -52,11 +59,11 @@ describe("counts and table", () => {
     expect(stateCounts([])).toEqual([]);
   });
   it("sorts by a column both ways, missing values last either way, ties in attention order", () => {
-    expect(sortTable(fleet, "waiting", "desc").map((b) => b.id)).toEqual(["b", "c", "e", "a", "d"]);
-    expect(sortTable(fleet, "waiting", "asc").map((b) => b.id)).toEqual(["e", "a", "c", "b", "d"]);
-    expect(sortTable(fleet, "tokens", "desc").map((b) => b.id)).toEqual(["c", "d", "b", "e", "a"]);
-    expect(sortTable(fleet, "engine", "asc").map((b) => b.id)).toEqual(["b", "c", "e", "a", "d"]);
-    expect(sortTable(fleet, "state", "asc").map((b) => b.id)).toEqual(["d", "b", "e", "c", "a"]);
+    expect(sortTable(fleet, "waiting", "desc").map((b) => b.id)).toEqual(["b", "c", "a", "e", "d"]);
+    expect(sortTable(fleet, "waiting", "asc").map((b) => b.id)).toEqual(["a", "e", "c", "b", "d"]);
+    expect(sortTable(fleet, "tokens", "desc").map((b) => b.id)).toEqual(["c", "d", "b", "a", "e"]);
+    expect(sortTable(fleet, "engine", "asc").map((b) => b.id)).toEqual(["b", "c", "a", "e", "d"]);
+    expect(sortTable(fleet, "state", "asc").map((b) => b.id)).toEqual(["d", "b", "a", "c", "e"]);
     expect(sortTable(fleet, "since", "asc").map((b) => b.id)).toEqual(["e", "d", "b", "c", "a"]);
     expect(sortTable(fleet, null, "asc")).toEqual(sortFleet(fleet, "attention"));
   });
