@@ -107,6 +107,7 @@ export async function runEvidenceCommand(c: EvidenceCommandConfig, opts: Command
     now,
     env: { ...opts.env, ...c.env },
     deadline: opts.deadline,
+    killOnExit: true,
   });
   const timedOut = r.error?.startsWith("timed out") ?? false;
   return {

@@ -74,6 +74,34 @@ export interface CommandOptions {
    * loaded machine.
    */
   deadline?: (expire: () => void, timeoutMs: number) => () => void;
+  /**
+   * Kill the command's process group if stepwatch exits while it runs (evidence commands: a hung
+   * `py-spy dump` must not outlive the process whose timer was to kill it). Not for a restart
+   * command, which may be bringing the server back as stepwatch stops. Nothing can do this after a
+   * `kill -9` of stepwatch; the command's own timeout is gone with it.
+   */
+  killOnExit?: boolean;
+}
+
+/** Process groups to kill when this process exits (CommandOptions.killOnExit). */
+const killOnExit = new Set<number>();
+let exitHookInstalled = false;
+function killLeftoversOnExit(pid: number): () => void {
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    // "exit" handlers run synchronously; process.kill is synchronous.
+    process.once("exit", () => {
+      for (const p of killOnExit) {
+        try {
+          process.kill(-p, "SIGKILL");
+        } catch {
+          /* already gone */
+        }
+      }
+    });
+  }
+  killOnExit.add(pid);
+  return () => killOnExit.delete(pid);
 }
 
 function timerDeadline(expire: () => void, timeoutMs: number): () => void {
@@ -108,6 +136,10 @@ export function runCommand(argv: string[], opts: CommandOptions): Promise<Action
       return;
     }
     let killTimer: NodeJS.Timeout | undefined;
+    if (opts.killOnExit && child.pid) {
+      const forget = killLeftoversOnExit(child.pid);
+      child.once("exit", forget);
+    }
     const killGroup = (signal: NodeJS.Signals) => {
       try {
         if (child.pid) process.kill(-child.pid, signal);

@@ -185,3 +185,41 @@ describe("callWebhook", () => {
     }
   });
 });
+
+describe("runCommand killOnExit (evidence commands)", () => {
+  /** Starts a node process that runs one hung command through runCommand, then exits as stepwatch would. */
+  async function leftoverAfterExit(killOnExit: boolean): Promise<number> {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-killonexit-"));
+    const pidFile = path.join(dir, "pid");
+    const script = path.join(dir, "run.ts");
+    const hang = `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000)`;
+    fs.writeFileSync(
+      script,
+      `import fs from "node:fs";
+import { runCommand } from ${JSON.stringify(path.resolve("lib/restart/execute.ts"))};
+void runCommand([${JSON.stringify(node)}, "-e", ${JSON.stringify(hang)}], { timeoutMs: 600_000, killOnExit: ${killOnExit} });
+const t = setInterval(() => { if (fs.existsSync(${JSON.stringify(pidFile)}) && fs.readFileSync(${JSON.stringify(pidFile)}, "utf8")) { clearInterval(t); process.exit(0); } }, 20);
+setTimeout(() => process.exit(3), 60_000);
+`,
+    );
+    const { spawnSync } = await import("node:child_process");
+    const r = spawnSync(node, ["--import", "tsx", script], { timeout: 90_000, stdio: "pipe" });
+    expect(r.status, r.stderr.toString()).toBe(0);
+    const pid = Number(fs.readFileSync(pidFile, "utf8"));
+    fs.rmSync(dir, { recursive: true, force: true });
+    return pid;
+  }
+
+  it("kills a hung evidence command when stepwatch exits (without it, the command outlives stepwatch)", async () => {
+    const kept = await leftoverAfterExit(false);
+    try {
+      expect(alive(kept)).toBe(true);
+    } finally {
+      process.kill(-kept, "SIGKILL");
+    }
+    const killed = await leftoverAfterExit(true);
+    const deadline = Date.now() + 10_000;
+    while (alive(killed) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(alive(killed)).toBe(false);
+  }, 120_000);
+});
