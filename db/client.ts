@@ -14,6 +14,14 @@ import type { Db, DbHandle } from "./types";
 
 export const DEFAULT_DB_PATH = "data/stepwatch.db";
 
+/**
+ * How long a statement waits for another process's write lock. better-sqlite3 waits on the event
+ * loop, so this is how long the whole server can stall (issue 31: 2 s made the fleet answer wait
+ * up to 4 s). Past it the write fails at once with SQLITE_BUSY and is not lost: the watcher keeps
+ * its queue and writes it at the next flush; a route answers 503 with the reason.
+ */
+export const BUSY_TIMEOUT_MS = 50;
+
 /** STEPWATCH_DB, else data/stepwatch.db, relative to the working directory (the repo root). */
 export function resolveDbPath(env: Record<string, string | undefined> = process.env, cwd = process.cwd()): string {
   return path.resolve(cwd, env.STEPWATCH_DB || DEFAULT_DB_PATH);
@@ -29,7 +37,7 @@ export interface OpenDbOptions {
 export function openDb(file: string = resolveDbPath(), opts: OpenDbOptions = {}): DbHandle {
   // The DB path is chosen at run time (STEPWATCH_DB): tell Turbopack not to trace the project for it.
   fs.mkdirSync(path.dirname(path.resolve(/*turbopackIgnore: true*/ file)), { recursive: true });
-  const sqlite = new Database(file, { timeout: opts.busyTimeoutMs ?? 2000 });
+  const sqlite = new Database(file, { timeout: opts.busyTimeoutMs ?? BUSY_TIMEOUT_MS });
   try {
     sqlite.pragma("journal_mode = WAL");
     // NORMAL under WAL: a power cut may lose the last transactions, never corrupt the file.

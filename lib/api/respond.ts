@@ -13,6 +13,15 @@ export function errorResponse(e: unknown): Response {
     if (e.code === "rate-limited" && typeof e.details?.retryAfterSeconds === "number") headers["retry-after"] = String(e.details.retryAfterSeconds);
     return Response.json({ error: e.code, message: e.message, ...(e.details ? { details: e.details } : {}) }, { status: httpStatus(e.code), headers });
   }
+  // The database refused (locked by another process past the short busy wait, full disk, read-only):
+  // a 503 with the reason, never a 500 (db/client.ts: a write waits at most BUSY_TIMEOUT_MS).
+  const code = (e as { code?: unknown })?.code;
+  if (typeof code === "string" && code.startsWith("SQLITE_")) {
+    return Response.json(
+      { error: "unavailable", message: `the database cannot be used now (${code}): try again shortly` },
+      { status: 503, headers: { "retry-after": "1" } },
+    );
+  }
   console.error("stepwatch: unexpected error in a route:", e);
   return Response.json({ error: "internal", message: "internal error (see the server log)" }, { status: 500 });
 }
