@@ -27,7 +27,7 @@ function commandStatus(c: EvidenceDTO["commands"][number]): string {
 
 export function EvidencePanel({ latest, others }: { latest: EvidenceDTO | null; others: EvidenceSummaryDTO[] }) {
   return (
-    <section className="section" data-testid="evidence-panel">
+    <section className="section" id="evidence" data-testid="evidence-panel">
       <h2>Evidence</h2>
       {latest === null ? (
         <p className="small">No evidence captured yet: a bundle is captured when this backend gets stuck or goes down, and before any restart.</p>

@@ -29,6 +29,11 @@ export interface NotificationPayload {
   labels: Labels;
   /** For a problem: {link}#acknowledge, the backend page at its Acknowledge button; else null. */
   acknowledgeLink: string | null;
+  /**
+   * For a problem and a restart: {link}#evidence, the backend page at its evidence bundles (issue 32:
+   * captured when it got stuck or went down, and before any restart); else null.
+   */
+  evidenceLink: string | null;
 }
 
 /**
@@ -59,6 +64,7 @@ export function payloadOf(n: NotificationRow): NotificationPayload {
     details: n.details,
     labels: n.labels ?? {},
     acknowledgeLink: n.link && (n.event === "stuck" || n.event === "down") ? acknowledgeLinkOf(n.link) : null,
+    evidenceLink: n.link && EVIDENCE_EVENTS.has(n.event) ? evidenceLinkOf(n.link) : null,
   };
 }
 
@@ -75,6 +81,14 @@ export function linkOf(publicUrl: string | null, backendId: string): string | nu
 /** The backend page scrolled to its on-call panel (components/OnCallPanel.tsx, id="acknowledge"). */
 export function acknowledgeLinkOf(backendLink: string): string {
   return `${backendLink}#acknowledge`;
+}
+
+/** The events whose message points at the evidence: the problems a bundle is captured for, and restarts (each captures first). */
+const EVIDENCE_EVENTS = new Set<string>(["stuck", "down", "restart-requested", "restart-finished"]);
+
+/** The backend page scrolled to its evidence bundles (components/EvidencePanel.tsx, id="evidence"). */
+export function evidenceLinkOf(backendLink: string): string {
+  return `${backendLink}#evidence`;
 }
 
 /** The notifications a message carries: a bare notification (tests, older callers) is its own. */
@@ -153,6 +167,7 @@ export function bodyLines(p: NotificationPayload | MessagePayload): string[] {
   if (one.link) {
     lines.push(one.link);
     if (one.acknowledgeLink) lines.push(`acknowledge: ${one.acknowledgeLink}`);
+    if (one.evidenceLink) lines.push(`evidence: ${one.evidenceLink}`);
   }
   return lines;
 }

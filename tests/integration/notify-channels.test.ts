@@ -96,6 +96,7 @@ describe("notification channels against real receivers", () => {
       details: {},
       labels: {},
       acknowledgeLink: "https://sw.example.org/backends/gb10-a#acknowledge",
+      evidenceLink: "https://sw.example.org/backends/gb10-a#evidence",
       // A lone notification is a message of one: its own id, and itself as the one notification.
       group: "problem",
       count: 1,

@@ -124,6 +124,8 @@ describe("grouped notifications", () => {
       labels: labelsOf(failing[0]),
       link: `https://sw.example.org/backends/${failing[0]}`,
       acknowledgeLink: `https://sw.example.org/backends/${failing[0]}#acknowledge`,
+      // Each problem points at its evidence bundles (issue 32: captured when it went down).
+      evidenceLink: `https://sw.example.org/backends/${failing[0]}#evidence`,
     });
     // The same id on every HTTP channel's header (receivers drop duplicates on it), and the mail's Message-ID.
     for (const p of ["/hook", "/slack", "/ntfy"]) expect(at(p)[0].headers["x-stepwatch-notification-id"]).toBe(id);

@@ -14,6 +14,7 @@ const p = (over: Partial<NotificationPayload> = {}): NotificationPayload => ({
   details: {},
   labels: {},
   acknowledgeLink: null,
+  evidenceLink: null,
   ...over,
 });
 
@@ -38,6 +39,17 @@ describe("notification messages", () => {
     expect(ntfyRequest(p({ link: null })).headers.click).toBeUndefined();
     expect(emailContent(p()).subject).toBe("[stepwatch] gb10-a is stuck [stuck]");
     expect(emailContent(p()).text).toContain("https://sw.example.org/backends/gb10-a");
+  });
+
+  it("a problem's and a restart's message point at the backend's evidence bundles; a recovery's does not", async () => {
+    const { messageOf } = await import("@/lib/notify/message");
+    const row = (event: string) => ({ id: 1, uid: "n-1", event, backendId: "gb10-a", state: "stuck", previousState: "stalled", reasons: [], at: 0, link: "https://sw.example.org/backends/gb10-a", details: {}, labels: {} }) as never;
+    for (const event of ["stuck", "down", "restart-requested", "restart-finished"]) {
+      const m = messageOf("m-1", null, [row(event)], "https://sw.example.org");
+      expect(m.evidenceLink, event).toBe("https://sw.example.org/backends/gb10-a#evidence");
+      expect(emailContent(m).text, event).toContain("evidence: https://sw.example.org/backends/gb10-a#evidence");
+    }
+    expect(messageOf("m-2", null, [row("recovered")], "https://sw.example.org").evidenceLink).toBeNull();
   });
 
   it("a group: the count and the first names in the headline, every one in the body, within Slack's and ntfy's limits", () => {
