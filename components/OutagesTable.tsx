@@ -78,7 +78,11 @@ export function OutagesTable({ outages, showBackend = true, now }: { outages: Ou
                 exited, not restarted
               </span>
             ) : null}{" "}
-            {o.cause}
+            {o.cause}{" "}
+            {/* The bundles captured when it got stuck or went down, and before any restart (issue 32). */}
+            <a href={`/backends/${encodeURIComponent(o.backendId)}#evidence`} data-testid="outage-evidence">
+              evidence
+            </a>
           </td>
         </tr>
       ))}

@@ -207,6 +207,8 @@ test("a crash that came back by itself is an outage on the history page and the 
   // The crash (refused reads: down), not the restart asked for earlier from stepwatch.
   const row = page.locator('[data-testid="outage-row"][data-backend="gb10-c"][data-state="down"]').first();
   await expect(row).toBeVisible({ timeout: 60_000 });
+  // The outage review points at the backend's evidence bundles.
+  await expect(row.getByTestId("outage-evidence")).toHaveAttribute("href", "/backends/gb10-c#evidence");
   await expect(page.getByTestId("uptime-gb10-c-24h")).not.toHaveText("100%");
   await expect(page.getByTestId("outages-csv")).toHaveAttribute("href", /format=csv/);
   await expect(page).toHaveTitle("History · stepwatch");
