@@ -128,8 +128,8 @@ describe("CSV exports", () => {
     expect(o.type).toBe("text/csv; charset=utf-8");
     expect(o.disposition).toBe('attachment; filename="outages.csv"');
     const lines = o.body.trim().split("\r\n");
-    // The first six columns keep their names and places (scripts read them); states and maintenance follow.
-    expect(lines[0]).toBe("backend,state,start_utc,end_utc,duration_seconds,cause,states,maintenance_seconds,in_maintenance");
+    // The first six columns keep their names and places (scripts read them); states, maintenance and a silent exit follow.
+    expect(lines[0]).toBe("backend,state,start_utc,end_utc,duration_seconds,cause,states,maintenance_seconds,in_maintenance,exited_not_restarted");
     expect(lines.some((l) => /^hung,stuck,\d{4}-\d\d-\d\dT[\d:.]+Z,ongoing,/.test(l))).toBe(true);
 
     const h = await text(`/api/backends/busy/history?from=${Date.now() - 600_000}&to=${Date.now() + 60_000}&format=csv`);
