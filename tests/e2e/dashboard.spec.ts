@@ -224,6 +224,9 @@ test("a crash that came back by itself is an outage on the history page and the 
   await row.getByRole("link", { name: "gb10-c" }).click();
   await expect(page).toHaveURL(/\/backends\/gb10-c\?from=\d+&to=\d+/);
   await expect(page.getByTestId("backend-outages").locator('[data-testid="outage-row"][data-state="down"]').first()).toBeVisible();
+  // The backend page holds its evidence panel (issue 32): a bundle, or says when one is captured.
+  await expect(page.getByTestId("evidence-panel")).toBeVisible();
+  await expect(page.getByTestId("evidence-panel").getByRole("heading", { name: "Evidence" })).toBeVisible();
   await expect(page.getByTestId("history-chart").first().locator("canvas")).toBeVisible();
   // Hovering a marker line says what it was: sweep the first chart until the tip shows (bounded).
   const over = (await page.locator(".u-over").first().boundingBox())!;
@@ -239,4 +242,12 @@ test("a crash that came back by itself is an outage on the history page and the 
   await page.reload();
   await expect(page.getByTestId("history-chart").first().locator("canvas")).toBeVisible();
   await screenshot(page, "backend-outage-dark");
+});
+
+test("the availability report shows each backend's day in a real browser (issue 32)", async ({ page }) => {
+  await page.goto("/availability");
+  await expect(page).toHaveTitle(/Availability/);
+  await expect(page.getByTestId("availability-table")).toBeVisible({ timeout: 30_000 });
+  await expect(page.locator('[data-testid="availability-row"][data-backend="gb10-c"]').first()).toBeVisible();
+  await expect(page.getByTestId("availability-csv")).toHaveAttribute("href", /format=csv/);
 });
