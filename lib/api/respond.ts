@@ -17,10 +17,9 @@ export function errorResponse(e: unknown): Response {
   // a 503 with the reason, never a 500 (db/client.ts: a write waits at most BUSY_TIMEOUT_MS).
   const code = (e as { code?: unknown })?.code;
   if (typeof code === "string" && code.startsWith("SQLITE_")) {
-    return Response.json(
-      { error: "unavailable", message: `the database cannot be used now (${code}): try again shortly` },
-      { status: 503, headers: { "retry-after": "1" } },
-    );
+    const res = errorResponse(new DomainError("unavailable", `the database cannot be used now (${code}): try again shortly`));
+    res.headers.set("retry-after", "1");
+    return res;
   }
   console.error("stepwatch: unexpected error in a route:", e);
   return Response.json({ error: "internal", message: "internal error (see the server log)" }, { status: 500 });

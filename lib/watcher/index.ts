@@ -266,15 +266,16 @@ function buildParts(opts: WatcherOptions): Parts {
     () => clock.now(),
     (what, e) => store.fail(what, e),
   );
-  // The parts, once built: a reload replaces parts.config, which the outbox's labelsOf reads.
+  // The parts, once built: a reload replaces parts.config, which the outbox and the evidence read.
   let parts: Parts | null = null;
+  const current = () => parts?.config ?? config;
   const outbox = new Outbox(opts.db, config.notifications, {
     ...opts.outbox,
     now: () => clock.now(),
     log,
     onAttemptFailed: (channelId) => telemetry.notificationFailed(channelId),
     // Read from the config in force when written (a reload replaces p.config); stored with the notification.
-    labelsOf: (backendId) => (parts?.config ?? config).backends.find((b) => b.id === backendId)?.labels ?? {},
+    labelsOf: (backendId) => current().backends.find((b) => b.id === backendId)?.labels ?? {},
   });
   // Every configured channel's failure series exists at 0 before its first failure.
   for (const c of config.notifications.channels) telemetry.notificationChannel(c.id);
@@ -302,8 +303,8 @@ function buildParts(opts: WatcherOptions): Parts {
         since: m.since,
       };
     },
-    commandEnv: opts.commandEnv ?? (() => restartCommandEnv(process.env, (parts?.config ?? config).secretEnvNames)),
-    maxTotalBytes: () => (parts?.config ?? config).evidenceMaxTotalBytes,
+    commandEnv: opts.commandEnv ?? (() => restartCommandEnv(process.env, current().secretEnvNames)),
+    maxTotalBytes: () => current().evidenceMaxTotalBytes,
     now: () => clock.now(),
     log,
   });
