@@ -18,6 +18,7 @@ import { decide, NO_PROBLEM, seedProblemState, type ProblemState } from "../noti
 import type { NotificationDraft } from "../core/events";
 import type { EvidenceMetricsBody } from "../core/evidence";
 import { KeptBodies } from "./kept-bodies";
+import { RecentPoints } from "./recent";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
 import { dropOlderLatency, latencyOf } from "./latency";
 import { judgeProxy } from "../check/proxy";
@@ -31,9 +32,6 @@ import { linkFor, type BackendLink } from "./backend-link";
 import type { ReadPool } from "./read-pool";
 import type { WatchStore } from "./store";
 import type { WatcherTelemetry } from "./telemetry";
-
-/** Points kept for the fleet page's sparkline. */
-export const RECENT_POINTS = 60;
 
 /** The on-call loop's part of a poll (lib/notify, lib/oncall); absent in unit tests of the scheduling. */
 export interface OnCallDeps {
@@ -93,7 +91,7 @@ export class BackendMonitor {
   /** The state last stored as a transition (seeded from the DB so a restart adds no duplicate). */
   storedState: BackendState | null = null;
   since: number | null = null;
-  recent: Array<[number, number | null, number | null]> = [];
+  readonly recent = new RecentPoints();
   /**
    * The newest restart event of this backend (pending when outcome is null). Kept fresh by the
    * watcher: one query a second for every backend (refreshRestarts in ./index.ts), and at once when
@@ -342,8 +340,7 @@ export class BackendMonitor {
   }
 
   private pushRecent(r: Reading, genTps: number | null): void {
-    this.recent.push([r.at, r.metrics?.running ?? null, genTps]);
-    if (this.recent.length > RECENT_POINTS) this.recent.splice(0, this.recent.length - RECENT_POINTS);
+    this.recent.push(r.at, r.metrics?.running ?? null, genTps);
   }
 }
 
