@@ -8,12 +8,18 @@
  * so the wake time noted last belongs to the read that starts.
  *
  *   node --import tsx bench/scale-worker.ts <spec.json>   -> prints one JSON line (ScaleRun)
+ *
+ * Where the watcher's CPU and memory go, for a one-off (not in a bench run: the profiler costs CPU):
+ * STEPWATCH_BENCH_CPU_PROFILE=<file.cpuprofile> profiles the measured window (open it in Chrome's
+ * DevTools or speedscope), STEPWATCH_BENCH_HEAP_SNAPSHOT=<file.heapsnapshot> writes the heap at its end.
  */
 import diagnostics from "node:diagnostics_channel";
 import fs from "node:fs";
+import { Session } from "node:inspector";
 import os from "node:os";
 import path from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
+import v8 from "node:v8";
 import { Worker } from "node:worker_threads";
 import { openDb } from "../db/client";
 import { seenLate } from "../lib/check/late";
@@ -83,6 +89,22 @@ export interface ScaleRun {
   /** Failed reads by outcome, with the first error text seen for each. */
   failedOutcomes: Record<string, { count: number; example: string }>;
   dbBytes: number;
+}
+
+/** Starts V8's sampling profiler; the function returned stops it and writes the profile to `file`. */
+async function startProfile(file: string | undefined): Promise<(() => Promise<void>) | null> {
+  if (!file) return null;
+  const session = new Session();
+  session.connect();
+  const post = (method: string) =>
+    new Promise<unknown>((resolve, reject) => session.post(method, (err, res) => (err ? reject(err) : resolve(res))));
+  await post("Profiler.enable");
+  await post("Profiler.start");
+  return async () => {
+    const { profile } = (await post("Profiler.stop")) as { profile: unknown };
+    fs.writeFileSync(file, JSON.stringify(profile));
+    session.disconnect();
+  };
 }
 
 async function main(): Promise<void> {
@@ -164,6 +186,7 @@ async function main(): Promise<void> {
   loop.enable();
   let maxRss = process.memoryUsage().rss;
   const rssTimer = setInterval(() => (maxRss = Math.max(maxRss, process.memoryUsage().rss)), 250);
+  const profile = await startProfile(process.env.STEPWATCH_BENCH_CPU_PROFILE);
   measuring = true;
   if (spec.announceWindow) process.stdout.write(`${JSON.stringify({ window: "start" })}\n`);
   const cpu0 = process.cpuUsage();
@@ -175,6 +198,8 @@ async function main(): Promise<void> {
   loop.disable();
   clearInterval(rssTimer);
   const mem = process.memoryUsage();
+  await profile?.();
+  if (process.env.STEPWATCH_BENCH_HEAP_SNAPSHOT) v8.writeHeapSnapshot(process.env.STEPWATCH_BENCH_HEAP_SNAPSHOT);
   await watcher.stop();
   const dbBytes = fs.statSync(db.path).size + (fs.existsSync(`${db.path}-wal`) ? fs.statSync(`${db.path}-wal`).size : 0);
   db.close();

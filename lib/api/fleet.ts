@@ -22,7 +22,7 @@ export async function getFleet(now: number = Date.now()): Promise<FleetResponse>
   });
 }
 
-/** What the sparklines show: each backend's recent points (lib/watcher keeps RECENT_POINTS of them). */
+/** What the sparklines show: each backend's recent points (lib/watcher/recent.ts keeps RECENT_POINTS of them). */
 export async function getFleetRecent(now: number = Date.now()): Promise<FleetRecentResponse> {
   const rt = await getRuntime();
   return fleetRecent(rt.watcher, now);

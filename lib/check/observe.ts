@@ -33,13 +33,14 @@ export async function observe(
   ctx: ObserveContext,
 ): Promise<{ reading: Reading; verdict: Verdict }> {
   const now = ctx.now ?? Date.now;
-  const read = { ...ctx.read, now };
   const reader = ctx.reader ?? IN_THREAD;
-  const reading = await reader.read(target, { engineHint: lastEngine(history), ...read });
+  // One copy of the options per request (this runs for every read of every backend).
+  const reading = await reader.read(target, { engineHint: lastEngine(history), ...ctx.read, now });
   const input = { history, reading, thresholds: ctx.thresholds, now: now(), pendingRestart: ctx.pendingRestart, probe: target.probe };
   if (shouldProbe(input)) {
     reading.probe = await reader.probe(target, {
-      ...read,
+      ...ctx.read,
+      now,
       // A name cut by the caps is not asked for: the probe then lists /v1/models itself.
       model: target.model ?? firstWholeName(reading.metrics?.models),
       engine: reading.engine,

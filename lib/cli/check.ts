@@ -9,7 +9,6 @@ import { checkBackend, checkProxy, exitCode, EXIT, UnresolvedHostError, WaitTooS
 import { STATE_INFO, type BackendState } from "../core/states";
 import { PROBE_CHOICES, type ProbeChoice } from "../core/types";
 import { ENGINE_CHOICES, ENGINE_LABELS, type EngineChoice } from "../core/engine";
-import { replayMain } from "./replay";
 
 const USAGE = `usage: stepwatch check <url> [--proxy] [--wait SECONDS] [--json]
           [--api-key KEY | --api-key env:NAME] [--model NAME] [--timeout SECONDS] [--probe-timeout SECONDS]
@@ -54,6 +53,9 @@ async function main(): Promise<void> {
   // `stepwatch replay|advise BACKEND ...` (lib/cli/replay.ts): the server's record, not a backend; flags of their own.
   const sub = process.argv[2];
   if (sub === "replay" || sub === "advise") {
+    // Loaded only here: replay brings the config's zod schemas, which a probe's `check` never needs
+    // and which were most of what the bundle evaluated at start (bench/cli-start.ts).
+    const { replayMain } = await import("./replay");
     process.exitCode = await replayMain(sub, process.argv.slice(3));
     return;
   }

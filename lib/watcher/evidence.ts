@@ -7,7 +7,7 @@
  * stops waiting links a bundle that still fills in, and a hung command never holds anything but
  * its own entry.
  *
- * Bounded: the bodies are the last RAW_BODIES_KEPT reads (cut at MAX_RAW_BODY_CHARS each), the
+ * Bounded: the bodies are at most RAW_BODIES_KEPT reads (cut at MAX_RAW_BODY_CHARS each; which: kept-bodies.ts), the
  * commands' output is capped per command and per bundle (evidence.maxBytes), and retention
  * (db/queries/evidence.ts pruneEvidence) deletes bundles past their days and past the total cap.
  */

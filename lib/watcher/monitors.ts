@@ -16,7 +16,9 @@ import type { BackendConfig, ProxyConfig } from "../config";
 import type { OnCallBook } from "../oncall/book";
 import { decide, NO_PROBLEM, seedProblemState, type ProblemState } from "../notify/policy";
 import type { NotificationDraft } from "../core/events";
-import { MAX_RAW_BODY_CHARS, RAW_BODIES_KEPT, type EvidenceMetricsBody } from "../core/evidence";
+import type { EvidenceMetricsBody } from "../core/evidence";
+import { KeptBodies } from "./kept-bodies";
+import { RecentPoints } from "./recent";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
 import { dropOlderLatency, latencyOf } from "./latency";
 import { judgeProxy } from "../check/proxy";
@@ -30,9 +32,6 @@ import { linkFor, type BackendLink } from "./backend-link";
 import type { ReadPool } from "./read-pool";
 import type { WatchStore } from "./store";
 import type { WatcherTelemetry } from "./telemetry";
-
-/** Points kept for the fleet page's sparkline. */
-export const RECENT_POINTS = 60;
 
 /** The on-call loop's part of a poll (lib/notify, lib/oncall); absent in unit tests of the scheduling. */
 export interface OnCallDeps {
@@ -92,7 +91,7 @@ export class BackendMonitor {
   /** The state last stored as a transition (seeded from the DB so a restart adds no duplicate). */
   storedState: BackendState | null = null;
   since: number | null = null;
-  recent: Array<[number, number | null, number | null]> = [];
+  readonly recent = new RecentPoints();
   /**
    * The newest restart event of this backend (pending when outcome is null). Kept fresh by the
    * watcher: one query a second for every backend (refreshRestarts in ./index.ts), and at once when
@@ -105,10 +104,10 @@ export class BackendMonitor {
   /** The on-call loop's view of the current problem (lib/notify/policy.ts). */
   problem: ProblemState = NO_PROBLEM;
   /**
-   * The last RAW_BODIES_KEPT raw /metrics bodies (each cut at MAX_RAW_BODY_CHARS), with the state
-   * judged from each: the readings an incident's verdict rests on, for its evidence bundle.
+   * The raw /metrics bodies an incident's verdict rests on, with the state judged from each, for its
+   * evidence bundle: the newest read's and those since the last healthy one (lib/watcher/kept-bodies.ts).
    */
-  bodies: EvidenceMetricsBody[] = [];
+  private readonly kept = new KeptBodies();
   private unattendedAskedAt = Number.NEGATIVE_INFINITY;
   /**
    * The metrics of the newest reading that had any: the process last seen. Unlike the history it
@@ -209,10 +208,10 @@ export class BackendMonitor {
     const before = this.storedState;
     recordState(this, store, "backend", reading.at, verdict.state, verdict.reasons);
     if (this.storedState !== before) this.previousState = before;
-    if (rawBody !== undefined) this.keepBody(reading.at, verdict.state, rawBody);
+    if (rawBody !== undefined) this.kept.keep(reading.at, verdict.state, rawBody);
     this.deps.evidence?.onVerdict(this.config.id, verdict);
     this.onCall(reading, verdict);
-    store.enqueueSample({ ...sampleRow(this.config.id, reading, verdict), ...latency }, replayRow(this.config.id, reading, verdict));
+    store.enqueueSample(sampleRow(this.config.id, reading, verdict, latency), replayRow(this.config.id, reading, verdict));
   }
 
   private pooled: Reader | null = null;
@@ -237,8 +236,16 @@ export class BackendMonitor {
       this.link = link;
       signal.addEventListener("abort", () => link.close(), { once: true });
     }
-    return { ...this.deps.read, signal, lineCache: link.cache, filterMemory: link.filter, dispatcher: this.deps.read.dispatcher ?? link.client() ?? undefined };
+    // Made again only when one of its parts changed (a reload replaces deps.read): observe copies it.
+    const base = this.deps.read;
+    const made = this.readMade;
+    if (made && made.base === base && made.link === link && made.signal === signal) return made.opts;
+    const opts = { ...base, signal, lineCache: link.cache, filterMemory: link.filter, dispatcher: base.dispatcher ?? link.client() ?? undefined };
+    this.readMade = { base, link, signal, opts };
+    return opts;
   }
+
+  private readMade: { base: ReadOptions; link: BackendLink; signal: AbortSignal; opts: ReadOptions } | null = null;
 
   /** Notifications, acknowledgement clearing and the unattended restart for this verdict (lib/notify/policy.ts decides). */
   private onCall(reading: Reading, verdict: Verdict): void {
@@ -327,14 +334,13 @@ export class BackendMonitor {
     this.refreshRestart();
   }
 
-  private keepBody(at: number, state: BackendState, body: string): void {
-    this.bodies.push({ at, state, cut: body.length >= MAX_RAW_BODY_CHARS, body });
-    if (this.bodies.length > RAW_BODIES_KEPT) this.bodies.splice(0, this.bodies.length - RAW_BODIES_KEPT);
+  /** The bodies kept, oldest first (decoded only when a capture asks). */
+  get bodies(): EvidenceMetricsBody[] {
+    return this.kept.list();
   }
 
   private pushRecent(r: Reading, genTps: number | null): void {
-    this.recent.push([r.at, r.metrics?.running ?? null, genTps]);
-    if (this.recent.length > RECENT_POINTS) this.recent.splice(0, this.recent.length - RECENT_POINTS);
+    this.recent.push(r.at, r.metrics?.running ?? null, genTps);
   }
 }
 
