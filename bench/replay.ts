@@ -12,7 +12,7 @@ import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { openDb } from "../db/client";
-import { countReplayRows, insertReplayRows, replayRows, type NewReplayRow } from "../db/queries/replay";
+import { countReplayRows, FOLD_AFTER_MS, foldReplayRows, insertReplayRows, replayRows, replaySpan, type NewReplayRow } from "../db/queries/replay";
 import { decodeRecord, encodeRecord } from "../lib/core/replay";
 import { advise, replay } from "../lib/check/replay";
 import { DEFAULTS, thresholdsOf } from "../lib/config";
@@ -23,8 +23,13 @@ const DAY = 86_400_000;
 export interface ReplayBenchResult {
   sourceRecords: number;
   pollIntervalSeconds: number;
-  /** replay_readings and its indexes, per record. */
+  /** The record as kept (chunks, and the rows not folded yet), tables and indexes, per record. */
   bytesPerRecord: number;
+  /** The rows as the watcher writes them, before folding (what every record cost before the chunks). */
+  bytesPerRow: number;
+  /** Chunks the day was folded into, and the records they hold (the rest are rows left unfolded). */
+  chunks: number;
+  chunkedRecords: number;
   /** samples and its indexes, per sample, from the same run (what keeping samples a week would cost). */
   bytesPerSample: number;
   weekBytesPerBackend: number;
@@ -39,29 +44,40 @@ function bytesOf(sqlite: Database.Database, names: string[]): number {
 }
 
 export function runReplayBench(opts: { dayDbPath: string; workDir: string; quick?: boolean }): ReplayBenchResult {
-  // 1. Bytes per record, from the watcher's own rows (a VACUUMed copy: pages as full as they get).
+  // 1. Bytes per record, from the watcher's own record as it left it (rows folded into chunks by its
+  // own retention job, the last minutes' rows not yet), in a VACUUMed copy (pages as full as they
+  // get); beside it the same records as unfolded rows, what every record cost before the chunks.
   const copy = path.join(opts.workDir, "replay-size.db");
   fs.copyFileSync(opts.dayDbPath, copy);
   const sized = new Database(copy);
   sized.exec("VACUUM");
-  const span = sized.prepare("SELECT COUNT(*) AS n, MIN(at) AS first, MAX(at) AS last FROM replay_readings").get() as { n: number; first: number; last: number };
-  if (span.n < 2) throw new Error("the incident database holds no replay record (was it written by a watcher from before the record?)");
+  const ids = sized.prepare("SELECT backend_id AS id FROM replay_readings UNION SELECT backend_id FROM replay_chunks").all() as Array<{ id: string }>;
+  if (ids.length !== 1) throw new Error(`the incident database holds the record of ${ids.length} backends, not one (was it written by a watcher from before the record?)`);
+  const span = replaySpan(sized, ids[0].id)!;
   const samples = (sized.prepare("SELECT COUNT(*) AS n FROM samples").get() as { n: number }).n;
-  const perRecord = bytesOf(sized, ["replay_readings", "replay_readings_backend_at", "replay_readings_at"]) / span.n;
+  const rowTables = ["replay_readings", "replay_readings_backend_at", "replay_readings_at"];
+  const chunkTables = ["replay_chunks", "replay_chunks_backend_last", "replay_chunks_last"];
+  const perRecord = bytesOf(sized, [...rowTables, ...chunkTables]) / span.n;
   const perSample = bytesOf(sized, ["samples", "samples_backend_at", "samples_at", "samples_unfolded"]) / samples;
-  const rows = sized.prepare("SELECT backend_id, at, state, recommended, reading FROM replay_readings ORDER BY at, id").all() as Array<{ at: number; state: NewReplayRow["state"]; recommended: number; reading: string }>;
+  const chunks = sized.prepare("SELECT COUNT(*) AS c, COALESCE(SUM(n), 0) AS n FROM replay_chunks").get() as { c: number; n: number };
+  const dayRecords = replayRows(sized, ids[0].id, span.from, span.to);
+  sized.exec("DELETE FROM replay_chunks; DELETE FROM replay_readings;");
+  sized.transaction(() => insertReplayRows(sized, dayRecords.map((r) => ({ backendId: ids[0].id, at: r.reading.at, state: r.state, recommended: r.recommended, reading: encodeRecord(r.reading) }))))();
+  sized.exec("VACUUM");
+  const perRow = bytesOf(sized, rowTables) / span.n;
   sized.close();
-  const interval = (span.last - span.first) / (span.n - 1) / 1000;
+  const rows = dayRecords.map((r) => ({ at: r.reading.at, state: r.state, recommended: r.recommended ? 1 : 0, reading: encodeRecord(r.reading) }));
+  const interval = (span.to - span.from) / (span.n - 1) / 1000;
   const perWeek = (7 * DAY) / (interval * 1000);
 
   // 2. Seven days of one backend: the day tiled, each copy's times (and its probes') shifted.
   const h = openDb(path.join(opts.workDir, "replay-week.db"));
   const end = Date.now();
-  const blockMs = span.last - span.first + interval * 1000;
+  const blockMs = span.to - span.from + interval * 1000;
   const blocks = Math.ceil((7 * DAY) / blockMs);
   const start = end - blocks * blockMs;
   for (let b = 0; b < blocks; b++) {
-    const shift = start + b * blockMs - span.first;
+    const shift = start + b * blockMs - span.from;
     const batch: NewReplayRow[] = [];
     for (const r of rows) {
       const at = r.at + shift;
@@ -72,6 +88,8 @@ export function runReplayBench(opts: { dayDbPath: string; workDir: string; quick
     }
     h.sqlite.transaction(() => insertReplayRows(h.sqlite, batch))();
   }
+  // Folded as the retention job leaves them: all but the last minute's rows.
+  while (h.sqlite.transaction(() => foldReplayRows(h.sqlite, { before: end - FOLD_AFTER_MS, backends: ["b000"] }))() > 0);
   const from = end - 7 * DAY;
   const configured = thresholdsOf(DEFAULTS);
   const runs = opts.quick ? 2 : 5;
@@ -104,6 +122,9 @@ export function runReplayBench(opts: { dayDbPath: string; workDir: string; quick
     sourceRecords: span.n,
     pollIntervalSeconds: round(interval, 2),
     bytesPerRecord: round(perRecord, 1),
+    bytesPerRow: round(perRow, 1),
+    chunks: chunks.c,
+    chunkedRecords: chunks.n,
     bytesPerSample: round(perSample, 1),
     weekBytesPerBackend: Math.round(perRecord * perWeek),
     weekBytes1000Backends: Math.round(perRecord * perWeek * 1000),

@@ -134,6 +134,28 @@ export const replayReadings = sqliteTable(
   (t) => [index("replay_readings_backend_at").on(t.backendId, t.at), index("replay_readings_at").on(t.at)],
 );
 
+/**
+ * The replay record, folded: consecutive records of one backend in one row (encodeChunk,
+ * lib/core/replay.ts: each record as what changed since the one before; deflated, base64 so both
+ * engines store it as text). The watcher writes `replay_readings` rows as it reads (durable each
+ * flush); the retention job folds those older than a minute into chunks here, and a replay reads
+ * both (db/queries/replay.ts). A chunk is deleted once its newest record is past history.replayDays.
+ */
+export const replayChunks = sqliteTable(
+  "replay_chunks",
+  {
+    id: integer("id").primaryKey(),
+    backendId: text("backend_id").notNull(),
+    /** The first and the last record's `at` (ms since epoch), and how many records the chunk holds. */
+    firstAt: integer("first_at").notNull(),
+    lastAt: integer("last_at").notNull(),
+    n: integer("n").notNull(),
+    /** base64(deflateRaw(encodeChunk(rows))). */
+    data: text("data").notNull(),
+  },
+  (t) => [index("replay_chunks_backend_last").on(t.backendId, t.lastAt), index("replay_chunks_last").on(t.lastAt)],
+);
+
 /** What a rollup row holds, alike in `sample_minutes` and `sample_rollups`: the readings' count, means and maxima, the worst state. */
 function rollupColumns() {
   return {

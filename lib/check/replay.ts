@@ -7,8 +7,9 @@
  * no I/O. Counters of two processes are never compared: the classifier splits processes itself
  * (currentProcess), and the gaps and start-ups below are measured inside one process only.
  */
-import { classify, isAsleep, progressed, sameProcess } from "./classify";
-import { trimHistory } from "./history-window";
+import { classify, isAsleep, progressed, sameProcess, type ClassifyInput } from "./classify";
+import { trimPlan } from "./history-window";
+import { seenLate } from "./late";
 import { rulesOf } from "../engines/registry";
 import type { EngineSlice } from "../core/engine";
 import { formatSeconds } from "../core/format";
@@ -26,7 +27,7 @@ import {
   type StateChange,
 } from "../core/replay";
 import type { BackendState } from "../core/states";
-import { reasonText, type ProbeChoice, type Reading, type Reason, type Thresholds } from "../core/types";
+import { reasonText, type ProbeChoice, type Reading, type Reason, type Thresholds, type Verdict } from "../core/types";
 
 export interface ReplayInput {
   backendId: string;
@@ -66,27 +67,27 @@ export function replay(input: ReplayInput): ReplayReport {
   const c = input.candidate;
   const t: Thresholds = { ...input.configured, stuckAfterSeconds: c.stuckAfterSeconds, startupGraceSeconds: c.startupGraceSeconds };
   const kept = subsample(input.rows, c.pollIntervalSeconds);
-  const judged: Judged[] = [];
-  let history: Reading[] = [];
-  for (const row of kept) {
-    const r = row.reading;
-    const v = classify({
-      history,
-      reading: r,
-      thresholds: t,
-      now: r.at,
-      probe: input.probe,
-      ...(c.minStuckWindowSeconds !== null ? { minStuckWindowSeconds: c.minStuckWindowSeconds } : {}),
-    });
-    judged.push({ at: r.at, state: v.state, recommended: v.restartRecommended, reasons: v.reasons });
-    // In place: classify has returned, and nothing keeps this array (the verdict's basis is a copy).
-    history.push(r);
-    history = trimHistory(history, r.at, t);
-  }
-  const recordedEpisodes = episodes(input.rows.map((r) => ({ at: r.reading.at, state: r.state, recommended: r.recommended, reasons: [] })));
-  const replayedEpisodes = episodes(judged);
-  const comparisons = compare(recordedEpisodes, replayedEpisodes);
-  const { changes, leftOff } = stateChanges(kept, judged);
+  // A week is ~120k verdicts: each is folded into the episodes and the state changes as it comes,
+  // and its reasons are kept only where one of those starts (the report shows no others).
+  const replayedRuns = new EpisodeRuns();
+  const changes = new ChangeRuns();
+  let replayedStuck = 0;
+  let before: BackendState | null = null;
+  const base = { thresholds: t, probe: input.probe, ...(c.minStuckWindowSeconds !== null ? { minStuckWindowSeconds: c.minStuckWindowSeconds } : {}) };
+  judgeRecord(
+    kept.map((row) => row.reading),
+    base,
+    (i, v) => {
+      const j: Judged = { at: kept[i].reading.at, state: v.state, recommended: v.restartRecommended, reasons: v.reasons };
+      replayedRuns.add(j);
+      changes.add(kept[i].state, j);
+      if (v.state === "stuck" && before !== "stuck") replayedStuck++;
+      before = v.state;
+    },
+  );
+  const recordedRuns = new EpisodeRuns();
+  for (const r of input.rows) recordedRuns.add({ at: r.reading.at, state: r.state, recommended: r.recommended, reasons: [] });
+  const comparisons = compare(recordedRuns.episodes, replayedRuns.episodes);
   const processes = processSpans(input.rows);
   const gaps = healthyGaps(input.rows);
   const longest = gaps[0] ?? null;
@@ -99,11 +100,11 @@ export function replay(input: ReplayInput): ReplayReport {
     readings: input.rows.length,
     judged: kept.length,
     processes,
-    recorded: { recommendations: recordedEpisodes.length, stuck: input.rows.filter((r, i) => r.state === "stuck" && input.rows[i - 1]?.state !== "stuck").length },
-    replayed: { recommendations: replayedEpisodes.length, stuck: judged.filter((j, i) => j.state === "stuck" && judged[i - 1]?.state !== "stuck").length },
+    recorded: { recommendations: recordedRuns.episodes.length, stuck: input.rows.filter((r, i) => r.state === "stuck" && input.rows[i - 1]?.state !== "stuck").length },
+    replayed: { recommendations: replayedRuns.episodes.length, stuck: replayedStuck },
     comparisons,
-    changes,
-    changesLeftOff: leftOff,
+    changes: changes.changes,
+    changesLeftOff: changes.leftOff,
     longestHealthyGap: longest,
     summary: "",
     notes,
@@ -112,17 +113,84 @@ export function replay(input: ReplayInput): ReplayReport {
   return report;
 }
 
-/** Runs of restart recommendations (a stretch of consecutive recommending verdicts is one). */
-function episodes(js: readonly Judged[]): Episode[] {
-  const out: Episode[] = [];
-  let open: Episode | null = null;
-  for (const j of js) {
-    if (j.recommended) {
-      if (open) open.to = j.at;
-      else out.push((open = { from: j.at, to: j.at, state: j.state, reasons: j.reasons }));
-    } else open = null;
+type JudgeOptions = Pick<ClassifyInput, "thresholds" | "probe" | "minStuckWindowSeconds">;
+
+/**
+ * Every reading of a record classified as the watcher fed it: each with the history window it
+ * would have kept then (trimHistory, ./history-window.ts), `now` = the reading's time. The same as
+ * `history = trimHistory([...history, r], r.at, t)` after each classify (what the watcher does,
+ * lib/watcher/monitors.ts), without its copies: the window is two indices into the record and at
+ * most one reading kept in front (trimPlan), and what classify would look for across the window
+ * (the newest process's readings, a read seen late) is found from facts worked out once per
+ * reading (PreparedWindow). tests/unit/replay.test.ts compares both ways, verdict by verdict.
+ */
+export function judgeRecord(readings: readonly Reading[], opts: JudgeOptions, onVerdict: (i: number, v: Verdict) => void): void {
+  const n = readings.length;
+  // Per reading: the first reading with metrics of its chain of same-process readings (-1 without
+  // metrics), its place among the readings with metrics, the first reading with metrics from it
+  // on, and how many reads were seen late before it.
+  const procStart = new Int32Array(n);
+  const metricsPos = new Int32Array(n);
+  const nextMetrics = new Int32Array(n + 1);
+  const lateBefore = new Int32Array(n + 1);
+  const withMetrics: Reading[] = [];
+  let prevM = -1;
+  for (let g = 0; g < n; g++) {
+    const m = readings[g].metrics;
+    lateBefore[g + 1] = lateBefore[g] + (seenLate(readings[g]) ? 1 : 0);
+    if (!m) {
+      procStart[g] = -1;
+      metricsPos[g] = -1;
+      continue;
+    }
+    procStart[g] = prevM >= 0 && sameProcess(readings[prevM].metrics!, m) ? procStart[prevM] : g;
+    metricsPos[g] = withMetrics.length;
+    withMetrics.push(readings[g]);
+    prevM = g;
   }
-  return out;
+  nextMetrics[n] = n;
+  for (let g = n - 1; g >= 0; g--) nextMetrics[g] = readings[g].metrics ? g : nextMetrics[g + 1];
+
+  // The window before reading i: readings[front] (when front >= 0), then readings[lo .. i - 1].
+  let lo = 0;
+  let front = -1;
+  for (let i = 0; i < n; i++) {
+    const r = readings[i];
+    const all = readings.slice(lo, i + 1);
+    if (front >= 0) all.unshift(readings[front]);
+    let segment: Reading[] = [];
+    if (r.metrics) {
+      // currentProcess(all): back from i along its chain, to the window's first reading with metrics at most ...
+      const first = nextMetrics[lo];
+      const from = Math.max(procStart[i], first);
+      segment = withMetrics.slice(metricsPos[from], metricsPos[i] + 1);
+      // ... and past it to the reading in front, compared as currentProcess compares neighbours.
+      const f = front >= 0 ? readings[front].metrics : null;
+      if (from === first && f && sameProcess(f, readings[first].metrics!)) segment.unshift(readings[front]);
+    }
+    const anyLate = lateBefore[i + 1] - lateBefore[lo] > 0 || (front >= 0 && seenLate(readings[front]));
+    onVerdict(i, classify({ ...opts, history: [], reading: r, now: r.at, prepared: { all, segment, anyLate } }));
+    const plan = trimPlan(all, r.at, opts.thresholds);
+    if (plan.from === 0) continue;
+    const at = (k: number) => (front >= 0 ? (k === 0 ? front : lo + k - 1) : lo + k);
+    const nextFront = plan.keep === null ? -1 : at(plan.keep);
+    lo = at(plan.from);
+    front = nextFront;
+  }
+}
+
+/** Runs of restart recommendations (a stretch of consecutive recommending verdicts is one), verdict by verdict. */
+class EpisodeRuns {
+  readonly episodes: Episode[] = [];
+  private open: Episode | null = null;
+  add(j: Judged): void {
+    if (!j.recommended) {
+      this.open = null;
+      return;
+    }
+    if (this.open) this.open.to = j.at;
+    else this.episodes.push((this.open = { from: j.at, to: j.at, state: j.state, reasons: j.reasons }));
+  }
 }
 
 function compare(recorded: Episode[], replayed: Episode[]): EpisodeComparison[] {
@@ -163,27 +231,26 @@ function compare(recorded: Episode[], replayed: Episode[]): EpisodeComparison[] 
   return out.sort((a, b) => (a.replayed ?? a.recorded)!.from - (b.replayed ?? b.recorded)!.from);
 }
 
-function stateChanges(kept: readonly ReplayRow[], judged: readonly Judged[]): { changes: StateChange[]; leftOff: number } {
-  const changes: StateChange[] = [];
-  let leftOff = 0;
-  let open: StateChange | null = null;
-  for (let i = 0; i < kept.length; i++) {
-    const recorded = kept[i].state;
-    const replayed = judged[i].state;
+/** The stretches where the replayed state is not the recorded one, verdict by verdict; at most MAX_CHANGES. */
+class ChangeRuns {
+  readonly changes: StateChange[] = [];
+  leftOff = 0;
+  private open: StateChange | null = null;
+  add(recorded: BackendState, j: Judged): void {
+    const replayed = j.state;
     // A replay has no restart requests: "restarting" was the operator's, not the thresholds'.
     if (recorded === replayed || recorded === "restarting") {
-      open = null;
-      continue;
+      this.open = null;
+      return;
     }
-    if (open && open.recorded === recorded && open.replayed === replayed) {
-      open.to = judged[i].at;
-      continue;
+    if (this.open && this.open.recorded === recorded && this.open.replayed === replayed) {
+      this.open.to = j.at;
+      return;
     }
-    open = { from: judged[i].at, to: judged[i].at, recorded, replayed, reasons: judged[i].reasons };
-    if (changes.length < MAX_CHANGES) changes.push(open);
-    else leftOff++;
+    this.open = { from: j.at, to: j.at, recorded, replayed, reasons: j.reasons };
+    if (this.changes.length < MAX_CHANGES) this.changes.push(this.open);
+    else this.leftOff++;
   }
-  return { changes, leftOff };
 }
 
 /** Readings with metrics cut into processes (a new start time, or a counter that went down). */
