@@ -627,7 +627,8 @@ export function sameProcess(a: EngineMetrics, b: EngineMetrics): boolean {
 }
 
 function countersWentDown(a: EngineSlice, b: EngineSlice): boolean {
-  return COUNTERS.some((k) => a[k] !== null && b[k] !== null && (b[k] as number) < (a[k] as number));
+  for (const k of COUNTERS) if (a[k] !== null && b[k] !== null && (b[k] as number) < (a[k] as number)) return true;
+  return false;
 }
 
 const COUNTERS = PROGRESS_COUNTERS;
@@ -651,7 +652,8 @@ function throughputMoved(a: EngineSlice, b: EngineSlice): boolean {
  * prefill moves only the KV cache for tens of seconds), or a live throughput gauge.
  */
 export function progressed(a: EngineSlice, b: EngineSlice): boolean {
-  if (COUNTERS.some((k) => a[k] !== null && b[k] !== null && (b[k] as number) > (a[k] as number))) return true;
+  // A loop, not .some with a closure: this runs several times per classify.
+  for (const k of COUNTERS) if (a[k] !== null && b[k] !== null && (b[k] as number) > (a[k] as number)) return true;
   return kvMoved(a, b) || throughputMoved(a, b);
 }
 
@@ -808,13 +810,20 @@ function describeRestart(before: EngineMetrics, after: EngineMetrics): string {
   return "new process since the last read (a counter went down; no start time exposed); counters of two processes are not compared";
 }
 
+function counterDelta(x: EngineSlice, y: EngineSlice, k: ProgressCounter): number {
+  return x[k] !== null && y[k] !== null ? (y[k] as number) - (x[k] as number) : 0;
+}
+
 function describeProgress(x: EngineSlice, y: EngineSlice, seconds: number): string {
   const parts: string[] = [];
-  const d = (k: (typeof COUNTERS)[number]) => (x[k] !== null && y[k] !== null ? (y[k] as number) - (x[k] as number) : 0);
-  if (d("steps") > 0) parts.push(`+${formatFigure(d("steps"))} steps`);
-  if (d("generationTokens") > 0) parts.push(`+${formatFigure(d("generationTokens"))} generation tokens`);
-  if (d("promptTokens") > 0) parts.push(`+${formatFigure(d("promptTokens"))} prompt tokens`);
-  if (d("finishedRequests") > 0) parts.push(`+${formatFigure(d("finishedRequests"))} finished`);
+  const steps = counterDelta(x, y, "steps");
+  const generation = counterDelta(x, y, "generationTokens");
+  const prompt = counterDelta(x, y, "promptTokens");
+  const finished = counterDelta(x, y, "finishedRequests");
+  if (steps > 0) parts.push(`+${formatFigure(steps)} steps`);
+  if (generation > 0) parts.push(`+${formatFigure(generation)} generation tokens`);
+  if (prompt > 0) parts.push(`+${formatFigure(prompt)} prompt tokens`);
+  if (finished > 0) parts.push(`+${formatFigure(finished)} finished`);
   if (parts.length === 0 && throughputMoved(x, y)) parts.push(`throughput ${formatFigure(x.throughput!)} -> ${formatFigure(y.throughput!)} tokens/s`);
   if (parts.length === 0 && x.kvCacheUsage !== null && y.kvCacheUsage !== null) {
     parts.push(`KV cache ${formatShare(x.kvCacheUsage)} -> ${formatShare(y.kvCacheUsage)} (prefill in progress)`);

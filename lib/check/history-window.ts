@@ -37,8 +37,8 @@ export function trimHistory(readings: Reading[], now: number, t: WindowThreshold
  */
 export function trimPlan(readings: Reading[], now: number, t: WindowThresholds): { from: number; keep: number | null } {
   const since = now - historyWindowMs(t);
-  let start = readings.findIndex((r) => r.at >= since);
-  if (start < 0) start = readings.length;
+  let start = 0;
+  while (start < readings.length && !(readings[start].at >= since)) start++;
   const capped = Math.max(start, readings.length - MAX_HISTORY_READINGS);
   if (capped === 0) return { from: 0, keep: null };
   const anchor = flatRunStart(readings);

@@ -169,14 +169,23 @@ export function judgeRecord(readings: readonly Reading[], opts: JudgeOptions, on
       if (from === first && f && sameProcess(f, readings[first].metrics!)) segment.unshift(readings[front]);
     }
     const anyLate = lateBefore[i + 1] - lateBefore[lo] > 0 || (front >= 0 && seenLate(readings[front]));
-    onVerdict(i, classify({ ...opts, history: [], reading: r, now: r.at, prepared: { all, segment, anyLate } }));
+    const input: ClassifyInput = { thresholds: opts.thresholds, probe: opts.probe, history: NO_HISTORY, reading: r, now: r.at, prepared: { all, segment, anyLate } };
+    if (opts.minStuckWindowSeconds !== undefined) input.minStuckWindowSeconds = opts.minStuckWindowSeconds;
+    onVerdict(i, classify(input));
     const plan = trimPlan(all, r.at, opts.thresholds);
     if (plan.from === 0) continue;
-    const at = (k: number) => (front >= 0 ? (k === 0 ? front : lo + k - 1) : lo + k);
-    const nextFront = plan.keep === null ? -1 : at(plan.keep);
-    lo = at(plan.from);
+    const nextFront = plan.keep === null ? -1 : recordIndex(plan.keep, front, lo);
+    lo = recordIndex(plan.from, front, lo);
     front = nextFront;
   }
+}
+
+const NO_HISTORY: Reading[] = [];
+
+/** The record's index of the window's k-th reading (the window: readings[front] if front >= 0, then readings[lo ..]). */
+function recordIndex(k: number, front: number, lo: number): number {
+  if (front < 0) return lo + k;
+  return k === 0 ? front : lo + k - 1;
 }
 
 /** Runs of restart recommendations (a stretch of consecutive recommending verdicts is one), verdict by verdict. */

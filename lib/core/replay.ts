@@ -173,8 +173,12 @@ export function decodeChunk(text: string, firstAt: number): ReplayRow[] {
   let at = firstAt;
   let prev: Fields | null = null;
   for (let i = 0; i < entries.length; i++) {
-    const [dt, state, rec, set, mset, gone, mgone] = entries[i];
-    at += dt;
+    const e = entries[i];
+    const set = e[3];
+    const mset = e[4];
+    const gone = e[5];
+    const mgone = e[6];
+    at += e[0];
     let r: Fields;
     if (prev === null) r = { ...(set || {}) };
     else {
@@ -188,7 +192,7 @@ export function decodeChunk(text: string, firstAt: number): ReplayRow[] {
     }
     r.at = at;
     prev = r;
-    out[i] = { reading: r as unknown as Reading, state, recommended: rec === 1 };
+    out[i] = { reading: r as unknown as Reading, state: e[1], recommended: e[2] === 1 };
   }
   return out;
 }
