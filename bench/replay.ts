@@ -1,12 +1,13 @@
 /**
  * Benchmark 3c: the replay record (issue 34). Input: the database the real watcher wrote during the
- * incident replay (bench/incident.ts): one backend polled every 5 s for a simulated day, whose
- * `replay_readings` rows are the real watcher's. Sizes come from SQLite's dbstat (the table and its
- * two indexes), per record and scaled to a week of 1000 backends; beside them, what keeping the
- * `samples` rows a week instead would cost (the alternative docs/decisions.md weighs). Time: that
- * day tiled over 7 days of one backend, then the real read (db/queries/replay.ts replayRows), the
- * real replay (lib/check/replay.ts: every reading classified again, as the watcher fed it) with
- * 60 s, and the advice, each timed end to end in-process.
+ * incident replay (bench/incident.ts): one backend polled every 5 s for a simulated day, whose record
+ * is the real watcher's, folded into chunks by its own retention job (db/queries/replay.ts). Sizes
+ * come from SQLite's dbstat (the tables and their indexes), per record and scaled to a week of 1000
+ * backends; beside them the same records as unfolded rows, and what keeping the `samples` rows a
+ * week instead would cost (the alternatives docs/decisions.md weighs). Time: that day tiled over 7
+ * days of one backend, written as rows and folded as the retention job folds them, then the real
+ * read (replayRows), the real replay (lib/check/replay.ts: every reading classified again, with the
+ * window the watcher would have kept) with 60 s, and the advice, each timed end to end in-process.
  */
 import fs from "node:fs";
 import path from "node:path";

@@ -113,7 +113,8 @@ export const samples = sqliteTable(
  * The replay record (lib/core/replay.ts): per reading, only what the classifier reads
  * (`replayRecord`: no byte counts, no latency histograms, no model lists) and the state the watcher
  * recorded from it, kept history.replayDays (7 by default) so a week can be judged again with other
- * thresholds (lib/check/replay.ts). A row of its own rather than `samples` kept longer: a sample
+ * thresholds (lib/check/replay.ts). A row per reading as the watcher writes it; the retention job
+ * folds rows older than a minute into `replay_chunks` (below), so these hold the last minutes. A row of its own rather than `samples` kept longer: a sample
  * carries the figures, 14 latency columns and three indexes for the history view, a week of which
  * is several times this table (bench/RESULTS.md "Replay").
  */
