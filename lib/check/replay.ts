@@ -88,8 +88,9 @@ export function replay(input: ReplayInput): ReplayReport {
   const recordedRuns = new EpisodeRuns();
   for (const r of input.rows) recordedRuns.add({ at: r.reading.at, state: r.state, recommended: r.recommended, reasons: [] });
   const comparisons = compare(recordedRuns.episodes, replayedRuns.episodes);
-  const processes = processSpans(input.rows);
-  const gaps = healthyGaps(input.rows);
+  const segments = processSegments(input.rows);
+  const processes = processSpans(input.rows, segments);
+  const gaps = healthyGaps(input.rows, segments);
   const longest = gaps[0] ?? null;
   const notes = replayNotes(input.rows, kept, c);
   const report: ReplayReport = {
@@ -262,9 +263,11 @@ class ChangeRuns {
   }
 }
 
+type Segment = { rows: ReplayRow[]; downFrom: number | null };
+
 /** Readings with metrics cut into processes (a new start time, or a counter that went down). */
-function processSegments(rows: readonly ReplayRow[]): Array<{ rows: ReplayRow[]; downFrom: number | null }> {
-  const out: Array<{ rows: ReplayRow[]; downFrom: number | null }> = [];
+function processSegments(rows: readonly ReplayRow[]): Segment[] {
+  const out: Segment[] = [];
   let cur: ReplayRow[] = [];
   let downFrom: number | null = null;
   let pendingDown: number | null = null;
@@ -288,9 +291,9 @@ function processSegments(rows: readonly ReplayRow[]): Array<{ rows: ReplayRow[];
   return out;
 }
 
-function processSpans(rows: readonly ReplayRow[]): ProcessSpan[] {
+function processSpans(rows: readonly ReplayRow[], segments: Segment[]): ProcessSpan[] {
   const first = rows[0]?.reading.at ?? 0;
-  return processSegments(rows).map((seg, i) => {
+  return segments.map((seg, i) => {
     const m = seg.rows[0].reading.metrics!;
     const token = m.processToken != null ? Number(m.processToken) : NaN;
     const startedAt = m.processStartTime !== null ? m.processStartTime * 1000 : Number.isFinite(token) ? token * 1000 : null;
@@ -318,10 +321,11 @@ function hasWork(m: EngineSlice): boolean {
  * the end of the record or by work that went away without progress (clients giving up) is not
  * counted: it may have been a hang. Longest first.
  */
-export function healthyGaps(rows: readonly ReplayRow[]): HealthyGap[] {
+export function healthyGaps(rows: readonly ReplayRow[], segments: Segment[] = processSegments(rows)): HealthyGap[] {
   const gaps: HealthyGap[] = [];
-  for (const seg of processSegments(rows)) {
-    const rs = seg.rows.map((r) => r.reading).filter((r) => !isAsleep(r));
+  for (const seg of segments) {
+    const rs: Reading[] = [];
+    for (const r of seg.rows) if (!isAsleep(r.reading)) rs.push(r.reading);
     let start: number | null = null;
     let running = 0;
     let waiting = 0;
@@ -402,9 +406,13 @@ export interface AdviceInput {
   current: Advice["current"];
 }
 
-function percentile(xs: number[], p: number): number | null {
-  if (xs.length === 0) return null;
-  const s = [...xs].sort((a, b) => a - b);
+/** Ascending, once for every percentile of it (a week is ~120k metrics latencies). */
+function sorted(xs: number[]): Float64Array {
+  return Float64Array.from(xs).sort();
+}
+
+function percentile(s: Float64Array, p: number): number | null {
+  if (s.length === 0) return null;
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
 }
 
@@ -420,12 +428,13 @@ function loadBucket(running: number): string {
 /** Advice on stuckAfterSeconds, startupGraceSeconds and the probe timeout from what the record shows. Never applied. */
 export function advise(input: AdviceInput): Advice {
   const rows = input.rows;
-  const gaps = healthyGaps(rows);
-  const processes = processSpans(rows);
+  const segments = processSegments(rows);
+  const gaps = healthyGaps(rows, segments);
+  const processes = processSpans(rows, segments);
   const engine = rows.find((r) => r.reading.engine)?.reading.engine ?? null;
   const poll = input.current.pollIntervalSeconds;
-  const probeMs = rows.filter((r) => r.reading.probe?.ok && r.reading.probe.watcherLateMs === undefined).map((r) => r.reading.probe!.latencyMs);
-  const metricsMs = rows.filter((r) => r.reading.metrics && r.reading.watcherLateMs === undefined).map((r) => r.reading.latencyMs);
+  const probeMs = sorted(rows.filter((r) => r.reading.probe?.ok && r.reading.probe.watcherLateMs === undefined).map((r) => r.reading.probe!.latencyMs));
+  const metricsMs = sorted(rows.filter((r) => r.reading.metrics && r.reading.watcherLateMs === undefined).map((r) => r.reading.latencyMs));
   const notes: string[] = [];
 
   const longest = gaps[0];
@@ -458,7 +467,7 @@ export function advise(input: AdviceInput): Advice {
         }
       : { seconds: input.current.startupGraceSeconds, observedSeconds: null, margin: "none", why: "no process start seen in this period: keep the configured value" };
 
-  const probeMax = probeMs.length ? Math.max(...probeMs) : null;
+  const probeMax = probeMs.length ? probeMs[probeMs.length - 1] : null;
   const probeTimeout: AdvisedValue =
     probeMax !== null
       ? {
@@ -492,7 +501,7 @@ export function advise(input: AdviceInput): Advice {
     gapsByLoad: [...byLoad].map(([load, v]) => ({ load, ...v })).sort((a, b) => b.longestSeconds - a.longestSeconds),
     processes,
     probe: { count: probeMs.length, p50Ms: percentile(probeMs, 50), p99Ms: percentile(probeMs, 99), maxMs: probeMax },
-    metrics: { p50Ms: percentile(metricsMs, 50), p99Ms: percentile(metricsMs, 99), maxMs: metricsMs.length ? Math.max(...metricsMs) : null },
+    metrics: { p50Ms: percentile(metricsMs, 50), p99Ms: percentile(metricsMs, 99), maxMs: metricsMs.length ? metricsMs[metricsMs.length - 1] : null },
     current: input.current,
     recommended: { stuckAfterSeconds: stuck, startupGraceSeconds: grace, probeTimeoutSeconds: probeTimeout },
     config: { stuckAfterSeconds: stuck.seconds, startupGraceSeconds: grace.seconds, probeTimeoutSeconds: probeTimeout.seconds },
