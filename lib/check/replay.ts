@@ -152,13 +152,14 @@ export function judgeRecord(readings: readonly Reading[], opts: JudgeOptions, on
   nextMetrics[n] = n;
   for (let g = n - 1; g >= 0; g--) nextMetrics[g] = readings[g].metrics ? g : nextMetrics[g + 1];
 
-  // The window before reading i: readings[front] (when front >= 0), then readings[lo .. i - 1].
+  // The window before reading i: readings[front] (when front >= 0), then readings[lo .. i - 1];
+  // `all` holds it, changed in place (classify keeps no reference to it: its basis is a copy).
   let lo = 0;
   let front = -1;
+  const all: Reading[] = [];
   for (let i = 0; i < n; i++) {
     const r = readings[i];
-    const all = readings.slice(lo, i + 1);
-    if (front >= 0) all.unshift(readings[front]);
+    all.push(r);
     let segment: Reading[] = [];
     if (r.metrics) {
       // currentProcess(all): back from i along its chain, to the window's first reading with metrics at most ...
@@ -176,6 +177,8 @@ export function judgeRecord(readings: readonly Reading[], opts: JudgeOptions, on
     const plan = trimPlan(all, r.at, opts.thresholds);
     if (plan.from === 0) continue;
     const nextFront = plan.keep === null ? -1 : recordIndex(plan.keep, front, lo);
+    if (plan.keep === null) all.splice(0, plan.from);
+    else all.splice(0, plan.from, all[plan.keep]);
     lo = recordIndex(plan.from, front, lo);
     front = nextFront;
   }
