@@ -86,7 +86,14 @@ export function replay(input: ReplayInput): ReplayReport {
     },
   );
   const recordedRuns = new EpisodeRuns();
-  for (const r of input.rows) recordedRuns.add({ at: r.reading.at, state: r.state, recommended: r.recommended, reasons: [] });
+  let recordedStuck = 0;
+  for (let i = 0; i < input.rows.length; i++) {
+    const r = input.rows[i];
+    // Only a recommendation starts an episode: the rest of the week's rows need no object.
+    if (r.recommended) recordedRuns.add({ at: r.reading.at, state: r.state, recommended: true, reasons: [] });
+    else recordedRuns.add(NOT_RECOMMENDED);
+    if (r.state === "stuck" && input.rows[i - 1]?.state !== "stuck") recordedStuck++;
+  }
   const comparisons = compare(recordedRuns.episodes, replayedRuns.episodes);
   const segments = processSegments(input.rows);
   const processes = processSpans(input.rows, segments);
@@ -101,7 +108,7 @@ export function replay(input: ReplayInput): ReplayReport {
     readings: input.rows.length,
     judged: kept.length,
     processes,
-    recorded: { recommendations: recordedRuns.episodes.length, stuck: input.rows.filter((r, i) => r.state === "stuck" && input.rows[i - 1]?.state !== "stuck").length },
+    recorded: { recommendations: recordedRuns.episodes.length, stuck: recordedStuck },
     replayed: { recommendations: replayedRuns.episodes.length, stuck: replayedStuck },
     comparisons,
     changes: changes.changes,
@@ -191,6 +198,8 @@ function recordIndex(k: number, front: number, lo: number): number {
   if (front < 0) return lo + k;
   return k === 0 ? front : lo + k - 1;
 }
+
+const NOT_RECOMMENDED: Judged = { at: 0, state: "unknown", recommended: false, reasons: [] };
 
 /** Runs of restart recommendations (a stretch of consecutive recommending verdicts is one), verdict by verdict. */
 class EpisodeRuns {
