@@ -36,7 +36,7 @@ export interface ReplayBenchResult {
   weekBytesPerBackend: number;
   weekBytes1000Backends: number;
   weekSampleBytes1000Backends: number;
-  sevenDays: { records: number; readMs: { p50: number; max: number }; replayMs: { p50: number; max: number }; adviseMs: { p50: number; max: number }; totalMs: { p50: number; max: number }; runs: number };
+  sevenDays: { records: number; readMs: { p50: number; max: number }; replayMs: { p50: number; max: number }; adviseMs: { p50: number; max: number }; totalMs: { p50: number; max: number }; cpuMs: { p50: number; max: number }; runs: number };
 }
 
 function bytesOf(sqlite: Database.Database, names: string[]): number {
@@ -94,9 +94,11 @@ export function runReplayBench(opts: { dayDbPath: string; workDir: string; quick
   const from = end - 7 * DAY;
   const configured = thresholdsOf(DEFAULTS);
   const runs = opts.quick ? 2 : 5;
-  const t = { read: [] as number[], replay: [] as number[], advise: [] as number[], total: [] as number[] };
+  const t = { read: [] as number[], replay: [] as number[], advise: [] as number[], total: [] as number[], cpu: [] as number[] };
   let records = 0;
   for (let i = 0; i < runs; i++) {
+    // This process's CPU beside the wall time: on a shared machine the wall time is also the others' load.
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     records = countReplayRows(h.sqlite, "b000", from, end);
     const got = replayRows(h.sqlite, "b000", from, end);
@@ -116,6 +118,8 @@ export function runReplayBench(opts: { dayDbPath: string; workDir: string; quick
     t.replay.push(t2 - t1);
     t.advise.push(t3 - t2);
     t.total.push(t3 - t0);
+    const c = process.cpuUsage(c0);
+    t.cpu.push((c.user + c.system) / 1000);
   }
   h.close();
   const stat = (xs: number[]) => ({ p50: round(percentile(xs, 50), 1), max: round(Math.max(...xs), 1) });
@@ -130,6 +134,6 @@ export function runReplayBench(opts: { dayDbPath: string; workDir: string; quick
     weekBytesPerBackend: Math.round(perRecord * perWeek),
     weekBytes1000Backends: Math.round(perRecord * perWeek * 1000),
     weekSampleBytes1000Backends: Math.round(perSample * perWeek * 1000),
-    sevenDays: { records, readMs: stat(t.read), replayMs: stat(t.replay), adviseMs: stat(t.advise), totalMs: stat(t.total), runs },
+    sevenDays: { records, readMs: stat(t.read), replayMs: stat(t.replay), adviseMs: stat(t.advise), totalMs: stat(t.total), cpuMs: stat(t.cpu), runs },
   };
 }

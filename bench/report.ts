@@ -474,7 +474,7 @@ Seven days of one backend (that day tiled: ${n(s.records)} records), in-process,
 | read (SQL, inflate, JSON.parse) | ${n(s.readMs.p50, 1)} | ${n(s.readMs.max, 1)} |
 | replay | ${n(s.replayMs.p50, 1)} | ${n(s.replayMs.max, 1)} |
 | advice | ${n(s.adviseMs.p50, 1)} | ${n(s.adviseMs.max, 1)} |
-| all three | ${n(s.totalMs.p50, 1)} | ${n(s.totalMs.max, 1)} |
+| all three | ${n(s.totalMs.p50, 1)} | ${n(s.totalMs.max, 1)} |${s.cpuMs ? `\n| all three, this process's CPU time (user + system, GC threads included) | ${n(s.cpuMs.p50, 1)} | ${n(s.cpuMs.max, 1)} |` : ""}
 `;
 }
 
