@@ -455,26 +455,26 @@ function replaySection(rp: ReplayBenchResult): string {
   const s = rp.sevenDays;
   return `## 3c. The replay record and a 7-day replay
 
-The record a replay judges (\`replay_readings\`: per reading only what the classifier reads, and the
-state recorded), from the incident replay's own database (the real watcher's ${n(rp.sourceRecords)} records of one
-backend, ${rp.pollIntervalSeconds} s apart), sized with dbstat after VACUUM, table and indexes:
+The record a replay judges (per reading only what the classifier reads, and the state recorded),
+from the incident replay's own database (the real watcher's ${n(rp.sourceRecords)} records of one
+backend, ${rp.pollIntervalSeconds} s apart) as its retention job left it: ${rp.chunkedRecords === undefined ? "" : `${n(rp.chunkedRecords)} records folded into ${n(rp.chunks)} chunks (\`replay_chunks\`: each record as what changed since the one before, deflated), the last minutes' ${n(rp.sourceRecords - rp.chunkedRecords)} still rows (\`replay_readings\`)`}; sized with dbstat after VACUUM, tables and indexes:
 
 | | bytes |
 |---|---|
-| per record | ${n(rp.bytesPerRecord)} B |
+| per record | ${n(rp.bytesPerRecord)} B |${rp.bytesPerRow === undefined ? "" : `\n| per record as a row (as written, before folding) | ${n(rp.bytesPerRow)} B |`}
 | a week of one backend (history.replayDays = 7) | ${mb(rp.weekBytesPerBackend)} |
 | **a week of 1000 backends** | **${mb(rp.weekBytes1000Backends)}** |
 | the alternative: \`samples\` kept a week (${n(rp.bytesPerSample)} B per sample), 1000 backends | ${mb(rp.weekSampleBytes1000Backends)} |
 
 Seven days of one backend (that day tiled: ${n(s.records)} records), in-process, ${s.runs} runs: the real read
-(\`replayRows\`), the replay with 60 s (every reading classified again, as the watcher fed it) and the advice:
+(\`replayRows\`: the chunks and the rows not folded), the replay with 60 s (every reading classified again, with the window the watcher would have kept: \`judgeRecord\`) and the advice:
 
 | step | p50 ms | max ms |
 |---|---|---|
-| read (SQL + JSON.parse) | ${n(s.readMs.p50, 1)} | ${n(s.readMs.max, 1)} |
+| read (SQL, inflate, JSON.parse) | ${n(s.readMs.p50, 1)} | ${n(s.readMs.max, 1)} |
 | replay | ${n(s.replayMs.p50, 1)} | ${n(s.replayMs.max, 1)} |
 | advice | ${n(s.adviseMs.p50, 1)} | ${n(s.adviseMs.max, 1)} |
-| all three | ${n(s.totalMs.p50, 1)} | ${n(s.totalMs.max, 1)} |
+| all three | ${n(s.totalMs.p50, 1)} | ${n(s.totalMs.max, 1)} |${s.cpuMs ? `\n| all three, this process's CPU time (user + system, GC threads included) | ${n(s.cpuMs.p50, 1)} | ${n(s.cpuMs.max, 1)} |` : ""}
 `;
 }
 

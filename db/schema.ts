@@ -113,7 +113,8 @@ export const samples = sqliteTable(
  * The replay record (lib/core/replay.ts): per reading, only what the classifier reads
  * (`replayRecord`: no byte counts, no latency histograms, no model lists) and the state the watcher
  * recorded from it, kept history.replayDays (7 by default) so a week can be judged again with other
- * thresholds (lib/check/replay.ts). A row of its own rather than `samples` kept longer: a sample
+ * thresholds (lib/check/replay.ts). A row per reading as the watcher writes it; the retention job
+ * folds rows older than a minute into `replay_chunks` (below), so these hold the last minutes. A row of its own rather than `samples` kept longer: a sample
  * carries the figures, 14 latency columns and three indexes for the history view, a week of which
  * is several times this table (bench/RESULTS.md "Replay").
  */
@@ -132,6 +133,28 @@ export const replayReadings = sqliteTable(
   },
   // By time too: the retention pass for backends no longer configured deletes by age alone.
   (t) => [index("replay_readings_backend_at").on(t.backendId, t.at), index("replay_readings_at").on(t.at)],
+);
+
+/**
+ * The replay record, folded: consecutive records of one backend in one row (encodeChunk,
+ * lib/core/replay.ts: each record as what changed since the one before; deflated, base64 so both
+ * engines store it as text). The watcher writes `replay_readings` rows as it reads (durable each
+ * flush); the retention job folds those older than a minute into chunks here, and a replay reads
+ * both (db/queries/replay.ts). A chunk is deleted once its newest record is past history.replayDays.
+ */
+export const replayChunks = sqliteTable(
+  "replay_chunks",
+  {
+    id: integer("id").primaryKey(),
+    backendId: text("backend_id").notNull(),
+    /** The first and the last record's `at` (ms since epoch), and how many records the chunk holds. */
+    firstAt: integer("first_at").notNull(),
+    lastAt: integer("last_at").notNull(),
+    n: integer("n").notNull(),
+    /** base64(deflateRaw(encodeChunk(rows))). */
+    data: text("data").notNull(),
+  },
+  (t) => [index("replay_chunks_backend_last").on(t.backendId, t.lastAt), index("replay_chunks_last").on(t.lastAt)],
 );
 
 /** What a rollup row holds, alike in `sample_minutes` and `sample_rollups`: the readings' count, means and maxima, the worst state. */

@@ -30,7 +30,7 @@ export const DEFAULTS = {
   engine: "auto",
   probe: "auto",
   retention: { rawHours: 48, rollupDays: 90 },
-  /** The replay record (db `replay_readings`): the classifier's part of every reading, kept this many days. */
+  /** The replay record (db `replay_readings`, folded into `replay_chunks`): the classifier's part of every reading, kept this many days. */
   history: { replayDays: DEFAULT_REPLAY_DAYS },
   /** Audit lines older than this are deleted (at start and by the retention job): about 13 months. */
   auditRetentionDays: 400,

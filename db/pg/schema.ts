@@ -11,6 +11,7 @@ import { mirrorTable } from "./mirror";
 
 export const samples = mirrorTable(sqlite.samples);
 export const replayReadings = mirrorTable(sqlite.replayReadings);
+export const replayChunks = mirrorTable(sqlite.replayChunks);
 export const sampleMinutes = mirrorTable(sqlite.sampleMinutes);
 export const sampleRollups = mirrorTable(sqlite.sampleRollups);
 export const transitions = mirrorTable(sqlite.transitions);

@@ -7,6 +7,7 @@ import { and, count, SQL } from "drizzle-orm";
 import type { BackendState } from "../../lib/core/states";
 import { LATENCY_FIELDS } from "../../lib/core/latency";
 import { DEFAULT_REPLAY_DAYS } from "../../lib/core/replay";
+import { FOLD_AFTER_MS as REPLAY_FOLD_AFTER_MS, foldReplayRows } from "./replay";
 import { columnsFrom, figureColumn, HISTORY_FIGURES } from "../../lib/core/history";
 import type { HistoryColumns } from "../../lib/core/history";
 import type { Db } from "../types";
@@ -270,6 +271,8 @@ export function applyRetention(db: Db, opts: { now: number; rawHours: number; ro
   const markFolded = client.prepare(`UPDATE samples SET folded = 1 WHERE folded = 0 AND at < @cutoff ${scope.where}`);
   const delRaw = client.prepare(`DELETE FROM samples WHERE at < @cutoff ${scope.where}`);
   const delReplay = client.prepare(`DELETE FROM replay_readings WHERE at < @cutoff ${scope.where}`);
+  // A chunk goes once its newest record is past the cutoff (its older ones are filtered out when read).
+  const delReplayChunks = client.prepare(`DELETE FROM replay_chunks WHERE last_at < @cutoff ${scope.where}`);
   const delRollups = client.prepare(`DELETE FROM sample_minutes WHERE minute < @cutoff ${scope.where}`);
   // Per width, so the (width_ms, start) index finds them (start + width_ms <= cutoff would scan the table).
   const delWindows = ROLLUP_WIDTHS_MS.map((w) => client.prepare(`DELETE FROM sample_rollups WHERE width_ms = ${w} AND start <= @cutoff - ${w} ${scope.where}`));
@@ -286,6 +289,11 @@ export function applyRetention(db: Db, opts: { now: number; rawHours: number; ro
     const deletedRollups = delRollups.run(params({ cutoff: rollupCutoff })).changes;
     for (const del of delWindows) del.run(params({ cutoff: rollupCutoff }));
     delReplay.run(params({ cutoff: replayCutoff }));
+    delReplayChunks.run(params({ cutoff: replayCutoff }));
+    // The record's rows folded into chunks: for the backends in scope (none for the pass over
+    // removed ones, whose rows only age out), every backend when unscoped.
+    const folding = !opts.scope ? null : "only" in opts.scope ? opts.scope.only : [];
+    if (folding === null || folding.length > 0) foldReplayRows(client, { before: opts.now - REPLAY_FOLD_AFTER_MS, backends: folding });
     return { rolledMinutes: rolled, deletedSamples, deletedRollups };
   })();
 }

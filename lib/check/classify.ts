@@ -30,17 +30,38 @@ export interface ClassifyInput {
    * "what if SGLang's 150 s were 90 s"); the watcher and the CLI leave it to the adapter.
    */
   minStuckWindowSeconds?: number;
+  /**
+   * The window already laid out by a caller that keeps it incrementally (a replay: lib/check/replay.ts
+   * judges ~120k readings of a week, and finding these again from the window on every one was most
+   * of its time). It must be exactly what classify would find itself; tests/unit/replay.test.ts
+   * compares every verdict of a recorded run both ways. `history` is then not read.
+   */
+  prepared?: PreparedWindow;
+}
+
+/** What classify finds in its window before judging: the caller's copy of it, for a replay. */
+export interface PreparedWindow {
+  /** history then reading: [...history, reading] (not changed by classify). */
+  all: Reading[];
+  /** currentProcess(all). */
+  segment: Reading[];
+  /** all.some(seenLate). */
+  anyLate: boolean;
 }
 
 type Judgement = { state: BackendState; reasons: Reason[]; restartRecommended?: boolean; configProblem?: string };
 
 export function classify(input: ClassifyInput): Verdict {
-  const all = [...input.history, input.reading];
-  const rates = ratesOf(all);
+  const p = input.prepared;
+  const all = p ? p.all : [...input.history, input.reading];
+  // The newest process's readings, found once: the rates and the judgement read the same ones.
+  const segment = p ? p.segment : currentProcess(all);
+  const rates = ratesOfSegment(segment);
   // A read this process saw late is evidence of nothing (lib/check/late.ts): judged without it, a
   // late newest read leaves the verdict of the reads before it, with the reason first.
-  const judged = all.some(seenLate) ? all.filter((r) => !seenLate(r)) : all; // no copy per poll when none is
-  let core: Judgement = judged.length > 0 ? judge(judged, input.thresholds, input.probe ?? "auto", input.minStuckWindowSeconds) : { state: "unknown", reasons: [] };
+  const judged = (p ? p.anyLate : anyLate(all)) ? all.filter((r) => !seenLate(r)) : all; // no copy per poll when none is
+  let core: Judgement =
+    judged.length > 0 ? judge(judged, input.thresholds, input.probe ?? "auto", input.minStuckWindowSeconds, judged === all ? segment : undefined) : { state: "unknown", reasons: [] };
   if (seenLate(input.reading)) core = { ...core, reasons: [lateReason(input.reading), ...core.reasons] };
   const pending = input.pendingRestart;
   if (!pending) return verdict(core, rates, all);
@@ -59,6 +80,16 @@ export function classify(input: ClassifyInput): Verdict {
     newProcess ? `restart asked for ${since} ago: a new process is up, not yet shown serving` : `restart asked for ${since} ago: waiting for a new process`,
   );
   return verdict({ state: "restarting", reasons: [waiting, ...core.reasons] }, rates, all);
+}
+
+/** all.some(seenLate), looking further only at a reading that carries a late mark at all (most carry none). */
+function anyLate(all: Reading[]): boolean {
+  for (let i = 0; i < all.length; i++) {
+    const r = all[i];
+    if (r.watcherLateMs === undefined && (r.probe == null || r.probe.watcherLateMs === undefined)) continue;
+    if (seenLate(r)) return true;
+  }
+  return false;
 }
 
 /**
@@ -102,18 +133,22 @@ export function isAsleep(r: Reading): boolean {
   const m = r.metrics;
   if (!m) return false;
   if (m.asleep) return true;
-  return Object.values(m.engines ?? {}).some((e) => e.asleep === true);
+  for (const id in m.engines) if (m.engines[id].asleep === true) return true;
+  return false;
 }
 
-function judge(all: Reading[], t: Thresholds, probe: ProbeChoice, minWindowOverride?: number): Judgement {
+/** `known`: currentProcess(all), when the caller has it already. */
+function judge(all: Reading[], t: Thresholds, probe: ProbeChoice, minWindowOverride?: number, known?: Reading[]): Judgement {
   const cur = all[all.length - 1];
   // vLLM sleep mode (checked on 0.29: engine_sleep_state) and llama.cpp --sleep-idle-seconds: put to
   // sleep on purpose; /health answers and the gauges read 0, but a completion pends until it wakes.
   if (isAsleep(cur)) return judgeAsleep(cur);
   if (!cur.metrics) return judgeFailedRead(all, t);
 
-  const segment = currentProcess(all);
-  const previousProcess = lastWithMetrics(all.slice(0, all.length - segment.length));
+  const segment = known ?? currentProcess(all);
+  // The newest reading with metrics among all but the last segment.length (not "before the
+  // segment": readings without metrics inside it shift this; kept as the watcher has always judged).
+  const previousProcess = lastWithMetrics(all, all.length - segment.length);
   // Until the new process shows it serves (progress or an answered probe), it is "starting".
   const unproven = previousProcess !== undefined && !servedInSegment(segment);
   const restartNote =
@@ -291,6 +326,36 @@ function flatBase(slices: Array<EngineSlice | null>): number {
  * keeps growing with the hang past the window.
  */
 export function flatRunStart(all: Reading[]): Reading | null {
+  if (noFlatRun(all)) return null;
+  return flatRunStartOf(all);
+}
+
+/**
+ * The common case in a few reads rather than the whole window (the watcher trims its history after
+ * every read, a replay after each of ~120k): the newest read shows progress since the one before
+ * it, or no work, on the server and on every engine. flatBase then stops at once for each, and
+ * flatRunStartOf would answer null. False when that cannot be told from the two newest reads.
+ */
+function noFlatRun(all: Reading[]): boolean {
+  const cur = all[all.length - 1];
+  const m = cur?.metrics;
+  if (!m) return false;
+  let prev: Reading | undefined;
+  for (let i = all.length - 2; i >= 0 && !prev; i--) if (all[i].metrics) prev = all[i];
+  // A new process (or none before): the segment is this read alone.
+  if (!prev || !sameProcess(prev.metrics!, m)) return true;
+  for (const id of [null, ...Object.keys(m.engines ?? {})]) {
+    const last = sliceOf(cur, id);
+    if (!last || !hasWork(last)) continue;
+    const earlier = sliceOf(prev, id);
+    // progressed(a, b) is progressIn([a, b]): flatBase's first step.
+    if (earlier && hasWork(earlier) && !progressed(earlier, last)) return false;
+  }
+  return true;
+}
+
+/** flatRunStart without the shortcut (tests hold that both agree). */
+export function flatRunStartOf(all: Reading[]): Reading | null {
   const segment = currentProcess(all);
   const m = segment.at(-1)?.metrics;
   if (!m || (m.running === 0 && m.waiting === 0)) return null;
@@ -528,11 +593,19 @@ function describeFailure(r: Reading): string {
 
 /** The readings with metrics of the process that produced the newest one, oldest first. */
 export function currentProcess(all: Reading[]): Reading[] {
-  const withMetrics = all.filter((r) => r.metrics);
-  if (withMetrics.length === 0 || !all[all.length - 1].metrics) return [];
-  let start = withMetrics.length - 1;
-  while (start > 0 && sameProcess(withMetrics[start - 1].metrics!, withMetrics[start].metrics!)) start--;
-  return withMetrics.slice(start);
+  const n = all.length;
+  if (n === 0 || !all[n - 1].metrics) return [];
+  // One walk back over the readings with metrics, then one copy of the segment found.
+  let start = n - 1;
+  for (let i = n - 2; i >= 0; i--) {
+    const m = all[i].metrics;
+    if (!m) continue;
+    if (!sameProcess(m, all[start].metrics!)) break;
+    start = i;
+  }
+  const out: Reading[] = [];
+  for (let i = start; i < n; i++) if (all[i].metrics) out.push(all[i]);
+  return out;
 }
 
 /**
@@ -554,7 +627,8 @@ export function sameProcess(a: EngineMetrics, b: EngineMetrics): boolean {
 }
 
 function countersWentDown(a: EngineSlice, b: EngineSlice): boolean {
-  return COUNTERS.some((k) => a[k] !== null && b[k] !== null && (b[k] as number) < (a[k] as number));
+  for (const k of COUNTERS) if (a[k] !== null && b[k] !== null && (b[k] as number) < (a[k] as number)) return true;
+  return false;
 }
 
 const COUNTERS = PROGRESS_COUNTERS;
@@ -578,7 +652,8 @@ function throughputMoved(a: EngineSlice, b: EngineSlice): boolean {
  * prefill moves only the KV cache for tens of seconds), or a live throughput gauge.
  */
 export function progressed(a: EngineSlice, b: EngineSlice): boolean {
-  if (COUNTERS.some((k) => a[k] !== null && b[k] !== null && (b[k] as number) > (a[k] as number))) return true;
+  // A loop, not .some with a closure: this runs several times per classify.
+  for (const k of COUNTERS) if (a[k] !== null && b[k] !== null && (b[k] as number) > (a[k] as number)) return true;
   return kvMoved(a, b) || throughputMoved(a, b);
 }
 
@@ -647,8 +722,9 @@ function trailingFailedProbes(probed: Reading[]): number {
   return n;
 }
 
-function lastWithMetrics(rs: Reading[]): Reading | undefined {
-  for (let i = rs.length - 1; i >= 0; i--) if (rs[i].metrics) return rs[i];
+/** The newest reading with metrics among the first `end` of `rs` (no copy of them). */
+function lastWithMetrics(rs: Reading[], end: number): Reading | undefined {
+  for (let i = end - 1; i >= 0; i--) if (rs[i].metrics) return rs[i];
   return undefined;
 }
 
@@ -660,34 +736,51 @@ function lastWithMetrics(rs: Reading[]): Reading | undefined {
  * tokens/s is the live step rate × busy slots per step. Null where a counter is missing.
  */
 export function ratesOf(all: Reading[]): Rates {
-  const seg = currentProcess(all);
-  const none: Rates = { stepsPerSecond: null, generationTokensPerSecond: null, promptTokensPerSecond: null };
-  if (seg.length < 2) return none;
+  return ratesOfSegment(currentProcess(all));
+}
+
+/** ratesOf over the newest process's readings (currentProcess), found by the caller. */
+function ratesOfSegment(seg: Reading[]): Rates {
+  if (seg.length < 2) return { stepsPerSecond: null, generationTokensPerSecond: null, promptTokensPerSecond: null };
   const a = seg[seg.length - 2];
   const b = seg[seg.length - 1];
   const m = b.metrics!;
-  const between = (x: Reading, k: ProgressCounter) => {
-    const dt = (b.at - x.at) / 1000;
-    const from = x.metrics![k];
-    const to = m[k];
-    if (dt <= 0 || from === null || to === null || to < from) return null;
-    return (to - from) / dt;
-  };
-  const live = (k: ProgressCounter) => (m.cadence?.[k] ?? "step") === "step";
-  const windowed = (k: ProgressCounter) => {
-    const since = b.at - RATE_WINDOW_SECONDS * 1000;
-    const first = seg.find((r) => r.at >= since && r.metrics![k] !== null && r !== b) ?? a;
-    return between(first, k);
-  };
-  const rate = (k: ProgressCounter) => (live(k) ? between(a, k) : windowed(k));
-  const steps = rate("steps");
+  // Module-level helpers rather than closures: this runs on every classify, a replay's ~120k times.
+  const steps = rateOf(seg, a, b, "steps");
   let generation: number | null;
-  if (!live("generationTokens") && rulesOf(b.engine).updates?.generationFromSteps && live("steps") && steps !== null) {
+  if (!liveFigure(m, "generationTokens") && rulesOf(b.engine).updates?.generationFromSteps && liveFigure(m, "steps") && steps !== null) {
     // Each busy slot decodes one token per step; without the engine's own average, the running requests.
     const slots = m.slotsPerStep != null && m.slotsPerStep > 0 ? m.slotsPerStep : (a.metrics!.running + m.running) / 2;
     generation = steps * slots;
-  } else generation = rate("generationTokens");
-  return { stepsPerSecond: steps, generationTokensPerSecond: generation, promptTokensPerSecond: rate("promptTokens") };
+  } else generation = rateOf(seg, a, b, "generationTokens");
+  return { stepsPerSecond: steps, generationTokensPerSecond: generation, promptTokensPerSecond: rateOf(seg, a, b, "promptTokens") };
+}
+
+/** A figure the engine moves on every step: its rate is read between the two newest readings. */
+function liveFigure(m: EngineMetrics, k: ProgressCounter): boolean {
+  return (m.cadence?.[k] ?? "step") === "step";
+}
+
+/** k's rate from x to b, per second (null where it cannot be read). */
+function rateBetween(x: Reading, b: Reading, k: ProgressCounter): number | null {
+  const dt = (b.at - x.at) / 1000;
+  const from = x.metrics![k];
+  const to = b.metrics![k];
+  if (dt <= 0 || from === null || to === null || to < from) return null;
+  return (to - from) / dt;
+}
+
+function rateOf(seg: Reading[], a: Reading, b: Reading, k: ProgressCounter): number | null {
+  if (liveFigure(b.metrics!, k)) return rateBetween(a, b, k);
+  const since = b.at - RATE_WINDOW_SECONDS * 1000;
+  let first = a;
+  for (const r of seg) {
+    if (r.at >= since && r.metrics![k] !== null && r !== b) {
+      first = r;
+      break;
+    }
+  }
+  return rateBetween(first, b, k);
 }
 
 /** The window a figure that moves only per request or per scheduler log is averaged over for the rates shown. */
@@ -717,13 +810,20 @@ function describeRestart(before: EngineMetrics, after: EngineMetrics): string {
   return "new process since the last read (a counter went down; no start time exposed); counters of two processes are not compared";
 }
 
+function counterDelta(x: EngineSlice, y: EngineSlice, k: ProgressCounter): number {
+  return x[k] !== null && y[k] !== null ? (y[k] as number) - (x[k] as number) : 0;
+}
+
 function describeProgress(x: EngineSlice, y: EngineSlice, seconds: number): string {
   const parts: string[] = [];
-  const d = (k: (typeof COUNTERS)[number]) => (x[k] !== null && y[k] !== null ? (y[k] as number) - (x[k] as number) : 0);
-  if (d("steps") > 0) parts.push(`+${formatFigure(d("steps"))} steps`);
-  if (d("generationTokens") > 0) parts.push(`+${formatFigure(d("generationTokens"))} generation tokens`);
-  if (d("promptTokens") > 0) parts.push(`+${formatFigure(d("promptTokens"))} prompt tokens`);
-  if (d("finishedRequests") > 0) parts.push(`+${formatFigure(d("finishedRequests"))} finished`);
+  const steps = counterDelta(x, y, "steps");
+  const generation = counterDelta(x, y, "generationTokens");
+  const prompt = counterDelta(x, y, "promptTokens");
+  const finished = counterDelta(x, y, "finishedRequests");
+  if (steps > 0) parts.push(`+${formatFigure(steps)} steps`);
+  if (generation > 0) parts.push(`+${formatFigure(generation)} generation tokens`);
+  if (prompt > 0) parts.push(`+${formatFigure(prompt)} prompt tokens`);
+  if (finished > 0) parts.push(`+${formatFigure(finished)} finished`);
   if (parts.length === 0 && throughputMoved(x, y)) parts.push(`throughput ${formatFigure(x.throughput!)} -> ${formatFigure(y.throughput!)} tokens/s`);
   if (parts.length === 0 && x.kvCacheUsage !== null && y.kvCacheUsage !== null) {
     parts.push(`KV cache ${formatShare(x.kvCacheUsage)} -> ${formatShare(y.kvCacheUsage)} (prefill in progress)`);

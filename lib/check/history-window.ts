@@ -24,16 +24,27 @@ export function historyWindowMs(t: WindowThresholds): number {
  * reads at the end, so "down for 12 min" is still known when polls are fast.
  */
 export function trimHistory(readings: Reading[], now: number, t: WindowThresholds): Reading[] {
+  const plan = trimPlan(readings, now, t);
+  if (plan.from === 0) return readings;
+  const kept = readings.slice(plan.from);
+  return plan.keep === null ? kept : [readings[plan.keep], ...kept];
+}
+
+/**
+ * trimHistory as indices into `readings`: the window goes on from `from` (0: nothing is dropped),
+ * with `keep` (an index before `from`, or null) in front. A replay (./replay.ts) keeps its window as
+ * indices into the record with this, so it judges with exactly the window the watcher would have.
+ */
+export function trimPlan(readings: Reading[], now: number, t: WindowThresholds): { from: number; keep: number | null } {
   const since = now - historyWindowMs(t);
-  let start = readings.findIndex((r) => r.at >= since);
-  if (start < 0) start = readings.length;
+  let start = 0;
+  while (start < readings.length && !(readings[start].at >= since)) start++;
   const capped = Math.max(start, readings.length - MAX_HISTORY_READINGS);
-  if (capped === 0) return readings;
-  const kept = readings.slice(capped);
+  if (capped === 0) return { from: 0, keep: null };
   const anchor = flatRunStart(readings);
-  if (anchor && anchor.at < (kept[0]?.at ?? Infinity)) return [anchor, ...kept];
+  if (anchor && anchor.at < (readings[capped]?.at ?? Infinity)) return { from: capped, keep: readings.indexOf(anchor) };
   let streak = readings.length;
   while (streak > 0 && !readings[streak - 1].metrics && !readings[streak - 1].noMetrics) streak--;
-  if (streak < capped && streak >= start && streak < readings.length) return [readings[streak], ...kept];
-  return kept;
+  if (streak < capped && streak >= start && streak < readings.length) return { from: capped, keep: streak };
+  return { from: capped, keep: null };
 }

@@ -7,8 +7,9 @@
  * no I/O. Counters of two processes are never compared: the classifier splits processes itself
  * (currentProcess), and the gaps and start-ups below are measured inside one process only.
  */
-import { classify, isAsleep, progressed, sameProcess } from "./classify";
-import { trimHistory } from "./history-window";
+import { classify, isAsleep, progressed, sameProcess, type ClassifyInput } from "./classify";
+import { trimPlan } from "./history-window";
+import { seenLate } from "./late";
 import { rulesOf } from "../engines/registry";
 import type { EngineSlice } from "../core/engine";
 import { formatSeconds } from "../core/format";
@@ -26,7 +27,7 @@ import {
   type StateChange,
 } from "../core/replay";
 import type { BackendState } from "../core/states";
-import { reasonText, type ProbeChoice, type Reading, type Reason, type Thresholds } from "../core/types";
+import { reasonText, type ProbeChoice, type Reading, type Reason, type Thresholds, type Verdict } from "../core/types";
 
 export interface ReplayInput {
   backendId: string;
@@ -66,29 +67,37 @@ export function replay(input: ReplayInput): ReplayReport {
   const c = input.candidate;
   const t: Thresholds = { ...input.configured, stuckAfterSeconds: c.stuckAfterSeconds, startupGraceSeconds: c.startupGraceSeconds };
   const kept = subsample(input.rows, c.pollIntervalSeconds);
-  const judged: Judged[] = [];
-  let history: Reading[] = [];
-  for (const row of kept) {
-    const r = row.reading;
-    const v = classify({
-      history,
-      reading: r,
-      thresholds: t,
-      now: r.at,
-      probe: input.probe,
-      ...(c.minStuckWindowSeconds !== null ? { minStuckWindowSeconds: c.minStuckWindowSeconds } : {}),
-    });
-    judged.push({ at: r.at, state: v.state, recommended: v.restartRecommended, reasons: v.reasons });
-    // In place: classify has returned, and nothing keeps this array (the verdict's basis is a copy).
-    history.push(r);
-    history = trimHistory(history, r.at, t);
+  // A week is ~120k verdicts: each is folded into the episodes and the state changes as it comes,
+  // and its reasons are kept only where one of those starts (the report shows no others).
+  const replayedRuns = new EpisodeRuns();
+  const changes = new ChangeRuns();
+  let replayedStuck = 0;
+  let before: BackendState | null = null;
+  const base = { thresholds: t, probe: input.probe, ...(c.minStuckWindowSeconds !== null ? { minStuckWindowSeconds: c.minStuckWindowSeconds } : {}) };
+  judgeRecord(
+    kept.map((row) => row.reading),
+    base,
+    (i, v) => {
+      const j: Judged = { at: kept[i].reading.at, state: v.state, recommended: v.restartRecommended, reasons: v.reasons };
+      replayedRuns.add(j);
+      changes.add(kept[i].state, j);
+      if (v.state === "stuck" && before !== "stuck") replayedStuck++;
+      before = v.state;
+    },
+  );
+  const recordedRuns = new EpisodeRuns();
+  let recordedStuck = 0;
+  for (let i = 0; i < input.rows.length; i++) {
+    const r = input.rows[i];
+    // Only a recommendation starts an episode: the rest of the week's rows need no object.
+    if (r.recommended) recordedRuns.add({ at: r.reading.at, state: r.state, recommended: true, reasons: [] });
+    else recordedRuns.add(NOT_RECOMMENDED);
+    if (r.state === "stuck" && input.rows[i - 1]?.state !== "stuck") recordedStuck++;
   }
-  const recordedEpisodes = episodes(input.rows.map((r) => ({ at: r.reading.at, state: r.state, recommended: r.recommended, reasons: [] })));
-  const replayedEpisodes = episodes(judged);
-  const comparisons = compare(recordedEpisodes, replayedEpisodes);
-  const { changes, leftOff } = stateChanges(kept, judged);
-  const processes = processSpans(input.rows);
-  const gaps = healthyGaps(input.rows);
+  const comparisons = compare(recordedRuns.episodes, replayedRuns.episodes);
+  const segments = processSegments(input.rows);
+  const processes = processSpans(input.rows, segments);
+  const gaps = healthyGaps(input.rows, segments);
   const longest = gaps[0] ?? null;
   const notes = replayNotes(input.rows, kept, c);
   const report: ReplayReport = {
@@ -99,11 +108,11 @@ export function replay(input: ReplayInput): ReplayReport {
     readings: input.rows.length,
     judged: kept.length,
     processes,
-    recorded: { recommendations: recordedEpisodes.length, stuck: input.rows.filter((r, i) => r.state === "stuck" && input.rows[i - 1]?.state !== "stuck").length },
-    replayed: { recommendations: replayedEpisodes.length, stuck: judged.filter((j, i) => j.state === "stuck" && judged[i - 1]?.state !== "stuck").length },
+    recorded: { recommendations: recordedRuns.episodes.length, stuck: recordedStuck },
+    replayed: { recommendations: replayedRuns.episodes.length, stuck: replayedStuck },
     comparisons,
-    changes,
-    changesLeftOff: leftOff,
+    changes: changes.changes,
+    changesLeftOff: changes.leftOff,
     longestHealthyGap: longest,
     summary: "",
     notes,
@@ -112,17 +121,98 @@ export function replay(input: ReplayInput): ReplayReport {
   return report;
 }
 
-/** Runs of restart recommendations (a stretch of consecutive recommending verdicts is one). */
-function episodes(js: readonly Judged[]): Episode[] {
-  const out: Episode[] = [];
-  let open: Episode | null = null;
-  for (const j of js) {
-    if (j.recommended) {
-      if (open) open.to = j.at;
-      else out.push((open = { from: j.at, to: j.at, state: j.state, reasons: j.reasons }));
-    } else open = null;
+type JudgeOptions = Pick<ClassifyInput, "thresholds" | "probe" | "minStuckWindowSeconds">;
+
+/**
+ * Every reading of a record classified as the watcher fed it: each with the history window it
+ * would have kept then (trimHistory, ./history-window.ts), `now` = the reading's time. The same as
+ * `history = trimHistory([...history, r], r.at, t)` after each classify (what the watcher does,
+ * lib/watcher/monitors.ts), without its copies: the window is two indices into the record and at
+ * most one reading kept in front (trimPlan), and what classify would look for across the window
+ * (the newest process's readings, a read seen late) is found from facts worked out once per
+ * reading (PreparedWindow). tests/unit/replay.test.ts compares both ways, verdict by verdict.
+ */
+export function judgeRecord(readings: readonly Reading[], opts: JudgeOptions, onVerdict: (i: number, v: Verdict) => void): void {
+  const n = readings.length;
+  // Per reading: the first reading with metrics of its chain of same-process readings (-1 without
+  // metrics), its place among the readings with metrics, the first reading with metrics from it
+  // on, and how many reads were seen late before it.
+  const procStart = new Int32Array(n);
+  const metricsPos = new Int32Array(n);
+  const nextMetrics = new Int32Array(n + 1);
+  const lateBefore = new Int32Array(n + 1);
+  const withMetrics: Reading[] = [];
+  let prevM = -1;
+  for (let g = 0; g < n; g++) {
+    const m = readings[g].metrics;
+    lateBefore[g + 1] = lateBefore[g] + (seenLate(readings[g]) ? 1 : 0);
+    if (!m) {
+      procStart[g] = -1;
+      metricsPos[g] = -1;
+      continue;
+    }
+    procStart[g] = prevM >= 0 && sameProcess(readings[prevM].metrics!, m) ? procStart[prevM] : g;
+    metricsPos[g] = withMetrics.length;
+    withMetrics.push(readings[g]);
+    prevM = g;
   }
-  return out;
+  nextMetrics[n] = n;
+  for (let g = n - 1; g >= 0; g--) nextMetrics[g] = readings[g].metrics ? g : nextMetrics[g + 1];
+
+  // The window before reading i: readings[front] (when front >= 0), then readings[lo .. i - 1];
+  // `all` holds it, changed in place (classify keeps no reference to it: its basis is a copy).
+  let lo = 0;
+  let front = -1;
+  const all: Reading[] = [];
+  for (let i = 0; i < n; i++) {
+    const r = readings[i];
+    all.push(r);
+    let segment: Reading[] = [];
+    if (r.metrics) {
+      // currentProcess(all): back from i along its chain, to the window's first reading with metrics at most ...
+      const first = nextMetrics[lo];
+      const from = Math.max(procStart[i], first);
+      segment = withMetrics.slice(metricsPos[from], metricsPos[i] + 1);
+      // ... and past it to the reading in front, compared as currentProcess compares neighbours.
+      const f = front >= 0 ? readings[front].metrics : null;
+      if (from === first && f && sameProcess(f, readings[first].metrics!)) segment.unshift(readings[front]);
+    }
+    const anyLate = lateBefore[i + 1] - lateBefore[lo] > 0 || (front >= 0 && seenLate(readings[front]));
+    const input: ClassifyInput = { thresholds: opts.thresholds, probe: opts.probe, history: NO_HISTORY, reading: r, now: r.at, prepared: { all, segment, anyLate } };
+    if (opts.minStuckWindowSeconds !== undefined) input.minStuckWindowSeconds = opts.minStuckWindowSeconds;
+    onVerdict(i, classify(input));
+    const plan = trimPlan(all, r.at, opts.thresholds);
+    if (plan.from === 0) continue;
+    const nextFront = plan.keep === null ? -1 : recordIndex(plan.keep, front, lo);
+    if (plan.keep === null) all.splice(0, plan.from);
+    else all.splice(0, plan.from, all[plan.keep]);
+    lo = recordIndex(plan.from, front, lo);
+    front = nextFront;
+  }
+}
+
+const NO_HISTORY: Reading[] = [];
+
+/** The record's index of the window's k-th reading (the window: readings[front] if front >= 0, then readings[lo ..]). */
+function recordIndex(k: number, front: number, lo: number): number {
+  if (front < 0) return lo + k;
+  return k === 0 ? front : lo + k - 1;
+}
+
+const NOT_RECOMMENDED: Judged = { at: 0, state: "unknown", recommended: false, reasons: [] };
+
+/** Runs of restart recommendations (a stretch of consecutive recommending verdicts is one), verdict by verdict. */
+class EpisodeRuns {
+  readonly episodes: Episode[] = [];
+  private open: Episode | null = null;
+  add(j: Judged): void {
+    if (!j.recommended) {
+      this.open = null;
+      return;
+    }
+    if (this.open) this.open.to = j.at;
+    else this.episodes.push((this.open = { from: j.at, to: j.at, state: j.state, reasons: j.reasons }));
+  }
 }
 
 function compare(recorded: Episode[], replayed: Episode[]): EpisodeComparison[] {
@@ -163,32 +253,33 @@ function compare(recorded: Episode[], replayed: Episode[]): EpisodeComparison[] 
   return out.sort((a, b) => (a.replayed ?? a.recorded)!.from - (b.replayed ?? b.recorded)!.from);
 }
 
-function stateChanges(kept: readonly ReplayRow[], judged: readonly Judged[]): { changes: StateChange[]; leftOff: number } {
-  const changes: StateChange[] = [];
-  let leftOff = 0;
-  let open: StateChange | null = null;
-  for (let i = 0; i < kept.length; i++) {
-    const recorded = kept[i].state;
-    const replayed = judged[i].state;
+/** The stretches where the replayed state is not the recorded one, verdict by verdict; at most MAX_CHANGES. */
+class ChangeRuns {
+  readonly changes: StateChange[] = [];
+  leftOff = 0;
+  private open: StateChange | null = null;
+  add(recorded: BackendState, j: Judged): void {
+    const replayed = j.state;
     // A replay has no restart requests: "restarting" was the operator's, not the thresholds'.
     if (recorded === replayed || recorded === "restarting") {
-      open = null;
-      continue;
+      this.open = null;
+      return;
     }
-    if (open && open.recorded === recorded && open.replayed === replayed) {
-      open.to = judged[i].at;
-      continue;
+    if (this.open && this.open.recorded === recorded && this.open.replayed === replayed) {
+      this.open.to = j.at;
+      return;
     }
-    open = { from: judged[i].at, to: judged[i].at, recorded, replayed, reasons: judged[i].reasons };
-    if (changes.length < MAX_CHANGES) changes.push(open);
-    else leftOff++;
+    this.open = { from: j.at, to: j.at, recorded, replayed, reasons: j.reasons };
+    if (this.changes.length < MAX_CHANGES) this.changes.push(this.open);
+    else this.leftOff++;
   }
-  return { changes, leftOff };
 }
 
+type Segment = { rows: ReplayRow[]; downFrom: number | null };
+
 /** Readings with metrics cut into processes (a new start time, or a counter that went down). */
-function processSegments(rows: readonly ReplayRow[]): Array<{ rows: ReplayRow[]; downFrom: number | null }> {
-  const out: Array<{ rows: ReplayRow[]; downFrom: number | null }> = [];
+function processSegments(rows: readonly ReplayRow[]): Segment[] {
+  const out: Segment[] = [];
   let cur: ReplayRow[] = [];
   let downFrom: number | null = null;
   let pendingDown: number | null = null;
@@ -212,9 +303,9 @@ function processSegments(rows: readonly ReplayRow[]): Array<{ rows: ReplayRow[];
   return out;
 }
 
-function processSpans(rows: readonly ReplayRow[]): ProcessSpan[] {
+function processSpans(rows: readonly ReplayRow[], segments: Segment[]): ProcessSpan[] {
   const first = rows[0]?.reading.at ?? 0;
-  return processSegments(rows).map((seg, i) => {
+  return segments.map((seg, i) => {
     const m = seg.rows[0].reading.metrics!;
     const token = m.processToken != null ? Number(m.processToken) : NaN;
     const startedAt = m.processStartTime !== null ? m.processStartTime * 1000 : Number.isFinite(token) ? token * 1000 : null;
@@ -242,10 +333,11 @@ function hasWork(m: EngineSlice): boolean {
  * the end of the record or by work that went away without progress (clients giving up) is not
  * counted: it may have been a hang. Longest first.
  */
-export function healthyGaps(rows: readonly ReplayRow[]): HealthyGap[] {
+export function healthyGaps(rows: readonly ReplayRow[], segments: Segment[] = processSegments(rows)): HealthyGap[] {
   const gaps: HealthyGap[] = [];
-  for (const seg of processSegments(rows)) {
-    const rs = seg.rows.map((r) => r.reading).filter((r) => !isAsleep(r));
+  for (const seg of segments) {
+    const rs: Reading[] = [];
+    for (const r of seg.rows) if (!isAsleep(r.reading)) rs.push(r.reading);
     let start: number | null = null;
     let running = 0;
     let waiting = 0;
@@ -326,9 +418,13 @@ export interface AdviceInput {
   current: Advice["current"];
 }
 
-function percentile(xs: number[], p: number): number | null {
-  if (xs.length === 0) return null;
-  const s = [...xs].sort((a, b) => a - b);
+/** Ascending, once for every percentile of it (a week is ~120k metrics latencies). */
+function sorted(xs: number[]): Float64Array {
+  return Float64Array.from(xs).sort();
+}
+
+function percentile(s: Float64Array, p: number): number | null {
+  if (s.length === 0) return null;
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
 }
 
@@ -344,12 +440,13 @@ function loadBucket(running: number): string {
 /** Advice on stuckAfterSeconds, startupGraceSeconds and the probe timeout from what the record shows. Never applied. */
 export function advise(input: AdviceInput): Advice {
   const rows = input.rows;
-  const gaps = healthyGaps(rows);
-  const processes = processSpans(rows);
+  const segments = processSegments(rows);
+  const gaps = healthyGaps(rows, segments);
+  const processes = processSpans(rows, segments);
   const engine = rows.find((r) => r.reading.engine)?.reading.engine ?? null;
   const poll = input.current.pollIntervalSeconds;
-  const probeMs = rows.filter((r) => r.reading.probe?.ok && r.reading.probe.watcherLateMs === undefined).map((r) => r.reading.probe!.latencyMs);
-  const metricsMs = rows.filter((r) => r.reading.metrics && r.reading.watcherLateMs === undefined).map((r) => r.reading.latencyMs);
+  const probeMs = sorted(rows.filter((r) => r.reading.probe?.ok && r.reading.probe.watcherLateMs === undefined).map((r) => r.reading.probe!.latencyMs));
+  const metricsMs = sorted(rows.filter((r) => r.reading.metrics && r.reading.watcherLateMs === undefined).map((r) => r.reading.latencyMs));
   const notes: string[] = [];
 
   const longest = gaps[0];
@@ -382,7 +479,7 @@ export function advise(input: AdviceInput): Advice {
         }
       : { seconds: input.current.startupGraceSeconds, observedSeconds: null, margin: "none", why: "no process start seen in this period: keep the configured value" };
 
-  const probeMax = probeMs.length ? Math.max(...probeMs) : null;
+  const probeMax = probeMs.length ? probeMs[probeMs.length - 1] : null;
   const probeTimeout: AdvisedValue =
     probeMax !== null
       ? {
@@ -416,7 +513,7 @@ export function advise(input: AdviceInput): Advice {
     gapsByLoad: [...byLoad].map(([load, v]) => ({ load, ...v })).sort((a, b) => b.longestSeconds - a.longestSeconds),
     processes,
     probe: { count: probeMs.length, p50Ms: percentile(probeMs, 50), p99Ms: percentile(probeMs, 99), maxMs: probeMax },
-    metrics: { p50Ms: percentile(metricsMs, 50), p99Ms: percentile(metricsMs, 99), maxMs: metricsMs.length ? Math.max(...metricsMs) : null },
+    metrics: { p50Ms: percentile(metricsMs, 50), p99Ms: percentile(metricsMs, 99), maxMs: metricsMs.length ? metricsMs[metricsMs.length - 1] : null },
     current: input.current,
     recommended: { stuckAfterSeconds: stuck, startupGraceSeconds: grace, probeTimeoutSeconds: probeTimeout },
     config: { stuckAfterSeconds: stuck.seconds, startupGraceSeconds: grace.seconds, probeTimeoutSeconds: probeTimeout.seconds },

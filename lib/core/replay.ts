@@ -98,6 +98,118 @@ export function decodeRecord(text: string, at: number): Reading {
   return { ...r, at };
 }
 
+/**
+ * A chunk of the record: consecutive records of one backend in one JSON text (stored deflated,
+ * db/queries/replay.ts). Each record is written as what changed since the one before it in the
+ * chunk (a busy server's reading differs from the last in a few counters and the latency; the
+ * engine, the start time, the evidence words, /health and most gauges repeat), so a chunk is a
+ * few bytes a reading once deflated, and reads back with one JSON.parse. Entries:
+ * `[ms since the last (the first: since firstAt), state (0: as the entry before), recommended 0|1,
+ * changed fields, changed metrics fields, fields gone, metrics fields gone]`, trailing empty ones
+ * left off (0). The first entry is the whole record; the fields named in the others are shortened
+ * as in encodeRecord (SHORT: the text JSON.parse reads back is most of a read), their values kept as
+ * they are; a name SHORT does not know is kept, so a field added to Reading later is stored too.
+ * decodeChunk(encodeChunk(rows), rows[0].reading.at) deep-equals the rows' replayRecord.
+ */
+type ChunkEntry = [number, BackendState | 0, 0 | 1, Record<string, unknown> | 0, Record<string, unknown> | 0, string[] | 0, string[] | 0];
+type Fields = Record<string, unknown>;
+
+const same = (a: unknown, b: unknown) => a === b || (typeof a === "object" && a !== null && typeof b === "object" && b !== null && JSON.stringify(a) === JSON.stringify(b));
+
+/** What changed from `prev` to `cur` (undefined is absent, as JSON has it), named short. */
+function diff(prev: Fields, cur: Fields, skip: string | null): { set: Fields | 0; gone: string[] | 0 } {
+  let set: Fields | 0 = 0;
+  let gone: string[] | 0 = 0;
+  for (const k of Object.keys(cur)) {
+    if (k === skip || cur[k] === undefined || same(prev[k], cur[k])) continue;
+    (set ||= {})[SHORT[k] ?? k] = cur[k];
+  }
+  for (const k of Object.keys(prev)) if (k !== skip && prev[k] !== undefined && cur[k] === undefined) (gone ||= []).push(SHORT[k] ?? k);
+  return { set, gone };
+}
+
+export function encodeChunk(rows: readonly ReplayRow[]): string {
+  const entries: ChunkEntry[] = [];
+  let last = rows[0]?.reading.at ?? 0;
+  let prev: Fields | null = null;
+  let state: BackendState | null = null;
+  for (const row of rows) {
+    const { at, ...cur } = replayRecord(row.reading) as Reading & Fields;
+    const head: [number, BackendState | 0, 0 | 1] = [at - last, row.state === state ? 0 : row.state, row.recommended ? 1 : 0];
+    last = at;
+    state = row.state;
+    const pm = prev?.metrics as Fields | null | undefined;
+    const cm = cur.metrics as Fields | null | undefined;
+    let e: ChunkEntry;
+    if (prev === null) e = [...head, cur, 0, 0, 0];
+    else if (pm && cm) {
+      const top = diff(prev, cur, "metrics");
+      const m = diff(pm, cm, null);
+      e = [...head, top.set, m.set, top.gone, m.gone];
+    } else {
+      // Metrics appear, go or are null on one side: the field is written whole.
+      const top = diff(prev, cur, null);
+      if (!same(pm, cm) && cm !== undefined) (top.set ||= {})[SHORT.metrics] = cm;
+      e = [...head, top.set, 0, top.gone, 0];
+    }
+    while (e.length > 3 && e[e.length - 1] === 0) e.pop();
+    entries.push(e);
+    prev = cur;
+  }
+  return JSON.stringify(entries);
+}
+
+/** A copy of `o` without the fields named short (no `delete`: objects keep their fast shape). */
+function without(o: Fields, gone: readonly string[]): Fields {
+  const out: Fields = {};
+  for (const k in o) if (!gone.includes(SHORT[k] ?? k)) out[k] = o[k];
+  return out;
+}
+
+/** `o` with the fields named short in `set` given their values, in a new object. */
+function withSet(o: Fields, set: Fields | 0): Fields {
+  const out: Fields = { ...o };
+  if (set) for (const k in set) out[LONG[k] ?? k] = set[k];
+  return out;
+}
+
+/**
+ * The rows of a chunk. Fields that did not change are shared with the reading before (the metrics,
+ * /health, the evidence words: a reading is never changed once stored, and the classifier is
+ * pure); each reading is built from the one before, so a chunk's readings share one shape.
+ */
+export function decodeChunk(text: string, firstAt: number): ReplayRow[] {
+  const entries = JSON.parse(text) as ChunkEntry[];
+  const out: ReplayRow[] = new Array(entries.length);
+  let at = firstAt;
+  let prev: Fields | null = null;
+  let state: BackendState = "unknown";
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i];
+    if (e[1] !== 0) state = e[1];
+    const set = e[3];
+    const mset = e[4];
+    const gone = e[5];
+    const mgone = e[6];
+    at += e[0];
+    let r: Fields;
+    if (prev === null) r = { ...(set || {}) };
+    else {
+      r = withSet(prev, set);
+      if (gone) r = without(r, gone);
+      if (mset || mgone) {
+        let m = withSet(prev.metrics as Fields, mset);
+        if (mgone) m = without(m, mgone);
+        r.metrics = m;
+      }
+    }
+    r.at = at;
+    prev = r;
+    out[i] = { reading: r as unknown as Reading, state, recommended: e[2] === 1 };
+  }
+  return out;
+}
+
 /** One stored record: the reading, and what the watcher decided from it then. */
 export interface ReplayRow {
   reading: Reading;

@@ -13,8 +13,11 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDb } from "@/db/client";
-import { replayRows } from "@/db/queries/replay";
-import { advise, replay } from "@/lib/check/replay";
+import { foldReplayRows, replayRows } from "@/db/queries/replay";
+import { classify } from "@/lib/check/classify";
+import { trimHistory } from "@/lib/check/history-window";
+import { advise, judgeRecord, replay } from "@/lib/check/replay";
+import type { Reading, Verdict } from "@/lib/core/types";
 import { parseConfig, thresholdsOf } from "@/lib/config";
 import { HOUSEKEEPING_LOOPS, startWatcher } from "@/lib/watcher";
 import type { Advice, ReplayReport } from "@/lib/core/replay";
@@ -140,6 +143,42 @@ describe("a replay of a recorded run: a 40 s healthy gap and a real hang", () =>
     expect(a.kubernetes).toContain("livenessProbe:");
     expect(a.kubernetes).toContain("startupProbe:");
     expect(a.kubernetes).toContain("stepwatch.cjs check http://127.0.0.1:8000");
+  });
+});
+
+describe("the recorded run, read back and judged the fast way", () => {
+  it("judges every reading as the watcher's own loop would (classify, then trimHistory)", () => {
+    const h = openDb(dbFile);
+    const rows = replayRows(h.db.$client, "b1", T0, END);
+    h.close();
+    const t = { ...thresholdsOf(parseConfig(configJson, "test", { env: {} })), stuckAfterSeconds: 30 };
+    const fast: Verdict[] = [];
+    judgeRecord(rows.map((r) => r.reading), { thresholds: t, probe: "none" }, (i, v) => (fast[i] = v));
+    let history: Reading[] = [];
+    const states = new Set<string>();
+    rows.forEach((row, i) => {
+      const v = classify({ history, reading: row.reading, thresholds: t, now: row.reading.at, probe: "none" });
+      history = trimHistory([...history, row.reading], row.reading.at, t);
+      expect({ i, state: fast[i].state, reasons: fast[i].reasons }).toEqual({ i, state: v.state, reasons: v.reasons });
+      states.add(v.state);
+    });
+    expect(states).toContain("stuck");
+    expect(states).toContain("busy");
+  });
+
+  it("folded into chunks as the retention job folds it, read back the same", () => {
+    const copy = path.join(dir, "folded.db");
+    fs.copyFileSync(dbFile, copy);
+    const h = openDb(copy);
+    try {
+      const rows = replayRows(h.db.$client, "b1", T0, END);
+      h.sqlite.transaction(() => foldReplayRows(h.sqlite, { before: END - 60 * S, backends: null }))();
+      const chunks = h.sqlite.prepare("SELECT COUNT(*) AS c FROM replay_chunks").get() as { c: number };
+      expect(chunks.c).toBeGreaterThan(0);
+      expect(replayRows(h.db.$client, "b1", T0, END)).toEqual(rows);
+    } finally {
+      h.close();
+    }
   });
 });
 

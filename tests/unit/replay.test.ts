@@ -10,12 +10,13 @@ import os from "node:os";
 import path from "node:path";
 import { openDb } from "@/db/client";
 import { applyRetention } from "@/db/queries/history";
-import { insertReplayRows, replayRow, replayRows } from "@/db/queries/replay";
+import { countReplayRows, foldReplayRows, insertReplayRows, replayRow, replayRows, replaySpan } from "@/db/queries/replay";
 import { describe, expect, it } from "vitest";
-import { classify } from "@/lib/check/classify";
-import { candidateThresholds, checkPeriod, checkRowCount, healthyGaps, replay, ReplayInputError } from "@/lib/check/replay";
-import { decodeRecord, encodeRecord, replayRecord, type ReplayRow } from "@/lib/core/replay";
-import type { Reading, Thresholds } from "@/lib/core/types";
+import { classify, flatRunStart, flatRunStartOf } from "@/lib/check/classify";
+import { trimHistory } from "@/lib/check/history-window";
+import { candidateThresholds, checkPeriod, checkRowCount, healthyGaps, judgeRecord, replay, ReplayInputError } from "@/lib/check/replay";
+import { decodeChunk, decodeRecord, encodeChunk, encodeRecord, replayRecord, type ReplayRow } from "@/lib/core/replay";
+import type { Reading, Thresholds, Verdict } from "@/lib/core/types";
 import { parseVllmMetrics } from "@/lib/engines/vllm";
 
 const REAL = readFileSync(new URL("../fixtures/real-metrics/vllm-0.29.0-inferstack.prom", import.meta.url), "utf8");
@@ -81,6 +82,139 @@ describe("the replay record", () => {
     expect(r.bytes).toBeUndefined();
     expect(r.metrics!.models).toEqual([]);
     expect(JSON.stringify(r).length).toBeLessThan(JSON.stringify(read(0, { running: 1, steps: 1, start: 1 })).length);
+  });
+});
+
+/**
+ * A recorded run with everything the window keeps past its length: busy, a long prefill (only the
+ * KV cache moves for 40 s), a hang longer than the window (its first read kept in front), a restart
+ * (refused reads, their first kept in front; a new process starting with A's counters), idle reads
+ * with probes answered and failed, a read seen late, and a stretch polled every second (past the
+ * 200-reading cap).
+ */
+function recordedRun(): Reading[] {
+  const rs: Reading[] = [];
+  let s = 0;
+  let t = 0;
+  const busy = (n: number, step: number, start: number) => {
+    for (let k = 0; k < n; k++, t += step) rs.push(read(t, { running: 2, steps: (s += 10), start }));
+  };
+  busy(20, 5, 1000);
+  for (let k = 0; k < 8; k++, t += 5) rs.push({ ...read(t, { running: 2, steps: s, start: 1000 }), metrics: { ...read(t, { running: 2, steps: s, start: 1000 }).metrics!, kvCacheUsage: 0.1 + k * 0.05 } });
+  busy(10, 5, 1000);
+  for (let k = 0; k < 60; k++, t += 5) rs.push(read(t, { running: 2, steps: s, start: 1000 }));
+  rs.push({ at: t * 1000, latencyMs: 5000, outcome: "timeout", error: "timed out", metrics: null, watcherLateMs: 2500 });
+  t += 5;
+  for (let k = 0; k < 30; k++, t += 5) rs.push(refused(t));
+  busy(3, 5, 2000);
+  for (let k = 0; k < 6; k++, t += 5) {
+    const idle = read(t, { running: 0, steps: s, start: 2000 });
+    rs.push(k % 3 === 0 ? { ...idle, probe: { ok: k !== 3, at: t * 1000, latencyMs: 40, kind: "completions", ...(k === 3 ? { error: "HTTP 500", status: 500 } : {}) } } : idle);
+  }
+  busy(250, 1, 2000);
+  for (let k = 0; k < 150; k++, t += 1) rs.push(read(t, { running: 2, steps: s, start: 2000 }));
+  busy(5, 5, 2000);
+  return rs;
+}
+
+/** The watcher's way (lib/watcher/monitors.ts): classify, then keep trimHistory of the history and the reading. */
+function straightforward(rs: Reading[], t: Thresholds, minStuckWindowSeconds?: number): Verdict[] {
+  let history: Reading[] = [];
+  return rs.map((r) => {
+    const v = classify({ history, reading: r, thresholds: t, now: r.at, ...(minStuckWindowSeconds !== undefined ? { minStuckWindowSeconds } : {}) });
+    history = trimHistory([...history, r], r.at, t);
+    return v;
+  });
+}
+
+describe("the replay judges as the watcher does", () => {
+  const verdicts = (rs: Reading[], t: Thresholds, minStuckWindowSeconds?: number) => {
+    const out: Verdict[] = [];
+    judgeRecord(rs, { thresholds: t, ...(minStuckWindowSeconds !== undefined ? { minStuckWindowSeconds } : {}) }, (i, v) => (out[i] = v));
+    return out;
+  };
+
+  it("the same verdict for every reading, with the window kept as indices, at several thresholds", () => {
+    const rs = recordedRun().map((r) => decodeRecord(encodeRecord(r), r.at));
+    const states = new Set<string>();
+    for (const t of [T, { ...T, stuckAfterSeconds: 30, startupGraceSeconds: 60 }, { ...T, stuckAfterSeconds: 60, startupGraceSeconds: 0, idleProbeSeconds: 10 }]) {
+      for (const min of [undefined, 0]) {
+        const fast = verdicts(rs, t, min);
+        const slow = straightforward(rs, t, min);
+        expect(fast).toHaveLength(rs.length);
+        for (let i = 0; i < rs.length; i++) {
+          expect({ i, state: fast[i].state, recommended: fast[i].restartRecommended, reasons: fast[i].reasons, rates: fast[i].rates }).toEqual({
+            i,
+            state: slow[i].state,
+            recommended: slow[i].restartRecommended,
+            reasons: slow[i].reasons,
+            rates: slow[i].rates,
+          });
+          states.add(slow[i].state);
+        }
+      }
+    }
+    // The run reaches every state a replay compares.
+    for (const s of ["busy", "stalled", "stuck", "down", "starting", "idle", "unknown"]) expect(states).toContain(s);
+  });
+
+  it("the shortcut of flatRunStart agrees with the whole walk on every window of the run", () => {
+    const rs = recordedRun();
+    let history: Reading[] = [];
+    let anchored = 0;
+    for (const r of rs) {
+      const all = [...history, r];
+      expect(flatRunStart(all)).toBe(flatRunStartOf(all));
+      if (flatRunStartOf(all)) anchored++;
+      history = trimHistory(all, r.at, T);
+    }
+    expect(anchored).toBeGreaterThan(50);
+  });
+});
+
+describe("the record folded into chunks", () => {
+  it("reads back exactly the classifier's part of every reading, and the states recorded", () => {
+    const rs = recordedRun();
+    rs[5] = { ...rs[5], metrics: { ...rs[5].metrics!, engines: { "0": { running: 1, waiting: 0, steps: 4, promptTokens: null, generationTokens: null, finishedRequests: null, kvCacheUsage: 0.5 } } } };
+    const rows: ReplayRow[] = rs.map((r, i) => ({ reading: r, state: i % 7 === 0 ? "stalled" : "busy", recommended: i % 11 === 0 }));
+    const back = decodeChunk(encodeChunk(rows), rs[0].at);
+    expect(back).toEqual(rows.map((r) => ({ ...r, reading: replayRecord(r.reading) })));
+    // What changed is written, not what repeats: a few bytes a reading before deflating, against the record's own.
+    expect(encodeChunk(rows).length).toBeLessThan(rs.map((r) => encodeRecord(r).length).reduce((a, b) => a + b) / 3);
+  });
+
+  it("a replay reads the same records folded and not, counts them across a cut chunk, and the retention drops old chunks", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-replay-fold-"));
+    const h = openDb(path.join(dir, "r.db"));
+    try {
+      const t0 = Date.UTC(2026, 0, 1);
+      const rs = recordedRun().map((r) => ({ ...r, at: t0 + r.at, ...(r.probe ? { probe: { ...r.probe, at: t0 + r.probe.at } } : {}) }));
+      const verdict = (i: number) => ({ state: i % 5 === 0 ? ("stuck" as const) : ("busy" as const), restartRecommended: i % 5 === 0 });
+      h.sqlite.transaction(() => insertReplayRows(h.sqlite, rs.map((r, i) => replayRow("a", r, verdict(i)))))();
+      const end = rs.at(-1)!.at;
+      const before = replayRows(h.sqlite, "a", t0, end);
+      const mid = { from: rs[100].at, to: rs[400].at };
+      const countBefore = countReplayRows(h.sqlite, "a", mid.from, mid.to);
+      // Two passes (at most MAX_CHUNK_RECORDS rows each), the last rows left unfolded.
+      h.sqlite.transaction(() => foldReplayRows(h.sqlite, { before: rs[300].at, backends: null }))();
+      h.sqlite.transaction(() => foldReplayRows(h.sqlite, { before: end - 10_000, backends: ["a"] }))();
+      const chunks = h.sqlite.prepare("SELECT COUNT(*) AS c FROM replay_chunks").get() as { c: number };
+      const left = h.sqlite.prepare("SELECT COUNT(*) AS c FROM replay_readings").get() as { c: number };
+      expect(chunks.c).toBeGreaterThanOrEqual(2);
+      expect(left.c).toBeGreaterThan(0);
+      expect(replayRows(h.sqlite, "a", t0, end)).toEqual(before);
+      expect(countReplayRows(h.sqlite, "a", mid.from, mid.to)).toBe(countBefore);
+      expect(replayRows(h.sqlite, "a", mid.from, mid.to)).toEqual(before.filter((r) => r.reading.at >= mid.from && r.reading.at <= mid.to));
+      expect(replaySpan(h.sqlite, "a")).toEqual({ from: rs[0].at, to: end, n: rs.length });
+      // The retention: a chunk goes once its newest record is past replayDays.
+      applyRetention(h.db, { now: rs[300].at + 86_400_000 + 1, rawHours: 48, rollupDays: 90, replayDays: 1, scope: { only: ["a"] } });
+      const kept = replayRows(h.sqlite, "a", t0, end);
+      expect(kept.length).toBeLessThan(rs.length);
+      expect(kept.at(-1)!.reading.at).toBe(end);
+    } finally {
+      h.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
