@@ -30,8 +30,14 @@ const READ_API = [
   "/api/backends/b1/history",
   "/api/backends/b1/history?format=csv",
   "/api/backends/b1/restart-plan",
+  "/api/backends/b1/replay",
+  "/api/backends/b1/advice",
+  "/api/evidence?backend=b1",
+  "/api/availability",
+  "/api/availability?format=csv",
+  "/api/cluster",
 ];
-const PAGES = ["/", "/restarts", "/backends/b1", "/history"];
+const PAGES = ["/", "/restarts", "/backends/b1", "/history", "/availability"];
 let dir: string;
 let app: RunningApp;
 let sim: Simulator;
