@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import { cache } from "react";
 import { FleetView } from "@/components/FleetView";
 import { currentViewer } from "@/lib/api/operator";
-import { getFleet } from "@/lib/api/fleet";
+import { fleetSeed, getFleet } from "@/lib/api/fleet";
 import type { FleetResponse } from "@/lib/api/types";
 import { attentionTitle } from "@/lib/ui/fleet";
 
@@ -28,8 +28,12 @@ export async function generateMetadata(): Promise<Metadata> {
   return { title: { absolute: attentionTitle(fleet?.backends ?? []) } };
 }
 
-/** Server-rendered first answer (no empty flash), then the client polls /api/fleet. */
+/**
+ * Server-rendered first answer (no empty flash), then the client polls /api/fleet. It goes to the
+ * client as columns (FleetSeed): React's payload repeats it beside the rendered rows, and 500
+ * backends' keys were two thirds of that copy.
+ */
 export default async function FleetPage() {
   const initial = await firstAnswer();
-  return <FleetView initial={initial} viewer={await currentViewer()} />;
+  return <FleetView initial={initial ? fleetSeed(initial) : null} viewer={await currentViewer()} />;
 }

@@ -4,7 +4,8 @@
  */
 import { backendOrThrow } from "../config";
 import { createHash } from "node:crypto";
-import type { FleetRecentResponse, FleetResponse, HistoryResponse, RestartEventDTO, RestartPlanDTO } from "./types";
+import type { FleetRecentResponse, FleetResponse, FleetSeed, HistoryResponse, RestartEventDTO, RestartPlanDTO } from "./types";
+import { toColumnRows } from "../core/columns";
 import { listRestartEvents } from "../../db/queries/restarts";
 import { describeAction } from "../restart/execute";
 import { DomainError } from "../core/errors";
@@ -20,6 +21,11 @@ export async function getFleet(now: number = Date.now()): Promise<FleetResponse>
     configError: rt.configStatus.error,
     pollIntervalSeconds: rt.config.pollIntervalSeconds,
   });
+}
+
+/** The fleet page's server-rendered first answer: getFleet with its backends as columns (FleetSeed). */
+export function fleetSeed(fleet: FleetResponse): FleetSeed {
+  return { ...fleet, backends: toColumnRows(fleet.backends) };
 }
 
 /** What the sparklines show: each backend's recent points (lib/watcher/recent.ts keeps RECENT_POINTS of them). */

@@ -15,6 +15,7 @@ import type { AvailabilityPeriod, Outage, UptimeWindow } from "../core/outages";
 import type { Acknowledgement, Maintenance } from "../core/oncall";
 import type { Labels } from "../core/labels";
 import type { Advice, ReplayReport } from "../core/replay";
+import type { ColumnRows } from "../core/columns";
 
 export interface FleetBackend extends Figures {
   id: string;
@@ -167,6 +168,15 @@ export interface FleetResponse {
   configError: ConfigErrorDTO | null;
   backends: FleetBackend[];
   proxies: FleetProxy[];
+}
+
+/**
+ * The fleet page's first answer as the server renders it into the page (app/page.tsx): the same
+ * fleet as GET /api/fleet, its backends as columns (lib/core/columns.ts), so React's payload
+ * carries each key once and not 500 times. The page turns it back into a FleetResponse.
+ */
+export interface FleetSeed extends Omit<FleetResponse, "backends"> {
+  backends: ColumnRows<FleetBackend>;
 }
 
 export interface RestartEventDTO {

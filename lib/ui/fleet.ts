@@ -4,7 +4,8 @@
  * attention comes from the one list of states (STATE_INFO's health), so a new state sorts itself.
  */
 import { ENGINE_LABELS } from "../core/engine";
-import type { FleetBackend } from "../api/types";
+import type { FleetBackend, FleetResponse, FleetSeed } from "../api/types";
+import { fromColumnRows } from "../core/columns";
 import { LABEL_KEY_RE } from "../core/labels";
 import { BACKEND_STATES, STATE_INFO, type BackendState, type Health } from "../core/states";
 
@@ -286,4 +287,9 @@ export function fleetSections(sorted: FleetBackend[], q: Pick<FleetQuery, "group
   if (q.groupLabel) return groupByLabel(sorted, q.groupLabel).map((g) => ({ key: g.value ?? "", heading: g.value ?? `No ${q.groupLabel} label`, backends: g.backends }));
   if (q.group) return groupByModel(sorted).map((g) => ({ key: g.model ?? "", heading: g.model ?? "No model named", backends: g.backends }));
   return [{ key: "", heading: null, backends: sorted }];
+}
+
+/** The server's first answer (FleetSeed, backends as columns) back as the FleetResponse GET /api/fleet answers. */
+export function fleetFromSeed(seed: FleetSeed): FleetResponse {
+  return { ...seed, backends: fromColumnRows(seed.backends) };
 }

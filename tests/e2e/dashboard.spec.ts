@@ -244,6 +244,24 @@ test("a crash that came back by itself is an outage on the history page and the 
   await screenshot(page, "backend-outage-dark");
 });
 
+test("the backend page's What if panel replays the recorded readings and advises settings (issue 34)", async ({ page }) => {
+  const errors = collectErrors(page);
+  await page.goto("/backends/gb10-c");
+  const panel = page.getByTestId("replay-panel");
+  await expect(panel.getByRole("heading", { name: /What if/ })).toBeVisible({ timeout: 30_000 });
+  // Another stuckAfterSeconds than the configured one, judged over the readings stored so far.
+  await panel.getByTestId("replay-seconds").selectOption("120");
+  await panel.getByTestId("replay-run").click();
+  await expect(panel.getByTestId("replay-summary")).toHaveText(/\S/, { timeout: 30_000 });
+  await expect(panel.getByTestId("replay-result")).toContainText(/\d+ of \d+ readings judged/);
+  await panel.getByTestId("advice-run").click();
+  await expect(panel.getByTestId("advice-result")).toContainText(/stuckAfterSeconds: \d+ s/, { timeout: 30_000 });
+  await expect(panel.getByTestId("advice-kubernetes")).toHaveText(/\S/);
+  await expect(panel.getByTestId("replay-error")).toHaveCount(0);
+  await screenshot(page, "backend-what-if");
+  expect(errors).toEqual([]);
+});
+
 test("the availability report shows each backend's day in a real browser (issue 32)", async ({ page }) => {
   await page.goto("/availability");
   await expect(page).toHaveTitle(/Availability/);
