@@ -4,6 +4,7 @@
  * holds it unexpired, or when it has lapsed; each change of hands (or lapse) adds one to the epoch.
  * Nothing here reads a replica's clock.
  */
+import { LeaseLostError } from "./lease-error";
 import { sql } from "drizzle-orm";
 import type { PgDb } from "./client";
 
@@ -76,13 +77,7 @@ export async function currentLease(db: PgDb): Promise<(LeaseGrant & { renewedAt:
   return rows[0] ? { ...grant(rows[0]), renewedAt: new Date(rows[0].renewed_ms) } : null;
 }
 
-/** Thrown by `fenced` when the writer no longer holds the lease with its epoch: nothing was written. */
-export class LeaseLostError extends Error {
-  constructor(holder: string, epoch: number) {
-    super(`${holder} no longer leads with epoch ${epoch}: the action was not taken`);
-    this.name = "LeaseLostError";
-  }
-}
+export { LeaseLostError };
 
 /**
  * Runs `write` in a transaction that first finds the lease still held by `holder` with `epoch` and
