@@ -5,17 +5,27 @@ import { Time } from "./TimeZone";
 import { StateBadge } from "./StateBadge";
 import { ReasonList } from "./Reasons";
 
-const OUTCOME_TONE = { recovered: "ok", failed: "bad", "timed-out": "bad" } as const;
+const OUTCOME_BADGE = {
+  recovered: { tone: "ok", text: "Recovered" },
+  failed: { tone: "bad", text: "Failed" },
+  "timed-out": { tone: "bad", text: "Timed out" },
+  unknown: { tone: "bad", text: "Outcome unknown" },
+} as const;
 
 function Outcome({ r }: { r: RestartEventDTO }) {
   if (r.outcome === null) return <span className="badge tone-info">Pending</span>;
-  return <span className={`badge tone-${OUTCOME_TONE[r.outcome]}`}>{r.outcome === "recovered" ? "Recovered" : r.outcome === "failed" ? "Failed" : "Timed out"}</span>;
+  const b = OUTCOME_BADGE[r.outcome];
+  return <span className={`badge tone-${b.tone}`}>{b.text}</span>;
 }
 
 function CommandResult({ r }: { r: RestartEventDTO }) {
   const status =
     r.commandFinishedAt === null
-      ? "running…"
+      ? r.outcome === "unknown"
+        ? "result never recorded"
+        : r.startedAt === null
+          ? "waiting for the leader…"
+          : "running…"
       : r.commandError
         ? r.commandError
         : r.commandExitCode !== null

@@ -33,7 +33,12 @@ const evidenceJson = customType<{ data: RestartEvidence; driverData: string }>({
   },
 });
 
-export const RESTART_OUTCOMES = ["recovered", "failed", "timed-out"] as const;
+/**
+ * How a restart ended. `unknown`: its command was started by a leader that stopped leading before
+ * the command's result was recorded (a `kill -9`, a lost lease); it may or may not have run to its
+ * end, and is never run again automatically (docs/decisions.md "Replicas").
+ */
+export const RESTART_OUTCOMES = ["recovered", "failed", "timed-out", "unknown"] as const;
 export type RestartOutcome = (typeof RESTART_OUTCOMES)[number];
 
 /**
@@ -264,6 +269,15 @@ export const restartEvents = sqliteTable(
     overrideCooldown: integer("override_cooldown", { mode: "boolean" }).notNull().default(false),
     confirmedHealthy: integer("confirmed_healthy", { mode: "boolean" }).notNull().default(false),
     action: text("action").notNull(), // "command: argv0 ..." or "webhook: POST url" (no secrets)
+    /**
+     * When the leader began to run the action, which replica and with which lease epoch: set once,
+     * in a fenced transaction just before the command runs (lib/restart/request.ts). A row without
+     * it is waiting for the leader; one with it and without commandFinishedAt is running, or was
+     * when its leader went (then `unknown`).
+     */
+    startedAt: integer("started_at"),
+    startedBy: text("started_by"),
+    startedEpoch: integer("started_epoch"),
     commandExitCode: integer("command_exit_code"),
     commandOutput: text("command_output"),
     commandError: text("command_error"),

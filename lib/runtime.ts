@@ -11,7 +11,7 @@ import { pruneAudit, recordAudit } from "../db/queries/auth";
 import { restartOutcomeCounts } from "../db/queries/restarts";
 import { getStepwatchMetrics, type StepwatchMetrics } from "./api/export/metrics";
 import { requestUnattendedRestart, type UnattendedDeps } from "./oncall/unattended";
-import type { RestartDeps } from "./restart/request";
+import { carryOutWaiting, type RestartDeps } from "./restart/request";
 import { restartCommandEnv } from "./restart/execute";
 import { describeReload, emptyStatus, startReloader, type ConfigStatus, type ReloadResult, type ReloadTrigger } from "./reload";
 import { buildNetPolicy, setNetPolicy } from "./net/net-policy";
@@ -160,10 +160,16 @@ async function startRuntime(): Promise<Runtime> {
   }
   // The watcher finds an unattended restart due; its collaborators are built from the runtime then.
   let rtRef: Runtime | null = null;
+  const leadership = soleLeader(replicaIdFrom(), new Date(startedAt));
   const watcher = startWatcher({
     config,
     db: db.db,
     telemetry: metrics.telemetry,
+    // Only the leader writes, notifies and restarts; it carries out restarts asked on other replicas.
+    leader: leadership,
+    onWaitingRestart: (row) => {
+      if (rtRef) void carryOutWaiting(row, restartDeps(rtRef))?.catch((e) => console.error(`stepwatch: restart #${row.id}: ${(e as Error).message}`));
+    },
     // Evidence commands get the restart commands' environment: no secret any config of this process read.
     commandEnv: () => restartCommandEnv(process.env, [...(rtRef?.secretEnvNames ?? config.secretEnvNames)]),
     onUnattendedDue: (id) => {
@@ -182,7 +188,7 @@ async function startRuntime(): Promise<Runtime> {
     secretEnvNames: new Set(config.secretEnvNames),
     watcher,
     metrics,
-    leadership: soleLeader(replicaIdFrom(), new Date(startedAt)),
+    leadership,
     demo,
     startedAt,
     stop: () =>
@@ -313,6 +319,7 @@ export function restartDeps(rt: Pick<Runtime, "config" | "db" | "watcher" | "sec
     notify: (d) => rt.watcher.notify(d),
     evidence: rt.watcher.evidence,
     evidenceTimeoutSeconds: rt.config.evidenceTimeoutSeconds,
+    runs: rt.watcher.restarts,
   };
 }
 

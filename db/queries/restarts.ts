@@ -206,7 +206,7 @@ export function resolveRestart(
   db: Db,
   id: number,
   r: {
-    outcome: "recovered" | "failed" | "timed-out";
+    outcome: RestartOutcome;
     resolvedAt: number;
     resolution: string;
     recoveredAt?: number | null;
@@ -225,4 +225,27 @@ export function resolveRestart(
     .where(and(eq(restartEvents.id, id), isNull(restartEvents.outcome)))
     .run();
   return res.changes === 1;
+}
+
+/**
+ * Marks a restart started by this leader, just before its action runs: conditional on it being
+ * neither started nor resolved, so two executors (a takeover racing the asking replica's leader)
+ * cannot both run it. Call it inside a fenced transaction (db/fence.ts). True when this call won.
+ */
+export function markRestartStarted(db: Db, id: number, by: { at: number; replicaId: string; epoch: number }): boolean {
+  const res = db
+    .update(restartEvents)
+    .set({ startedAt: by.at, startedBy: by.replicaId, startedEpoch: by.epoch })
+    .where(and(eq(restartEvents.id, id), isNull(restartEvents.startedAt), isNull(restartEvents.outcome)))
+    .run();
+  return res.changes === 1;
+}
+
+/** Pending restarts whose action was started and whose result was never recorded (a new leader resolves them `unknown`). */
+export function startedWithoutResult(db: Db): RestartEventRow[] {
+  return db
+    .select()
+    .from(restartEvents)
+    .where(and(isNull(restartEvents.outcome), isNotNull(restartEvents.startedAt), isNull(restartEvents.commandFinishedAt)))
+    .all();
 }

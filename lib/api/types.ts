@@ -199,7 +199,12 @@ export interface RestartEventDTO {
   commandFinishedAt: number | null;
   recoveredAt: number | null;
   downtimeSeconds: number | null;
-  outcome: "recovered" | "failed" | "timed-out" | null;
+  /** When the leader began the action, which replica, with which lease epoch; null while it waits for the leader. */
+  startedAt: number | null;
+  startedBy: string | null;
+  startedEpoch: number | null;
+  /** `unknown`: started by a leader that went before its result was recorded; never run again. */
+  outcome: "recovered" | "failed" | "timed-out" | "unknown" | null;
   resolvedAt: number | null;
   resolution: string | null;
   /** The incident's evidence bundle captured before the action ran (GET /api/evidence/{id}); null when none. */

@@ -10,3 +10,21 @@ export interface ClusterView {
 export interface ClusterResponse extends ClusterView {
   answeredBy: string;
 }
+
+/**
+ * Who may act, as a feature asks it: the watcher's flush, the outbox, the restart executor
+ * (lib/cluster/leadership.ts `Leadership` is one; db/fence.ts `Fence` is its write half). Asked
+ * just before acting, never kept: leadership can end between two questions, and a fenced write
+ * (db/fence.ts fencedTransaction) is what finally refuses a deposed leader.
+ */
+export interface LeaderGate {
+  readonly replicaId: string;
+  isLeader(): boolean;
+  /** The epoch this replica leads with now; null when it does not lead. */
+  epoch(): number | null;
+}
+
+/** One process alone on its database (SQLite; tests): it always leads, with epoch 1. */
+export function soleGate(replicaId = "local"): LeaderGate {
+  return { replicaId, isLeader: () => true, epoch: () => 1 };
+}

@@ -214,6 +214,7 @@ export const RULES = [
   "not-read-yet",
   "check-wait-widened",
   "restart-action-failed",
+  "restart-outcome-unknown",
   "crash-loop",
   "unclassified",
 ] as const;

@@ -12,6 +12,11 @@
  * first send. One exception bounds the copies a slow receiver gets: an attempt whose request was
  * written in full and then timed out waiting for the answer ("unconfirmed") is retried once; a
  * second such attempt counts as delivered, unconfirmed.
+ *
+ * Only the leader delivers (docs/decisions.md "Replicas"): a standby's loop sends nothing, and a
+ * message's claim and each attempt's record are fenced writes (db/fence.ts). The work is read from
+ * the database every round, so the pending rows of a leader that died are sent by the next one, as
+ * the same message with the same id (its claim was written before its first send).
  */
 import { randomUUID } from "node:crypto";
 import type { Dispatcher } from "undici";
@@ -34,6 +39,8 @@ import type { ChannelStatus, ChannelType, NotificationDraft, NotificationEvent }
 import { headline, linkOf, messageOf } from "./message";
 import { dueMessages, groupOf, messageKey, windowMsOf, type DueMessage } from "./grouping";
 import type { Labels } from "../core/labels";
+import type { LeaderGate } from "../core/cluster";
+import { fencedTransaction, LeaseLostError } from "../../db/fence";
 
 export const OUTBOX_DEFAULTS = {
   /** The loop looks for due deliveries at least this often (and at once after a write). */
@@ -65,6 +72,8 @@ export interface OutboxOptions {
   onAttemptFailed?: (channelId: string) => void;
   /** A backend's labels in the config in force (stored with its notification; the message carries them). */
   labelsOf?: (backendId: string) => Labels;
+  /** Who may deliver (lib/cluster/leadership.ts); none: this process alone, always leading. */
+  leader?: LeaderGate;
 }
 
 /** In-memory totals since this process started (for a metrics export; the DB has the full record). */
@@ -96,6 +105,8 @@ export class Outbox {
   private readonly health = new Map<string, Omit<ChannelStatus, "id" | "type" | "failing">>();
   private wake: (() => void) | null = null;
   private kicked = false;
+  /** Whether the last round found this replica leading (a change is logged once). */
+  private delivering = true;
 
   constructor(
     private readonly db: Db,
@@ -223,16 +234,38 @@ export class Outbox {
 
   /** Starts the due messages that are not in flight yet, up to `batch` in flight. */
   private launch(signal?: AbortSignal): Promise<void>[] {
+    if (!this.leads()) return [];
     const room = this.tuning.batch - this.inFlight.size;
     if (room <= 0) return [];
     const now = this.now();
     const started: Promise<void>[] = [];
     for (const m of dueMessages(deliverable(this.db, now), now, this.inFlight).slice(0, room)) {
       // Its members and id are on disk before the first send: a retry, after a crash too, sends the same message.
-      if (m.fresh && !claimMessage(this.db, m.members.map((x) => x.delivery.id), m.id, now)) continue;
+      if (m.fresh && !this.fenced(() => claimMessage(this.db, m.members.map((x) => x.delivery.id), m.id, now), false)) continue;
       started.push(this.attempt(m, signal));
     }
     return started;
+  }
+
+  /** Whether this replica may deliver now; a change is logged once. */
+  private leads(): boolean {
+    const leads = this.opts.leader?.isLeader() ?? true;
+    if (leads !== this.delivering) this.log(`stepwatch: ${this.opts.leader?.replicaId} ${leads ? "leads: delivering notifications" : "does not lead: delivers no notifications"}`);
+    this.delivering = leads;
+    return leads;
+  }
+
+  /** A write only the leader makes; `lost` when this replica does not lead (any more): nothing written. */
+  private fenced<T>(write: () => T, lost: T): T {
+    const leader = this.opts.leader;
+    if (!leader) return write();
+    try {
+      return fencedTransaction(this.db, leader, write);
+    } catch (e) {
+      if (!(e instanceof LeaseLostError)) throw e;
+      this.leads();
+      return lost;
+    }
   }
 
   private async attempt(m: DueMessage, signal?: AbortSignal): Promise<void> {
@@ -282,7 +315,12 @@ export class Outbox {
         const delay = Math.max(retryDelayMs(failedSoFar, this.tuning), Math.min(result.retryAfterMs ?? 0, this.tuning.maxRetryMs));
         update = { status: "pending", nextAttemptAt: at + delay, lastError: result.error, deliveredAt: null };
       }
-      recordAttempt(this.db, ids, { at: started, ok: result.ok, statusCode: result.statusCode, error: result.error, durationMs }, update);
+      // Deposed while it was sent: not recorded here, so the next leader sends it again (at least once, same id).
+      const recorded = this.fenced(() => {
+        recordAttempt(this.db, ids, { at: started, ok: result.ok, statusCode: result.statusCode, error: result.error, durationMs }, update);
+        return true;
+      }, false);
+      if (!recorded) return;
       this.count(m.channelId, result, at, update.status === "failed");
       if (!result.ok) {
         this.opts.onAttemptFailed?.(m.channelId);

@@ -6,7 +6,9 @@
  * notification. requestedBy is "stepwatch:unattended". The verb's own rules still apply, so a
  * backend that turned healthy meanwhile is refused (nobody typed its id). Right before asking, the
  * watcher's current verdict must still be a proven problem (notProvenProblem): never a sleeping
- * backend, a down one inside startupGraceSeconds, or one with a configuration problem.
+ * backend, a down one inside startupGraceSeconds, or one with a configuration problem. Only the
+ * leader asks (the watcher finds it due only while leading; asked again here): a standby's verdicts
+ * are its own, and every replica asking would make one restart per replica.
  */
 import { DomainError } from "../core/errors";
 import { notProvenProblem } from "../notify/policy";
@@ -28,6 +30,7 @@ export interface UnattendedDeps {
 export function requestUnattendedRestart(deps: UnattendedDeps, backendId: string, now: number, log: (m: string) => void = console.log): boolean {
   const b = deps.backends.find((x) => x.id === backendId);
   if (!b?.unattended) return false;
+  if (deps.restart.runs && !deps.restart.runs.leader.isLeader()) return false;
   // Checked again here, at the last moment: an acknowledgement or maintenance may be seconds old.
   if (deps.watcher.book.acknowledgement(backendId) || deps.watcher.book.silenced(backendId, now)) return false;
   const verdict = deps.watcher.current(backendId)?.verdict ?? null;

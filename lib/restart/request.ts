@@ -13,9 +13,14 @@
  * 3. Evidence first (issue 32): the incident's bundle (lib/watcher/evidence.ts), captured now when
  *    it has none yet, is linked to the event, and the action waits for its capture at most
  *    evidenceTimeoutSeconds: a hung evidence command never holds the restart longer.
- * 4. The action runs asynchronously, once. A failure (non-zero exit, timeout, webhook error)
- *    resolves the event as "failed" at once; success leaves it pending for the watcher to resolve
- *    (recovered / timed-out). Nothing is retried without an operator.
+ * 4. The action runs asynchronously, once, and only on the leader (docs/decisions.md "Replicas"):
+ *    asked on a standby, the row is the request and the leader picks it up (`carryOutWaiting`,
+ *    from the watcher's read of the latest restarts). Just before the command, the executor asks
+ *    `isLeader()` again and marks the row started in a fenced transaction (db/fence.ts): a row is
+ *    started once, by one leader. A failure (non-zero exit, timeout, webhook error) resolves the
+ *    event as "failed" at once; success leaves it pending for the watcher to resolve (recovered /
+ *    timed-out); a started row whose leader went before its result was recorded is resolved
+ *    "unknown" by the next leader. Nothing is retried without an operator.
  */
 import { formatDateTime } from "../core/format";
 import { type Reading, type Verdict, type PendingRestart, reason } from "../core/types";
@@ -26,13 +31,15 @@ import type { Capture, EvidenceSource } from "./evidence";
 import type { DbHandle } from "../../db/types";
 import type { RestartEventRow } from "../../db/schema";
 import { type AuditActorKind } from "../../db/queries/auth";
-import { insertRestartUnlessBlocked, recordActionResult, restartBlockOf, type RestartBlock } from "../../db/queries/restarts";
+import { insertRestartUnlessBlocked, markRestartStarted, recordActionResult, restartBlockOf, type RestartBlock } from "../../db/queries/restarts";
+import { fencedTransaction, LeaseLostError } from "../../db/fence";
 import { DomainError } from "../core/errors";
 import type { NotificationDraft } from "../core/events";
 import { restartFinishedDraft, restartRequestedDraft } from "../notify/drafts";
 import { actionFailed } from "./resolve";
 import { cooldownStart, cooldownUntil } from "./cooldown";
 import { describeAction, executeAction, type ActionResult, type Env, type WebhookContext } from "./execute";
+import { RestartRuns } from "./runs";
 
 export interface RestartInput {
   backendId: string;
@@ -84,6 +91,11 @@ export interface RestartDeps {
    * restart-requested with the insert, restart-finished with a failed action's resolution.
    */
   notify?: (draft: NotificationDraft) => void;
+  /**
+   * Who may run restarts and which ones this process runs (the watcher's `restarts`). Absent: this
+   * process alone on its database, always leading (tests of the verb alone).
+   */
+  runs?: RestartRuns;
 }
 
 export interface RestartAccepted {
@@ -172,9 +184,47 @@ export function requestRestart(input: RestartInput, deps: RestartDeps): RestartA
   }
 
   deps.onPending?.(backend.id, { requestedAt: row.requestedAt, processStartTime: row.processStartTimeAtRequest, eventId: row.id });
-  const capture = evidenceFirst(row, deps);
-  const done = waitForEvidence(capture, deps).then(() => runAndRecord(row, backend.restart!, deps));
+  const runs = runsOf(deps);
+  if (!runs.leader.isLeader()) {
+    // A standby: the row, its audit line and its notification are the request; the leader runs it.
+    console.log(`[restart] restart #${row.id} of ${backend.id} asked on ${runs.leader.replicaId}, which does not lead: the leader runs it`);
+    return { event: row, done: Promise.resolve(), evidenceId: null };
+  }
+  runs.take(row.id);
+  const { capture, done } = carryOut(row, backend.restart, deps, runs);
   return { event: row, done, evidenceId: capture?.id ?? null };
+}
+
+const runsOf = (deps: RestartDeps) => deps.runs ?? new RestartRuns();
+
+/**
+ * The leader's pick-up: a pending restart asked on another replica (or by this one before it was
+ * restarted) and not started yet is carried out here, once. Null when there is nothing to do
+ * (not leading, started or resolved already, or this process carries it out already).
+ */
+export function carryOutWaiting(row: RestartEventRow, deps: RestartDeps): Promise<void> | null {
+  const runs = runsOf(deps);
+  if (row.outcome !== null || row.startedAt !== null || !runs.leader.isLeader() || !runs.take(row.id)) return null;
+  const action = deps.backends.find((b) => b.id === row.backendId)?.restart;
+  if (!action) {
+    // Another replica's config had an action this one lacks: closed as failed, never left blocking the backend.
+    const now = (deps.now ?? Date.now)();
+    const error = `no restart action is configured for "${row.backendId}" on the leader (${runs.leader.replicaId})`;
+    recordResult(row, { ok: false, exitCode: null, output: "", error, finishedAt: now }, deps, runs);
+    runs.release(row.id);
+    return Promise.resolve();
+  }
+  console.log(`[restart] ${runs.leader.replicaId} leads: carrying out restart #${row.id} of ${row.backendId}, asked by ${row.requestedBy}`);
+  return carryOut(row, action, deps, runs).done;
+}
+
+/** Evidence first, then the action: by the leader, once; the event stays ours until its result is recorded. */
+function carryOut(row: RestartEventRow, action: RestartAction, deps: RestartDeps, runs: RestartRuns): { capture: Capture | null; done: Promise<void> } {
+  const capture = evidenceFirst(row, deps);
+  const done = waitForEvidence(capture, deps)
+    .then(() => runAndRecord(row, action, deps, runs))
+    .finally(() => runs.release(row.id));
+  return { capture, done };
 }
 
 /**
@@ -247,8 +297,31 @@ function conflictFor(backendId: string, block: RestartBlock, cooldownSeconds: nu
   });
 }
 
-async function runAndRecord(row: RestartEventRow, action: RestartAction, deps: RestartDeps): Promise<void> {
+/**
+ * The last question before acting: this replica still leads, and the row is marked started by it,
+ * in a fenced transaction, only if nobody started or resolved it. False: nothing runs here (a row
+ * left unstarted is the next leader's to pick up).
+ */
+function markStarted(row: RestartEventRow, deps: RestartDeps, runs: RestartRuns, at: number): boolean {
+  const { leader } = runs;
+  const epoch = leader.epoch();
+  if (epoch === null || !leader.isLeader()) {
+    console.log(`[restart] restart #${row.id} of ${row.backendId} not run: ${leader.replicaId} does not lead any more (the leader runs it)`);
+    return false;
+  }
+  try {
+    const pinned = { replicaId: leader.replicaId, epoch: () => epoch };
+    return fencedTransaction(deps.db.db, pinned, () => markRestartStarted(deps.db.db, row.id, { at, replicaId: leader.replicaId, epoch }));
+  } catch (e) {
+    const why = e instanceof LeaseLostError ? e.message : `cannot mark it started (${(e as Error).message})`;
+    console.error(`[restart] restart #${row.id} of ${row.backendId} not run: ${why}`);
+    return false;
+  }
+}
+
+async function runAndRecord(row: RestartEventRow, action: RestartAction, deps: RestartDeps, runs: RestartRuns): Promise<void> {
   const now = deps.now ?? Date.now;
+  if (!markStarted(row, deps, runs, now())) return;
   const execute = deps.execute ?? ((a, c) => executeAction(a, c, { env: deps.commandEnv, now }));
   let result: ActionResult;
   try {
@@ -256,19 +329,24 @@ async function runAndRecord(row: RestartEventRow, action: RestartAction, deps: R
   } catch (e) {
     result = { ok: false, exitCode: null, output: "", error: `restart action crashed: ${(e as Error).message}`, finishedAt: now() };
   }
+  recordResult(row, result, deps, runs);
+}
+
+/** The action's result, fenced: a replica deposed meanwhile writes nothing (the next leader resolves the row `unknown`). */
+function recordResult(row: RestartEventRow, result: ActionResult, deps: RestartDeps, runs: RestartRuns): void {
   let failedHere = false;
   try {
     // A failed action closes the event at once; nothing is retried without an operator.
     const failed = result.ok ? null : actionFailed(result.error);
-    failedHere = recordActionResult(deps.db.db, row.id, result, failed, () =>
+    const notifyFailed = () =>
       deps.notify?.(
         restartFinishedDraft(
           { backendId: row.backendId, state: deps.current(row.backendId)?.verdict?.state ?? row.stateAtRequest, reasons: [reason("restart-action-failed", failed!.resolution)], at: result.finishedAt },
           row,
           { ...failed!, downtimeSeconds: null },
         ),
-      ),
-    );
+      );
+    failedHere = fencedTransaction(deps.db.db, runs.leader, () => recordActionResult(deps.db.db, row.id, result, failed, notifyFailed));
   } catch (e) {
     console.error(`[restart] could not record the result of restart #${row.id} of ${row.backendId}: ${(e as Error).message}`);
   }

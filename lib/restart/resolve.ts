@@ -57,3 +57,26 @@ export function resolve(pending: PendingEvent, verdict: ResolveVerdict, readingA
 export function actionFailed(error: string | null): { outcome: "failed"; resolution: string } {
   return { outcome: "failed", resolution: `the restart action failed: ${error ?? "unknown error"}; not retried` };
 }
+
+/** What is known of a started restart whose result was never recorded. */
+export interface StartedEvent {
+  startedAt: number | null;
+  startedBy: string | null;
+  startedEpoch: number | null;
+}
+
+/**
+ * A restart whose action was started by a leader that stopped leading before its result was
+ * recorded (killed, or its lease lost mid-command): the command may or may not have run to its end.
+ * Never re-run automatically; an operator looks at the backend and asks again if need be.
+ */
+export function outcomeUnknown(e: StartedEvent, now: number): { outcome: "unknown"; resolvedAt: number; downtimeSeconds: null; resolution: string } {
+  const who = `${e.startedBy ?? "another replica"}${e.startedEpoch !== null ? ` (epoch ${e.startedEpoch})` : ""}`;
+  const when = e.startedAt !== null ? ` at ${new Date(e.startedAt).toISOString()}` : "";
+  return {
+    outcome: "unknown",
+    resolvedAt: now,
+    downtimeSeconds: null,
+    resolution: `outcome unknown: the action was started by ${who}${when}, which stopped leading before its result was recorded; not run again`,
+  };
+}

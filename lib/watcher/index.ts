@@ -5,6 +5,12 @@
  * One AbortController stops everything (lib/runtime wires it to SIGTERM). `apply` swaps in a
  * reloaded config: added targets start their loop, removed ones are aborted (a read in flight
  * records nothing) and dropped from memory, changed ones keep their monitor (history, state).
+ *
+ * Replicas (docs/decisions.md "Replicas"): every replica polls and judges in memory; only the leader
+ * (`leader`, lib/cluster/leadership.ts) writes (the flush, fenced), resolves and carries out
+ * restarts, runs the retention job, captures evidence and delivers notifications. When this replica
+ * becomes the leader (a new epoch), it re-seeds every monitor's decisions from the database
+ * (`takeOver`) and resolves restarts a gone leader started and never finished as `unknown`.
  */
 import { setMaxListeners } from "node:events";
 import type { Db } from "../../db/types";
@@ -27,6 +33,13 @@ import type { RestartOutcome } from "../../db/schema";
 import { lastEngine } from "../check/read";
 import { restartCommandEnv, type Env } from "../restart/execute";
 import { EvidenceRecorder } from "./evidence";
+import { soleGate, type LeaderGate } from "../core/cluster";
+import { RestartRuns } from "../restart/runs";
+import { outcomeUnknown } from "../restart/resolve";
+import { restartFinishedDraft } from "../notify/drafts";
+import { reason } from "../core/types";
+import type { RestartEventRow } from "../../db/schema";
+import { fencedTransaction, LeaseLostError } from "../../db/fence";
 
 export interface WatcherOptions {
   config: Config;
@@ -61,6 +74,14 @@ export interface WatcherOptions {
    * secret any config of this process read removed); by default this config's secrets removed.
    */
   commandEnv?: () => Env;
+  /** Who may write and act (lib/cluster/leadership.ts keepLease, soleLeader); by default this process alone, always leading. */
+  leader?: LeaderGate;
+  /**
+   * Told, while leading, of a pending restart nobody started (asked on another replica, or by this
+   * one before it restarted), once a second until it is taken: lib/runtime.ts carries it out
+   * (lib/restart/request.ts carryOutWaiting). None: such rows wait.
+   */
+  onWaitingRestart?: (row: RestartEventRow) => void;
 }
 
 export interface Watcher {
@@ -75,6 +96,8 @@ export interface Watcher {
   readonly evidence: EvidenceRecorder;
   /** The read threads, when this watcher runs any (see WatcherOptions.readThreads). */
   readonly readPool: ReadPool | null;
+  /** Who may run restarts and those this process carries out (the restart verb's `runs`). */
+  readonly restarts: RestartRuns;
   /** Writes a notification now (inside the caller's transaction), unless the backend is in maintenance. */
   notify(draft: NotificationDraft): void;
   readonly startedAt: number;
@@ -188,6 +211,7 @@ export function startWatcher(opts: WatcherOptions): Watcher {
     book,
     evidence: p.evidence,
     readPool: p.pool,
+    restarts: p.runs,
     notify: p.notify,
     startedAt: p.clock.now(),
     signal: p.signal,
@@ -234,6 +258,8 @@ interface Parts {
   evidence: EvidenceRecorder;
   /** Every backend's monitor (targetLoops adds and removes them). */
   backends: Map<string, BackendMonitor>;
+  leader: LeaderGate;
+  runs: RestartRuns;
 }
 
 const threadsFor = (opts: WatcherOptions, clock: LoopClock, c: Config) => opts.readThreads ?? (clock === realClock ? readThreadsFor(c) : 0);
@@ -253,7 +279,8 @@ function buildParts(opts: WatcherOptions): Parts {
   const clock = opts.clock ?? realClock;
   const log = opts.log ?? ((m: string) => console.log(m));
   const telemetry = opts.telemetry ?? NO_TELEMETRY;
-  const store = new WatchStore(opts.db, opts.storeLimits ?? STORE_LIMITS, (m) => log(m), () => telemetry.storageError());
+  const leader = opts.leader ?? soleGate();
+  const store = new WatchStore(opts.db, opts.storeLimits ?? STORE_LIMITS, (m) => log(m), () => telemetry.storageError(), leader);
   const controller = new AbortController();
   const signal = controller.signal;
   // One listener per poll loop (runEvery, and each target's own stop in startLoop), by design: a
@@ -271,6 +298,7 @@ function buildParts(opts: WatcherOptions): Parts {
   const current = () => parts?.config ?? config;
   const outbox = new Outbox(opts.db, config.notifications, {
     ...opts.outbox,
+    leader,
     now: () => clock.now(),
     log,
     onAttemptFailed: (channelId) => telemetry.notificationFailed(channelId),
@@ -327,7 +355,7 @@ function buildParts(opts: WatcherOptions): Parts {
     telemetry,
     pool: pool ?? undefined,
   };
-  parts = { opts, config, clock, log, telemetry, store, controller, signal, book, outbox, notify, threads, pool, deps, evidence, backends };
+  parts = { opts, config, clock, log, telemetry, store, controller, signal, book, outbox, notify, threads, pool, deps, evidence, backends, leader, runs: new RestartRuns(leader) };
   return parts;
 }
 
@@ -410,7 +438,8 @@ function retentionJob(p: Parts, backends: ReadonlyMap<string, BackendMonitor>): 
   let running = false;
   let lastAuditPrune = -Infinity;
   return async () => {
-    if (running) return null;
+    // The retention job writes: only the leader runs it, each chunk fenced.
+    if (running || !p.leader.isLeader()) return null;
     running = true;
     const total: RetentionResult = { rolledMinutes: 0, deletedSamples: 0, deletedRollups: 0 };
     const add = (r: RetentionResult) => {
@@ -421,19 +450,23 @@ function retentionJob(p: Parts, backends: ReadonlyMap<string, BackendMonitor>): 
     try {
       const ids = [...backends.keys()];
       const now = p.clock.now();
+      const fenced = <T>(write: () => T) => fencedTransaction(p.opts.db, p.leader, write);
+      const retain = (scope: { only: string[] } | { except: string[] }) =>
+        fenced(() => applyRetention(p.opts.db, { now, ...p.config.retention, replayDays: p.config.history.replayDays, scope }));
       for (let i = 0; i < ids.length; i += RETENTION_CHUNK) {
-        add(applyRetention(p.opts.db, { now, ...p.config.retention, replayDays: p.config.history.replayDays, scope: { only: ids.slice(i, i + RETENTION_CHUNK) } }));
+        add(retain({ only: ids.slice(i, i + RETENTION_CHUNK) }));
         await p.clock.sleep(0, p.signal);
       }
-      add(applyRetention(p.opts.db, { now, ...p.config.retention, replayDays: p.config.history.replayDays, scope: { except: ids } }));
+      add(retain({ except: ids }));
       p.evidence.pruneDue();
       // The audit log's retention is in days: once an hour is plenty (and at start, lib/runtime.ts).
       if (now - lastAuditPrune >= 3600_000) {
-        pruneAudit(p.opts.db, now - p.config.audit.retentionDays * 86_400_000);
+        fenced(() => pruneAudit(p.opts.db, now - p.config.audit.retentionDays * 86_400_000));
         lastAuditPrune = now;
       }
       return total;
     } catch (e) {
+      if (e instanceof LeaseLostError) return null; // deposed mid-job: the next leader runs it
       if (!p.signal.aborted) p.store.fail("retention job failed", e);
       return null;
     } finally {
@@ -456,14 +489,31 @@ function startFleet(p: Parts, t: TargetLoops, runRetention: () => Promise<Retent
   config.backends.forEach((b, i) => t.addBackend(b, slotOf(i)));
   config.proxies.forEach((c, i) => t.addProxy(c, slotOf(config.backends.length + i)));
   // The restart events of every backend, once a second (a restart asked by another process that
-  // shares the database is seen within a second; this process's own verb notifies at once).
+  // shares the database is seen within a second; this process's own verb notifies at once). The
+  // leader carries out those asked elsewhere and not started yet.
   const refreshRestarts = () => {
     const latest = store.latestRestarts();
     if (!latest) return; // read failed: keep what each monitor had
     for (const m of t.backends.values()) m.lastRestart = latest.get(m.config.id) ?? null;
+    if (!opts.onWaitingRestart || !p.leader.isLeader()) return;
+    for (const row of latest.values()) {
+      if (row.outcome === null && row.startedAt === null && !p.runs.isOurs(row.id)) opts.onWaitingRestart(row);
+    }
+  };
+  // Seeded just now (targetLoops): a leader at start resolves what a gone leader left running; a
+  // later epoch (this replica leads anew) re-seeds first. Checked before every flush.
+  let seededEpoch: number | null = p.leader.epoch();
+  if (seededEpoch !== null) takeOver(p, t, false);
+  const flush = () => {
+    const epoch = p.leader.epoch();
+    if (epoch !== null && epoch !== seededEpoch) {
+      takeOver(p, t, true);
+      seededEpoch = epoch;
+    }
+    store.flush();
   };
   t.track(runEvery(refreshRestarts, { intervalMs: RESTART_REFRESH_MS, signal, clock }));
-  t.track(runEvery(() => void store.flush(), { intervalMs: opts.flushIntervalMs ?? WATCHER_DEFAULTS.flushIntervalMs, signal, clock }));
+  t.track(runEvery(flush, { intervalMs: opts.flushIntervalMs ?? WATCHER_DEFAULTS.flushIntervalMs, signal, clock }));
   t.track(runEvery(() => void runRetention(), { intervalMs: opts.retentionIntervalMs ?? WATCHER_DEFAULTS.retentionIntervalMs, signal, clock }));
   // Delivery is its own loop: a slow receiver never delays a poll (polls only write rows).
   // Started once a channel exists: at start, or by the first reload that adds one.
@@ -475,6 +525,36 @@ function startFleet(p: Parts, t: TargetLoops, runRetention: () => Promise<Retent
   };
   runOutbox();
   return { runOutbox };
+}
+
+/**
+ * This replica leads (at start, or anew: a new epoch). `reseed`: what it queued and kept in memory
+ * as a standby was never written, so it is dropped and every monitor's decisions are read back from
+ * what the previous leader stored (acknowledgements and maintenance asked on any replica too); the
+ * next poll then writes a transition and a notification only where the record differs. Then every
+ * restart started by a leader that is gone (not running here) and never given a result is resolved
+ * `unknown`, with its restart-finished notification, and never run again.
+ */
+function takeOver(p: Parts, t: TargetLoops, reseed: boolean): void {
+  const { store, leader, log } = p;
+  if (reseed) {
+    log(`stepwatch: ${leader.replicaId} leads (epoch ${leader.epoch()}): reading back what the previous leader stored`);
+    store.dropQueue();
+    for (const id of t.backends.keys()) p.book.refresh(id);
+    for (const m of t.backends.values()) m.seedDecisions();
+    for (const m of t.proxies.values()) m.seed();
+  }
+  const now = p.clock.now();
+  for (const row of store.startedWithoutResult()) {
+    if (p.runs.isOurs(row.id)) continue;
+    const end = outcomeUnknown(row, now);
+    const m = t.backends.get(row.backendId);
+    const base = { backendId: row.backendId, state: m?.last?.verdict.state ?? m?.storedState ?? row.stateAtRequest, reasons: [reason("restart-outcome-unknown", end.resolution)], at: now };
+    if (!store.resolveRestart(row.id, end, () => p.notify(restartFinishedDraft(base, row, end)))) continue;
+    log(`stepwatch: restart #${row.id} of ${row.backendId}: ${end.resolution}`);
+    p.telemetry.restartResolved(row.backendId, "unknown");
+    m?.refreshRestart();
+  }
 }
 
 /** Stage 5: stopping, awaited (every loop ended, the threads closed, the queue written) or at once from a signal handler. */

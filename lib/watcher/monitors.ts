@@ -144,19 +144,29 @@ export class BackendMonitor {
     return { url: this.config.url, apiKey: this.config.apiKey, model: this.config.model, engine: this.config.engine, probe: this.config.probe };
   }
 
-  /** Reload the readings of the window and the last transition: "two waits" survive a restart of stepwatch. */
+  /** Reload the readings of the window and what was decided: "two waits" survive a restart of stepwatch. */
   seed(): void {
     const { store, thresholds, now } = this.deps;
     this.history = store.seedReadings(this.config.id, now() - historyWindowMs(thresholds), MAX_HISTORY_READINGS);
     for (const r of this.history) this.pushRecent(r, null);
     this.lastProcess = this.history.findLast((r) => r.metrics)?.metrics ?? null;
+    this.seedDecisions();
+  }
+
+  /**
+   * What the stored record says was decided: the last transition, the newest restart, the problem
+   * and its notifications, the crash-loop starts. At start, and again when this replica becomes the
+   * leader (lib/watcher/index.ts): what it judged as a standby was never written, so its next poll
+   * writes a transition and a notification only where the record differs (no lost page, no double
+   * page). The readings stay: a standby polled them itself.
+   */
+  seedDecisions(): void {
+    const { store, now } = this.deps;
     this.othersStarts = store.othersStarts(this.config.id, now() - SEED_STARTS_MS, SEED_STARTS_MAX);
     const t = store.lastTransition("backend", this.config.id);
-    if (t) {
-      this.storedState = t.toState as BackendState;
-      this.previousState = (t.fromState as BackendState | null) ?? null;
-      this.since = t.at;
-    }
+    this.storedState = (t?.toState as BackendState | undefined) ?? null;
+    this.previousState = (t?.fromState as BackendState | null | undefined) ?? null;
+    this.since = t?.at ?? null;
     this.refreshRestart();
     if (this.deps.oncall) this.problem = seedProblemState(store.problemSeed(this.config.id), this.storedState, this.since);
   }
@@ -193,7 +203,9 @@ export class BackendMonitor {
     if (signal.aborted) return;
     this.deps.telemetry.read("backend", reading.latencyMs, reading.outcome, seenLate(reading));
 
-    if (pendingRow && pending) this.resolvePending(pendingRow, verdict, reading);
+    // Only the leader writes and acts; a standby judges the same readings in memory.
+    const leads = store.leader.isLeader();
+    if (pendingRow && pending && leads) this.resolvePending(pendingRow, verdict, reading);
     if (reading.metrics) {
       if (this.lastProcess && !sameProcess(this.lastProcess, reading.metrics)) this.newProcess(reading, verdict, pendingRow);
       this.lastProcess = reading.metrics;
@@ -209,8 +221,8 @@ export class BackendMonitor {
     recordState(this, store, "backend", reading.at, verdict.state, verdict.reasons);
     if (this.storedState !== before) this.previousState = before;
     if (rawBody !== undefined) this.kept.keep(reading.at, verdict.state, rawBody);
-    this.deps.evidence?.onVerdict(this.config.id, verdict);
-    this.onCall(reading, verdict);
+    if (leads) this.deps.evidence?.onVerdict(this.config.id, verdict);
+    this.onCall(reading, verdict, leads);
     store.enqueueSample(sampleRow(this.config.id, reading, verdict, latency), replayRow(this.config.id, reading, verdict));
   }
 
@@ -248,7 +260,7 @@ export class BackendMonitor {
   private readMade: { base: ReadOptions; link: BackendLink; signal: AbortSignal; opts: ReadOptions } | null = null;
 
   /** Notifications, acknowledgement clearing and the unattended restart for this verdict (lib/notify/policy.ts decides). */
-  private onCall(reading: Reading, verdict: Verdict): void {
+  private onCall(reading: Reading, verdict: Verdict, leads: boolean): void {
     const oc = this.deps.oncall;
     if (!oc) return;
     const { store } = this.deps;
@@ -274,7 +286,7 @@ export class BackendMonitor {
     // The policy already left out what maintenance silences; these land with the transition.
     for (const draft of d.drafts) store.enqueueAfter(() => oc.notify(draft));
     if (d.clearAcknowledgement && ack) store.enqueueAfter(oc.book.clearAcknowledgement(id, at, `healthy again (${verdict.state})`));
-    if (d.restartNow && oc.onUnattendedDue && at - this.unattendedAskedAt >= UNATTENDED_RETRY_MS) {
+    if (d.restartNow && leads && oc.onUnattendedDue && at - this.unattendedAskedAt >= UNATTENDED_RETRY_MS) {
       this.unattendedAskedAt = at;
       oc.onUnattendedDue(id);
     }
@@ -362,12 +374,11 @@ export class ProxyMonitor {
     this.config = config;
   }
 
+  /** The last stored transition: at start, and when this replica becomes the leader. */
   seed(): void {
     const t = this.deps.store.lastTransition("proxy", this.config.id);
-    if (t) {
-      this.storedState = t.toState as ProxyState;
-      this.since = t.at;
-    }
+    this.storedState = (t?.toState as ProxyState | undefined) ?? null;
+    this.since = t?.at ?? null;
   }
 
   async poll(signal: AbortSignal): Promise<void> {

@@ -4,9 +4,15 @@
  * when a write fails (disk full, read-only file) the batch stays queued (bounded: oldest samples
  * dropped first, transitions kept longest) and is retried on the next tick, while polling and the
  * live view go on. Reads that fail fall back to "nothing stored". Nothing here throws.
+ *
+ * Only the leader writes (docs/decisions.md "Replicas"): every replica polls and judges, a standby's
+ * flush drops what is queued (its queue never fills), and the leader's is one fenced transaction
+ * (db/fence.ts): a replica deposed meanwhile writes nothing and drops the batch, as a standby.
  */
 import type { Db } from "../../db/types";
-import { lastRestartOf, latestRestartsOf, resolveRestart } from "../../db/queries/restarts";
+import { fencedTransaction, LeaseLostError } from "../../db/fence";
+import { soleGate, type LeaderGate } from "../core/cluster";
+import { lastRestartOf, latestRestartsOf, resolveRestart, startedWithoutResult } from "../../db/queries/restarts";
 import { insertSamples, insertTransition, lastTransition, recentReadings, type NewSample, type NewTransition, type TargetKind } from "../../db/queries/readings";
 import { countRestartsBy, lastNotificationOf } from "../../db/queries/oncall";
 import { insertProcessStart, othersStartsSince, type NewProcessStart } from "../../db/queries/processes";
@@ -33,6 +39,8 @@ export class WatchStore {
   private after: Array<() => void> = [];
   private error: string | null = null;
   dropped = 0;
+  /** Whether the last flush found this replica leading: a change is logged once, not every second. */
+  private writing = true;
 
   constructor(
     readonly db: Db,
@@ -40,6 +48,8 @@ export class WatchStore {
     private readonly log: (msg: string) => void = (m) => console.error(m),
     /** Told of every failed read or write (the export's stepwatch_storage_errors_total). */
     private readonly onFailure: () => void = () => {},
+    /** Who may write (lib/cluster/leadership.ts); this process alone by default. */
+    readonly leader: LeaderGate = soleGate(),
   ) {}
 
   /** The storage problem an operator should see, or null when the last write went through. */
@@ -86,8 +96,15 @@ export class WatchStore {
     if (over > 0) this.after.splice(0, over);
   }
 
-  /** Writes everything queued in one transaction. Returns false (and keeps the queue) on failure. */
+  /**
+   * Writes everything queued in one fenced transaction. Returns false (and keeps the queue) on a
+   * storage failure. Not leading (or deposed before the commit): the queue is dropped, true.
+   */
   flush(): boolean {
+    if (!this.leader.isLeader()) {
+      this.notLeading(`${this.leader.replicaId} does not lead`);
+      return true;
+    }
     if (this.queued === 0) return true;
     const samples = this.samples;
     const replays = this.replays;
@@ -95,13 +112,13 @@ export class WatchStore {
     const starts = this.starts;
     const after = this.after;
     try {
-      this.db.$client.transaction(() => {
+      fencedTransaction(this.db, this.leader, () => {
         insertSamples(this.db, samples);
         insertReplayRows(this.db.$client, replays);
         for (const t of transitions) insertTransition(this.db, t);
         for (const p of starts) insertProcessStart(this.db, p);
         for (const w of after) w();
-      })();
+      });
       this.samples = this.samples.slice(samples.length);
       this.replays = this.replays.slice(replays.length);
       this.transitions = this.transitions.slice(transitions.length);
@@ -109,11 +126,33 @@ export class WatchStore {
       this.after = this.after.slice(after.length);
       if (this.error) this.log(`stepwatch: storage writable again; ${samples.length} queued samples written`);
       this.error = null;
+      if (!this.writing) this.log(`stepwatch: ${this.leader.replicaId} leads: writing what it judges`);
+      this.writing = true;
       return true;
     } catch (e) {
+      if (e instanceof LeaseLostError) {
+        this.notLeading(e.message);
+        return true;
+      }
       this.fail("cannot write to the database", e);
       return false;
     }
+  }
+
+  /** A standby (or a deposed leader) writes nothing: what is queued goes, logged once per change. */
+  private notLeading(why: string): void {
+    if (this.writing) this.log(`stepwatch: ${why}: polling and judging go on, nothing is written or notified here`);
+    this.writing = false;
+    this.dropQueue();
+  }
+
+  /** Forgets what is queued: a standby's judgements, and at a takeover those made before the re-seed. */
+  dropQueue(): void {
+    this.samples = [];
+    this.replays = [];
+    this.transitions = [];
+    this.starts = [];
+    this.after = [];
   }
 
   /** Record a failure from another writer (the retention job) so the operator sees it. */
@@ -149,15 +188,24 @@ export class WatchStore {
 
   /** Resolves a pending restart; `then` (the restart-finished notification) runs in the same transaction, only if this call won. */
   resolveRestart(id: number, r: Parameters<typeof resolveRestart>[2], then?: () => void): boolean {
-    return this.read(
-      () =>
-        this.db.$client.transaction(() => {
+    if (!this.leader.isLeader()) return false;
+    return this.read(() => {
+      try {
+        return fencedTransaction(this.db, this.leader, () => {
           const won = resolveRestart(this.db, id, r);
           if (won) then?.();
           return won;
-        })(),
-      false,
-    );
+        });
+      } catch (e) {
+        if (e instanceof LeaseLostError) return false; // the next leader resolves it
+        throw e;
+      }
+    }, false);
+  }
+
+  /** Pending restarts started and never given a result (a takeover resolves those not running here `unknown`). */
+  startedWithoutResult(): RestartEventRow[] {
+    return this.read(() => startedWithoutResult(this.db), []);
   }
 
   /** Unattended restarts of a backend since `since` (maxPerDay); a failed read counts as "limit reached". */
