@@ -67,8 +67,9 @@ export interface StartedEvent {
 
 /**
  * A restart whose action was started by a leader that stopped leading before its result was
- * recorded (killed, or its lease lost mid-command): the command may or may not have run to its end.
- * Never re-run automatically; an operator looks at the backend and asks again if need be.
+ * recorded (killed, or its lease lost mid-command), and whose backend the next leader's first
+ * reading does not show recovered: the command may or may not have run to its end. Never re-run
+ * automatically; an operator looks at the backend and asks again if need be.
  */
 export function outcomeUnknown(e: StartedEvent, now: number): { outcome: "unknown"; resolvedAt: number; downtimeSeconds: null; resolution: string } {
   const who = `${e.startedBy ?? "another replica"}${e.startedEpoch !== null ? ` (epoch ${e.startedEpoch})` : ""}`;
@@ -77,6 +78,6 @@ export function outcomeUnknown(e: StartedEvent, now: number): { outcome: "unknow
     outcome: "unknown",
     resolvedAt: now,
     downtimeSeconds: null,
-    resolution: `outcome unknown: the action was started by ${who}${when}, which stopped leading before its result was recorded; not run again`,
+    resolution: `outcome unknown: the action was started by ${who}${when}, which stopped leading before its result was recorded, and no new process was seen serving since; not run again`,
   };
 }

@@ -532,8 +532,9 @@ function startFleet(p: Parts, t: TargetLoops, runRetention: () => Promise<Retent
  * as a standby was never written, so it is dropped and every monitor's decisions are read back from
  * what the previous leader stored (acknowledgements and maintenance asked on any replica too); the
  * next poll then writes a transition and a notification only where the record differs. Then every
- * restart started by a leader that is gone (not running here) and never given a result is resolved
- * `unknown`, with its restart-finished notification, and never run again.
+ * restart started by a leader that is gone (not running here) and never given a result goes to its
+ * backend's monitor, whose next reading settles it (`recovered` if a new process serves, else
+ * `unknown`); a backend no longer watched has none: `unknown` now. None is run again.
  */
 function takeOver(p: Parts, t: TargetLoops, reseed: boolean): void {
   const { store, leader, log } = p;
@@ -544,16 +545,16 @@ function takeOver(p: Parts, t: TargetLoops, reseed: boolean): void {
     for (const m of t.backends.values()) m.seedDecisions();
     for (const m of t.proxies.values()) m.seed();
   }
-  const now = p.clock.now();
   for (const row of store.startedWithoutResult()) {
     if (p.runs.isOurs(row.id)) continue;
-    const end = outcomeUnknown(row, now);
     const m = t.backends.get(row.backendId);
-    const base = { backendId: row.backendId, state: m?.last?.verdict.state ?? m?.storedState ?? row.stateAtRequest, reasons: [reason("restart-outcome-unknown", end.resolution)], at: now };
-    if (!store.resolveRestart(row.id, end, () => p.notify(restartFinishedDraft(base, row, end)))) continue;
-    log(`stepwatch: restart #${row.id} of ${row.backendId}: ${end.resolution}`);
-    p.telemetry.restartResolved(row.backendId, "unknown");
-    m?.refreshRestart();
+    if (m) {
+      m.adoptOrphan(row.id);
+      continue;
+    }
+    const end = outcomeUnknown(row, p.clock.now());
+    const base = { backendId: row.backendId, state: row.stateAtRequest, reasons: [reason("restart-outcome-unknown", end.resolution)], at: end.resolvedAt };
+    if (store.resolveRestart(row.id, end, () => p.notify(restartFinishedDraft(base, row, end)))) p.telemetry.restartResolved(row.backendId, "unknown");
   }
 }
 

@@ -22,7 +22,7 @@ import { RecentPoints } from "./recent";
 import { historyWindowMs, MAX_HISTORY_READINGS, trimHistory } from "./history";
 import { dropOlderLatency, latencyOf } from "./latency";
 import { judgeProxy } from "../check/proxy";
-import { resolve } from "../restart/resolve";
+import { outcomeUnknown, resolve } from "../restart/resolve";
 import { crashLoopDraft, restartFinishedDraft } from "../notify/drafts";
 import { sameProcess } from "../check/classify";
 import type { EngineMetrics } from "../core/engine";
@@ -118,6 +118,8 @@ export class BackendMonitor {
   othersStarts: number[] = [];
   /** Its line cache and connection when it is read on this thread (with read threads they live on its thread). */
   private link: BackendLink | null = null;
+  /** A restart a gone leader started and never gave a result (`adoptOrphan`): settled by this leader's next reading. */
+  private orphan: number | null = null;
 
   /** `config` is replaced in place by a config reload (same id): history and state stay. */
   constructor(
@@ -206,6 +208,7 @@ export class BackendMonitor {
     // Only the leader writes and acts; a standby judges the same readings in memory.
     const leads = store.leader.isLeader();
     if (pendingRow && pending && leads) this.resolvePending(pendingRow, verdict, reading);
+    if (this.orphan !== null && leads) this.settleOrphan(verdict, reading);
     if (reading.metrics) {
       if (this.lastProcess && !sameProcess(this.lastProcess, reading.metrics)) this.newProcess(reading, verdict, pendingRow);
       this.lastProcess = reading.metrics;
@@ -343,6 +346,29 @@ export class BackendMonitor {
     const won = store.resolveRestart(row.id, r, () => this.deps.oncall?.notify(restartFinishedDraft(base, row, r)));
     // Counted only when this call closed it: the restart verb may have recorded a failure first.
     if (won) this.deps.telemetry.restartResolved(this.config.id, r.outcome);
+    this.refreshRestart();
+  }
+
+  /**
+   * A restart started by a leader that is gone, its command's result never recorded (this replica
+   * took over). Its next reading settles it: a new process seen serving is `recovered` (resolve,
+   * as for any pending restart); otherwise `unknown` at once, with its restart-finished
+   * notification. Never run again either way.
+   */
+  adoptOrphan(restartId: number): void {
+    this.orphan = restartId;
+  }
+
+  private settleOrphan(verdict: Verdict, reading: Reading): void {
+    const id = this.orphan;
+    this.orphan = null;
+    const row = this.lastRestart;
+    if (!row || row.id !== id || row.outcome !== null) return;
+    const end = outcomeUnknown(row, this.deps.now());
+    const base = { backendId: this.config.id, state: verdict.state, reasons: [reason("restart-outcome-unknown", end.resolution), ...verdict.reasons], at: reading.at };
+    if (this.deps.store.resolveRestart(row.id, end, () => this.deps.oncall?.notify(restartFinishedDraft(base, row, end)))) {
+      this.deps.telemetry.restartResolved(this.config.id, end.outcome);
+    }
     this.refreshRestart();
   }
 

@@ -506,7 +506,7 @@ describe("rule ids: one list (RULES), produced by the rules above and named in d
     "not-read-yet": "lib/api/snapshot.ts, lib/watcher/monitors.ts, lib/restart/request.ts: nothing read yet",
     "check-wait-widened": "lib/check/oneshot.ts: the CLI's --wait widened to the engine's window",
     "restart-action-failed": "lib/restart/request.ts: the restart-finished notification of a failed action",
-    "restart-outcome-unknown": "lib/watcher/index.ts: the restart-finished notification of a restart whose leader went before its result was recorded",
+    "restart-outcome-unknown": "lib/watcher/monitors.ts, index.ts: the restart-finished notification of a restart whose leader went before its result was recorded",
     "crash-loop": "lib/watcher/monitors.ts: the crash-loop notification (a flag beside the state, lib/core/crash-loop.ts)",
     unclassified: "normaliseReasons: a row stored before reasons had ids",
     "no-judgeable-figure": "classify.ts: a slice with work always has a figure; kept so a future engine without one is never guessed at",
