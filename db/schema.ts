@@ -269,15 +269,6 @@ export const restartEvents = sqliteTable(
     overrideCooldown: integer("override_cooldown", { mode: "boolean" }).notNull().default(false),
     confirmedHealthy: integer("confirmed_healthy", { mode: "boolean" }).notNull().default(false),
     action: text("action").notNull(), // "command: argv0 ..." or "webhook: POST url" (no secrets)
-    /**
-     * When the leader began to run the action, which replica and with which lease epoch: set once,
-     * in a fenced transaction just before the command runs (lib/restart/request.ts). A row without
-     * it is waiting for the leader; one with it and without commandFinishedAt is running, or was
-     * when its leader went (then `unknown`).
-     */
-    startedAt: integer("started_at"),
-    startedBy: text("started_by"),
-    startedEpoch: integer("started_epoch"),
     commandExitCode: integer("command_exit_code"),
     commandOutput: text("command_output"),
     commandError: text("command_error"),
@@ -287,6 +278,15 @@ export const restartEvents = sqliteTable(
     outcome: text("outcome", { enum: RESTART_OUTCOMES }),
     resolvedAt: integer("resolved_at"),
     resolution: text("resolution"), // a sentence on how the outcome was decided
+    /**
+     * When the leader began to run the action, which replica and with which lease epoch: set once,
+     * in a fenced transaction just before the command runs (lib/restart/request.ts). A row without
+     * it is waiting for the leader; one with it and without commandFinishedAt is running, or was
+     * when its leader went (then `unknown`).
+     */
+    startedAt: integer("started_at"),
+    startedBy: text("started_by"),
+    startedEpoch: integer("started_epoch"),
   },
   (t) => [
     index("restart_events_backend_requested").on(t.backendId, t.requestedAt),
