@@ -321,3 +321,15 @@ export function countRestartsBy(db: Db, backendId: string, requestedBy: string, 
     .get();
   return r?.n ?? 0;
 }
+
+/**
+ * What moves whenever any process that shares the database acknowledges or starts or ends a
+ * maintenance (the newest ids and end): read once a second by every replica's watcher, which
+ * re-reads its on-call book when it moved. One cheap statement; the tables are small.
+ */
+export function onCallWatermark(db: Db): string {
+  const r = db.$client
+    .prepare("SELECT (SELECT max(id) FROM acknowledgements) AS a, (SELECT max(id) FROM maintenance_periods) AS m, (SELECT max(ended_at) FROM maintenance_periods) AS e")
+    .get() as { a: number | null; m: number | null; e: number | null };
+  return `${r.a ?? 0}:${r.m ?? 0}:${r.e ?? 0}`;
+}

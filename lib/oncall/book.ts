@@ -2,10 +2,11 @@
  * What the on-call loop knows per backend besides the verdict: the acknowledgement in force and
  * the maintenance periods (from the API, in SQLite; and the config's windows). Read from SQLite at
  * start and after each change through the verbs (lib/oncall/verbs.ts), never per poll: the poll
- * path only reads memory. Lives on the watcher (one per process, see lib/runtime.ts).
+ * path only reads memory. Lives on the watcher (one per process, see lib/runtime.ts). A verb asked
+ * on another replica is seen by `follow` (the watcher calls it once a second): one small read.
  */
 import type { Db } from "../../db/types";
-import { activeAcknowledgement, clearAcknowledgements, openMaintenance } from "../../db/queries/oncall";
+import { activeAcknowledgement, clearAcknowledgements, onCallWatermark, openMaintenance } from "../../db/queries/oncall";
 import type { AcknowledgementRow, MaintenancePeriodRow } from "../../db/schema";
 import type { MaintenanceWindowConfig } from "../config";
 
@@ -53,6 +54,8 @@ export class OnCallBook {
   private readonly acks = new Map<string, AcknowledgementRow | null>();
   private readonly periods = new Map<string, MaintenancePeriodRow[]>();
   private changes = 0;
+  /** What the tables looked like at the last read (onCallWatermark); null until read once. */
+  private watermark: string | null = null;
 
   constructor(
     private readonly db: Db,
@@ -61,7 +64,23 @@ export class OnCallBook {
     private readonly now: () => number,
     private readonly onError: (what: string, e: unknown) => void = () => {},
   ) {
+    this.follow();
     for (const id of backendIds) this.refresh(id);
+  }
+
+  /**
+   * Re-reads every backend when acknowledgements or maintenance changed since the last look, by any
+   * process sharing the database (a replica's verb): a leader then neither reminds about a backend
+   * acknowledged elsewhere nor pages one put in maintenance there, and every replica shows it.
+   */
+  follow(): void {
+    try {
+      const w = onCallWatermark(this.db);
+      if (this.watermark !== null && w !== this.watermark) for (const id of [...this.acks.keys()]) this.refresh(id);
+      this.watermark = w;
+    } catch (e) {
+      this.onError("cannot read acknowledgements or maintenance", e);
+    }
   }
 
   /**

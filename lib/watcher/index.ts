@@ -489,9 +489,11 @@ function startFleet(p: Parts, t: TargetLoops, runRetention: () => Promise<Retent
   config.backends.forEach((b, i) => t.addBackend(b, slotOf(i)));
   config.proxies.forEach((c, i) => t.addProxy(c, slotOf(config.backends.length + i)));
   // The restart events of every backend, once a second (a restart asked by another process that
-  // shares the database is seen within a second; this process's own verb notifies at once). The
-  // leader carries out those asked elsewhere and not started yet.
+  // shares the database is seen within a second; this process's own verb notifies at once), and
+  // the on-call book's changes by other processes. The leader carries out restarts asked elsewhere
+  // and not started yet.
   const refreshRestarts = () => {
+    p.book.follow();
     const latest = store.latestRestarts();
     if (!latest) return; // read failed: keep what each monitor had
     for (const m of t.backends.values()) m.lastRestart = latest.get(m.config.id) ?? null;

@@ -18,6 +18,7 @@ import type { LeaderGate } from "@/lib/core/cluster";
 import { startWatcher, type Watcher } from "@/lib/watcher";
 import { carryOutWaiting, requestRestart, type RestartDeps } from "@/lib/restart/request";
 import { restartCommandEnv } from "@/lib/restart/execute";
+import { startMaintenance } from "@/lib/oncall/verbs";
 import { startSimulator, type Simulator } from "@/sim/server";
 import { startHttpReceiver, type HttpReceiver } from "../support/receivers";
 import { waitFor } from "./sim-support";
@@ -180,6 +181,23 @@ describe("replicas: only the leader writes, notifies and restarts", () => {
     expect(transitionsTo(b.h, "idle")).toBe(1);
     expect(notificationsOf(b.h, "down")).toBe(1);
     expect(delivered("down")).toHaveLength(1);
+  }, 60_000);
+
+  it("maintenance asked on a standby reaches the leader: it stores the outage and pages nobody", async () => {
+    const ga = gate("a");
+    ga.lead();
+    const a = replica(ga);
+    const b = replica(gate("b"));
+    await waitFor("the leader stores idle", () => transitionsTo(a.h, "idle") === 1, 10_000);
+    const config = configOf();
+    startMaintenance({ backendId: "gb10", by: "ana", minutes: 30, now: Date.now() }, { db: b.h.db, backends: config.backends, book: b.w.book, current: (id) => b.w.current(id) });
+    await waitFor("the leader's book has it", () => a.w.book.silenced("gb10", Date.now()) !== null, 10_000);
+    await sim.crash();
+    await waitFor("the leader stores down", () => transitionsTo(a.h, "down") === 1, 15_000);
+    await polls(a.w, 5);
+    await a.w.outbox.deliverDue();
+    expect(notificationsOf(a.h, "down")).toBe(0);
+    expect(hook.received).toHaveLength(0);
   }, 60_000);
 
   it("a restart asked on a standby is written there and run once, by the replica that leads", async () => {
