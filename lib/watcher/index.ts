@@ -10,7 +10,8 @@
  * (`leader`, lib/cluster/leadership.ts) writes (the flush, fenced), resolves and carries out
  * restarts, runs the retention job, captures evidence and delivers notifications. When this replica
  * becomes the leader (a new epoch), it re-seeds every monitor's decisions from the database
- * (`takeOver`) and resolves restarts a gone leader started and never finished as `unknown`.
+ * (`takeOver`) and hands restarts a gone leader started and never finished to their monitors
+ * (`recovered` if the next reading shows a new process serving, else `unknown`).
  */
 import { setMaxListeners } from "node:events";
 import type { Db } from "../../db/types";
@@ -29,7 +30,7 @@ import { startReadPool, type ReadPool, type SpawnReadThread } from "./read-pool"
 import { readThreadsFor } from "./read-threads";
 import { WatchStore, STORE_LIMITS, type StoreLimits } from "./store";
 import { NO_TELEMETRY, type WatcherTelemetry } from "./telemetry";
-import type { RestartOutcome } from "../../db/schema";
+import type { RestartEventRow, RestartOutcome } from "../../db/schema";
 import { lastEngine } from "../check/read";
 import { restartCommandEnv, type Env } from "../restart/execute";
 import { EvidenceRecorder } from "./evidence";
@@ -38,7 +39,6 @@ import { RestartRuns } from "../restart/runs";
 import { outcomeUnknown } from "../restart/resolve";
 import { restartFinishedDraft } from "../notify/drafts";
 import { reason } from "../core/types";
-import type { RestartEventRow } from "../../db/schema";
 import { fencedTransaction, LeaseLostError } from "../../db/fence";
 
 export interface WatcherOptions {

@@ -203,7 +203,7 @@ export class WatchStore {
     }, false);
   }
 
-  /** Pending restarts started and never given a result (a takeover resolves those not running here `unknown`). */
+  /** Pending restarts started and never given a result (a takeover settles those not running here: recovered or `unknown`). */
   startedWithoutResult(): RestartEventRow[] {
     return this.read(() => startedWithoutResult(this.db), []);
   }
