@@ -464,6 +464,23 @@ describe("watcher: the on-call loop", () => {
     expect(due).toEqual(["fast"]);
   });
 
+  it("a standby asks no unattended restart and sends nothing; the same watcher does once it leads", async () => {
+    let epoch: number | null = null;
+    const leader = { replicaId: "b", isLeader: () => epoch !== null, epoch: () => epoch };
+    const due: string[] = [];
+    const { w } = start({ states: { fast: () => "stuck" }, config: oneBackend(), onUnattendedDue: (id) => due.push(id), leader });
+    await vi.advanceTimersByTimeAsync(8000);
+    expect(events()).toEqual([]);
+    expect(due).toEqual([]);
+    const rt = { config: oneBackend(), db: h, watcher: w, secretEnvNames: new Set<string>() };
+    expect(requestUnattendedRestart(unattendedDeps(rt), "fast", Date.now(), () => {})).toBe(false);
+    expect(listRestartEvents(h.db)).toEqual([]);
+    epoch = 2;
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(events().filter((e) => !e.endsWith("(reminder)"))).toEqual(["stuck", "restart-scheduled"]);
+    expect(due).toEqual(["fast"]);
+  });
+
   it("the unattended restart checks the verdict again at the last moment and goes through the restart verb", async () => {
     let s: BackendState = "down";
     let extra: Partial<Verdict> = { restartRecommended: false };
