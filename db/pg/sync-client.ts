@@ -1,0 +1,217 @@
+/**
+ * PostgreSQL behind better-sqlite3's synchronous surface (prepare/run/get/all/raw/pluck,
+ * transaction), so drizzle's better-sqlite3 driver and every query of db/queries run on it as they
+ * are: one set of queries, one set of transactions (the outbox written with its cause, the restart
+ * row with its audit line), on either engine (docs/decisions.md "Replicas: one synchronous store").
+ *
+ * How: a thread of its own (./sync-worker.ts) holds the connection; a statement is posted to it and
+ * this thread sleeps on a shared word (Atomics.wait) until the answer is there, then takes it with
+ * receiveMessageOnPort. The price is the event loop waiting for each round trip (about 0.1 ms on
+ * the same host): every wait is bounded by the statement timeout, and while the connection is down
+ * a statement fails at once, without waiting, until the thread has reconnected on its own.
+ * Written by hand: synckit does this for a worker file given by path, which Next's bundler cannot
+ * follow (the `new URL(literal, import.meta.url)` form below is the one it compiles), and it has no
+ * notion of a connection being down.
+ */
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads";
+import { LeaseLostError } from "./lease-error";
+import { bindValues, translateSql, type Translated } from "./translate";
+
+export class PgError extends Error {
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message);
+    this.name = "PgError";
+  }
+}
+
+interface Answer {
+  id: number;
+  ok: boolean;
+  message?: string;
+  code?: string;
+  result?: { rows: unknown[]; changes: number; fields: string[] };
+}
+
+export interface SyncPgOptions {
+  /** Bounds each statement (server side) and the wait for its answer. */
+  timeoutMs?: number;
+  /** How long the first connection may take (the replica's start waits for it). */
+  connectWaitMs?: number;
+}
+
+type Mode = "object" | "raw" | "pluck";
+
+export class SyncPgStatement {
+  constructor(
+    private readonly client: SyncPgClient,
+    private readonly t: Translated,
+    readonly source: string,
+    private readonly mode: Mode = "object",
+  ) {}
+
+  raw(on = true): SyncPgStatement {
+    return new SyncPgStatement(this.client, this.t, this.source, on ? "raw" : "object");
+  }
+
+  pluck(on = true): SyncPgStatement {
+    return new SyncPgStatement(this.client, this.t, this.source, on ? "pluck" : "object");
+  }
+
+  run(...args: unknown[]): { changes: number; lastInsertRowid: number } {
+    const r = this.client.query(this.t.text, bindValues(this.t, args), "object");
+    return { changes: r.changes, lastInsertRowid: 0 };
+  }
+
+  all(...args: unknown[]): unknown[] {
+    const r = this.client.query(this.t.text, bindValues(this.t, args), this.mode === "object" ? "object" : "array");
+    return this.mode === "pluck" ? (r.rows as unknown[][]).map((row) => row[0]) : r.rows;
+  }
+
+  get(...args: unknown[]): unknown {
+    return this.all(...args)[0];
+  }
+}
+
+export class SyncPgClient {
+  readonly dialect = "postgresql" as const;
+  private readonly worker: Worker;
+  private readonly port: MessagePort;
+  private readonly flags: Int32Array;
+  private readonly errorBytes: Uint8Array;
+  private readonly timeoutMs: number;
+  private nextId = 1;
+  private depth = 0;
+  private closed = false;
+  private readonly statements = new Map<string, Translated>();
+
+  constructor(
+    readonly safeUrl: string,
+    url: string,
+    opts: SyncPgOptions = {},
+  ) {
+    this.timeoutMs = opts.timeoutMs ?? 5000;
+    const shared = new SharedArrayBuffer(8 + 512);
+    this.flags = new Int32Array(shared, 0, 2);
+    this.errorBytes = new Uint8Array(shared, 8);
+    const { port1, port2 } = new MessageChannel();
+    this.port = port1;
+    this.worker = new Worker(new URL("./sync-worker.ts", import.meta.url), {
+      name: "stepwatch-pg",
+      workerData: { url, port: port2, shared, timeoutMs: this.timeoutMs },
+      transferList: [port2],
+      execArgv: process.env.NEXT_RUNTIME ? undefined : ["--require", "tsx/cjs"],
+    });
+    this.worker.unref();
+    this.worker.on("error", (e) => console.error(`stepwatch: the PostgreSQL thread failed: ${e.message}`));
+    // The first connection: the replica's start waits for it, bounded.
+    const deadline = Date.now() + (opts.connectWaitMs ?? this.timeoutMs + 1000);
+    while (Atomics.load(this.flags, 1) === 0 && Date.now() < deadline && this.lastError() === "") Atomics.wait(this.flags, 1, 0, 20);
+  }
+
+  get open(): boolean {
+    return !this.closed;
+  }
+
+  get inTransaction(): boolean {
+    return this.depth > 0;
+  }
+
+  /** True while the connection is up (the thread reconnects on its own when it is not). */
+  get connected(): boolean {
+    return Atomics.load(this.flags, 1) === 1;
+  }
+
+  lastError(): string {
+    const end = this.errorBytes.indexOf(0);
+    return new TextDecoder().decode(this.errorBytes.subarray(0, end < 0 ? undefined : end));
+  }
+
+  prepare(source: string): SyncPgStatement {
+    let t = this.statements.get(source);
+    if (!t) this.statements.set(source, (t = translateSql(source)));
+    return new SyncPgStatement(this, t, source);
+  }
+
+  exec(source: string): this {
+    this.query(translateSql(source).text, [], "object");
+    return this;
+  }
+
+  pragma(): unknown[] {
+    return [];
+  }
+
+  /** better-sqlite3's transaction: the function runs in one transaction (a savepoint when nested), committed when it returns, rolled back when it throws. */
+  transaction<A extends unknown[], R>(fn: (...args: A) => R): ((...args: A) => R) & { deferred: (...args: A) => R; immediate: (...args: A) => R; exclusive: (...args: A) => R } {
+    const run = (...args: A): R => {
+      const level = this.depth;
+      this.query(level === 0 ? "BEGIN" : `SAVEPOINT sw${level}`, [], "object");
+      this.depth++;
+      let result: R;
+      try {
+        result = fn(...args);
+      } catch (e) {
+        this.depth--;
+        try {
+          this.query(level === 0 ? "ROLLBACK" : `ROLLBACK TO SAVEPOINT sw${level}`, [], "object");
+        } catch {
+          // the connection is gone: so is the transaction
+        }
+        throw e;
+      }
+      this.depth--;
+      this.query(level === 0 ? "COMMIT" : `RELEASE SAVEPOINT sw${level}`, [], "object");
+      return result;
+    };
+    return Object.assign(run, { deferred: run, immediate: run, exclusive: run });
+  }
+
+  /**
+   * Inside a transaction: the leader lease is still held by `holder` with `epoch` and unexpired,
+   * by the database's clock, and stays so until commit (the row is share-locked: a takeover waits).
+   */
+  assertLease(holder: string, epoch: number): void {
+    const r = this.query(
+      "SELECT epoch FROM cluster_lease WHERE name = 'leader' AND holder = $1 AND epoch = $2 AND expires_at > now() FOR SHARE",
+      [holder, epoch],
+      "object",
+    );
+    if (r.rows.length === 0) throw new LeaseLostError(holder, epoch);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    void this.worker.terminate();
+    this.port.close();
+  }
+
+  /** One statement, answered synchronously. */
+  query(text: string, values: unknown[], shape: "object" | "array"): { rows: unknown[]; changes: number } {
+    if (this.closed) throw new PgError("the PostgreSQL connection is closed");
+    if (!this.connected) {
+      const why = this.lastError();
+      throw new PgError(`cannot reach PostgreSQL (${this.safeUrl})${why ? `: ${why}` : ""}; reconnecting`, "ECONNREFUSED");
+    }
+    const id = this.nextId++;
+    Atomics.store(this.flags, 0, 0);
+    this.port.postMessage({ id, text, values, rowMode: shape === "array" ? "array" : undefined });
+    const deadline = Date.now() + this.timeoutMs + 1000;
+    for (;;) {
+      let m: { message: Answer } | undefined;
+      while ((m = receiveMessageOnPort(this.port) as { message: Answer } | undefined)) {
+        if (m.message.id !== id) continue; // a late answer to a statement given up on
+        const a = m.message;
+        if (!a.ok) throw new PgError(`${a.message}${a.code ? ` (${a.code})` : ""}`, a.code);
+        return a.result!;
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) throw new PgError(`PostgreSQL did not answer within ${this.timeoutMs + 1000} ms`, "ETIMEDOUT");
+      Atomics.wait(this.flags, 0, 0, left);
+      Atomics.store(this.flags, 0, 0);
+    }
+  }
+}
