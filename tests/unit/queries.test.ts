@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb } from "@/db/client";
+import { openTestDb } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import { applyRetention, FOLD_AFTER_MS, historyPoints } from "@/db/queries/history";
 import { insertRestartUnlessBlocked, lastRestartOf, latestRestartsOf, listRestartEvents, pendingRestartOf, recordActionResult, resolveRestart } from "@/db/queries/restarts";
@@ -21,9 +21,9 @@ const pts = (r: { columns: HistoryColumns }) => toRows(r.columns);
 
 let h: DbHandle;
 let dir: string;
-beforeEach(() => {
+beforeEach(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-db-"));
-  h = openDb(path.join(dir, "sub", "t.db"));
+  h = await openTestDb(path.join(dir, "sub", "t.db"));
 });
 afterEach(() => {
   h.close();
@@ -81,13 +81,13 @@ function addRestart(backendId: string, requestedAt: number, outcome: "recovered"
 }
 
 describe("db", () => {
-  it("opens in WAL with synchronous=NORMAL and the migrations applied", () => {
+  it("opens in WAL with synchronous=NORMAL and the migrations applied", async () => {
     expect(h.sqlite.pragma("journal_mode", { simple: true })).toBe("wal");
     expect(h.sqlite.pragma("synchronous", { simple: true })).toBe(1);
     const tables = h.sqlite.prepare("SELECT name FROM sqlite_master WHERE type='table'").all().map((r: any) => r.name);
     expect(tables).toEqual(expect.arrayContaining(["samples", "sample_minutes", "transitions", "restart_events"]));
     h.close();
-    h = openDb(path.join(dir, "sub", "t.db")); // re-applying migrations is a no-op
+    h = await openTestDb(path.join(dir, "sub", "t.db")); // re-applying migrations is a no-op
   });
 
   it("stores samples in a batch and gives back the readings of a window, oldest first", () => {

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb } from "@/db/client";
+import { openTestDb } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import type { BackendConfig } from "@/lib/config";
 import { type Verdict, reason, type Reason } from "@/lib/core/types";
@@ -38,9 +38,9 @@ describe("requestRestart", () => {
     { id: "gb10-b", url: "http://127.0.0.1:2", engine: "auto", probe: "auto", labels: {} },
   ];
 
-  beforeEach(() => {
+  beforeEach(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "stepwatch-restart-"));
-    handle = openDb(path.join(dir, "t.db"));
+    handle = await openTestDb(path.join(dir, "t.db"));
     views = { "gb10-a": { verdict: verdict("stuck", STUCK), reading: null } };
     calls = [];
     deps = {
@@ -228,7 +228,7 @@ describe("requestRestart", () => {
   });
 
   it("keeps a second pending row out even from another connection (the partial unique index)", async () => {
-    const other = openDb(handle.path);
+    const other = await openTestDb(handle.path);
     try {
       const { done } = requestRestart({ backendId: "gb10-a", operator: "ana", now: 1 }, deps);
       await done;
