@@ -15,7 +15,7 @@
  *   `json_group_array(x)` is `COALESCE(json_agg(x), '[]'::json)` and `json_array(...)` is
  *   `json_build_array(...)` (a json column reads back as its text, as SQLite gives it);
  * - `AS INTEGER` (in a CAST) is `AS BIGINT`: SQLite's integers are 64-bit, PostgreSQL's `integer`
- *   is not.
+ *   is not; `AS REAL` is `AS DOUBLE PRECISION`: SQLite's reals are 8 bytes, PostgreSQL's `real` 4.
  * Anything else SQLite-only (INSERT OR REPLACE, a bare column beside an aggregate) is written
  * portably at its source; `INSERT OR` is refused here with the statement named, never sent.
  *
@@ -133,6 +133,8 @@ export function translateSql(sql: string): Translated {
         }
       } else if (lower === "integer" && prevWord === "as") {
         emitted = "BIGINT";
+      } else if (lower === "real" && prevWord === "as") {
+        emitted = "DOUBLE PRECISION";
       } else if (lower === "null" && isInsert && inValues && (prevSignificant === "(" || prevSignificant === ",")) {
         let after = end;
         while (after < sql.length && /\s/.test(sql[after])) after++;

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openTestDb } from "../support/test-db";
+import { openTestDb, TEST_ENGINE } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import { applyRetention, FOLD_AFTER_MS, historyPoints } from "@/db/queries/history";
 import { insertRestartUnlessBlocked, lastRestartOf, latestRestartsOf, listRestartEvents, pendingRestartOf, recordActionResult, resolveRestart } from "@/db/queries/restarts";
@@ -81,10 +81,14 @@ function addRestart(backendId: string, requestedAt: number, outcome: "recovered"
 }
 
 describe("db", () => {
-  it("opens in WAL with synchronous=NORMAL and the migrations applied", async () => {
-    expect(h.sqlite.pragma("journal_mode", { simple: true })).toBe("wal");
-    expect(h.sqlite.pragma("synchronous", { simple: true })).toBe(1);
-    const tables = h.sqlite.prepare("SELECT name FROM sqlite_master WHERE type='table'").all().map((r: any) => r.name);
+  it("opens with the migrations applied (SQLite: in WAL with synchronous=NORMAL)", async () => {
+    if (TEST_ENGINE === "sqlite") {
+      expect(h.sqlite.pragma("journal_mode", { simple: true })).toBe("wal");
+      expect(h.sqlite.pragma("synchronous", { simple: true })).toBe(1);
+    }
+    const listTables =
+      TEST_ENGINE === "sqlite" ? "SELECT name FROM sqlite_master WHERE type='table'" : "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'";
+    const tables = h.sqlite.prepare(listTables).all().map((r: any) => r.name);
     expect(tables).toEqual(expect.arrayContaining(["samples", "sample_minutes", "transitions", "restart_events"]));
     h.close();
     h = await openTestDb(path.join(dir, "sub", "t.db")); // re-applying migrations is a no-op
