@@ -17,13 +17,28 @@ import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "
 import { LeaseLostError } from "./lease-error";
 import { bindValues, translateSql, type Translated } from "./translate";
 
+/**
+ * PostgreSQL's constraint errors under the codes better-sqlite3 gives the same refusal, so a caller
+ * that maps one (lib/restart/request.ts: a second pending restart is a conflict) maps both engines'.
+ */
+export const SQLITE_CODE_OF: Record<string, string> = {
+  "23505": "SQLITE_CONSTRAINT_UNIQUE",
+  "23503": "SQLITE_CONSTRAINT_FOREIGNKEY",
+  "23502": "SQLITE_CONSTRAINT_NOTNULL",
+  "23514": "SQLITE_CONSTRAINT_CHECK",
+};
+
 export class PgError extends Error {
+  /** better-sqlite3's code for the same refusal where there is one (SQLITE_CODE_OF), else PostgreSQL's. */
+  readonly code?: string;
   constructor(
     message: string,
-    readonly code?: string,
+    /** PostgreSQL's SQLSTATE (or a connection error's code). */
+    readonly pgCode?: string,
   ) {
     super(message);
     this.name = "PgError";
+    this.code = (pgCode && SQLITE_CODE_OF[pgCode]) ?? pgCode;
   }
 }
 

@@ -16,7 +16,8 @@
  *   `json_build_array(...)` (a json column reads back as its text, as SQLite gives it);
  * - `AS INTEGER` (in a CAST) is `AS BIGINT`: SQLite's integers are 64-bit, PostgreSQL's `integer`
  *   is not; `AS REAL` is `AS DOUBLE PRECISION`: SQLite's reals are 8 bytes, PostgreSQL's `real` 4.
- * Anything else SQLite-only (INSERT OR REPLACE, a bare column beside an aggregate) is written
+ * Strings, quoted names, comments and dollar-quoted strings (PostgreSQL's own SQL, a test's trigger)
+ * pass through as they are. Anything else SQLite-only (INSERT OR REPLACE, a bare column beside an aggregate) is written
  * portably at its source; `INSERT OR` is refused here with the statement named, never sent.
  *
  * Written by hand: no library translates SQLite's dialect to PostgreSQL's at run time, and the
@@ -85,6 +86,19 @@ export function translateSql(sql: string): Translated {
       i = end;
       prevSignificant = c;
       continue;
+    }
+    if (c === "$") {
+      // A dollar-quoted string ($$...$$, $tag$...$tag$: PostgreSQL's, in a function body) is copied
+      // as it is; its text is not SQL to rewrite.
+      const tag = /^\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$/.exec(sql.slice(i, i + 64))?.[0];
+      if (tag) {
+        const end = sql.indexOf(tag, i + tag.length);
+        if (end < 0) throw new Error(`unterminated ${tag} string in SQL: ${sql.slice(i, i + 60)}`);
+        out.push(sql.slice(i, end + tag.length));
+        i = end + tag.length - 1;
+        prevSignificant = "'";
+        continue;
+      }
     }
     if (c === "-" && sql[i + 1] === "-") {
       const end = sql.indexOf("\n", i);

@@ -35,6 +35,13 @@ const LATENCY = new Set<string>(LATENCY_FIELDS);
 /** A mean weighted by the readings that have the figure (a NULL is "not exposed", not zero). */
 const weightedMean = (c: string) => `SUM(${c} * n) / SUM(CASE WHEN ${c} IS NULL THEN 0 ELSE n END)`;
 
+/**
+ * The mean of a figure's readings (NULLs left out), as SQLite's AVG gives it to the bit (both sum
+ * the same way, then divide). Not AVG: PostgreSQL's AVG of a double also sums squares (for
+ * stddev), which overflows from 1e154 up and fails the whole statement. The columns are REAL.
+ */
+const mean = (c: string) => `SUM(${c}) / COUNT(${c})`;
+
 /** Each history figure's column in `samples`, and in the rollups (where running is running_avg). */
 const SAMPLE_COLUMNS = HISTORY_FIGURES.map(figureColumn);
 const ROLLUP_COLUMNS = HISTORY_FIGURES.map((f) => (f === "running" || f === "waiting" ? `${f}_avg` : figureColumn(f)));
@@ -107,7 +114,7 @@ export function historyPoints(
   const params = { b: bucket, id: backendId, from, to, since: from - widthMs };
   const fromRaw = pointRows(
     db,
-    ["(at / CAST(@b AS INTEGER)) * @b", "COUNT(*)", stateOfRank(`MAX(${rankOf("state")})`), ...SAMPLE_COLUMNS.map((c) => `AVG(${c})`)],
+    ["(at / CAST(@b AS INTEGER)) * @b", "COUNT(*)", stateOfRank(`MAX(${rankOf("state")})`), ...SAMPLE_COLUMNS.map(mean)],
     "FROM samples WHERE backend_id = @id AND folded = 0 AND at >= @from AND at <= @to GROUP BY 1 ORDER BY 1",
     params,
   );
@@ -131,8 +138,12 @@ export function historyPoints(
  */
 function pointRows(db: Db, select: readonly string[], rest: string, params: Record<string, number | string>): PointRow[] {
   const text = `SELECT json_group_array(json_array(${select.map((_, i) => `c${i}`).join(", ")})) FROM (SELECT ${select.map((e, i) => `${e} AS c${i}`).join(", ")} ${rest}) AS points`;
-  return JSON.parse(historyStatement(db, text).get(params) as string) as PointRow[];
+  const json = historyStatement(db, text).get(params) as string;
+  // PostgreSQL's JSON writes a non-finite double as a string ("Infinity"), SQLite's as 9e999.
+  return (NON_FINITE.test(json) ? JSON.parse(json, (_k, v) => (typeof v === "string" && NON_FINITE_VALUES.has(v) ? Number(v) : v)) : JSON.parse(json)) as PointRow[];
 }
+const NON_FINITE = /"(-?Infinity|NaN)"/;
+const NON_FINITE_VALUES = new Set(["Infinity", "-Infinity", "NaN"]);
 
 /** The history's statements, prepared once per connection (their SQL is one of a few fixed texts). */
 const historyStatements = perConnection((_db: Db) => new Map<string, Database.Statement>());
@@ -267,7 +278,7 @@ export function applyRetention(db: Db, opts: { now: number; rawHours: number; ro
   // is folded without a line here), and running's and waiting's maximum besides.
   const roll = client.prepare(
     `INSERT INTO sample_minutes (backend_id, minute, n, ${ROLLUP_COLUMNS.join(", ")}, running_max, waiting_max, worst_state)
-     SELECT backend_id, (at / 60000) * 60000, COUNT(*), ${SAMPLE_COLUMNS.map((c) => `AVG(${c})`).join(", ")},
+     SELECT backend_id, (at / 60000) * 60000, COUNT(*), ${SAMPLE_COLUMNS.map(mean).join(", ")},
             MAX(running), MAX(waiting), ${stateOfRank(`MAX(${rankOf("state")})`)}
        FROM samples WHERE folded = 0 AND at < @cutoff ${scope.where} GROUP BY 1, 2
      ON CONFLICT (backend_id, minute) DO UPDATE SET

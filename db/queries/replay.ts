@@ -67,7 +67,7 @@ export function foldReplayRows(client: SqlHandle, opts: { before: number; backen
     (client.prepare("SELECT DISTINCT backend_id AS id FROM replay_readings WHERE at < ?").all(opts.before) as Array<{ id: string }>).map((r) => r.id);
   const select = client.prepare("SELECT id, at, state, recommended, reading FROM replay_readings WHERE backend_id = ? AND at < ? ORDER BY at, id LIMIT ?");
   const insert = client.prepare("INSERT INTO replay_chunks (backend_id, first_at, last_at, n, data) VALUES (?, ?, ?, ?, ?)");
-  const remove = client.prepare("DELETE FROM replay_readings WHERE id IN (SELECT value FROM json_each(?))");
+  const remove = client.prepare("DELETE FROM replay_readings WHERE id IN (SELECT CAST(value AS INTEGER) FROM json_each(?))");
   let folded = 0;
   for (const id of ids) {
     const rows = select.all(id, opts.before, MAX_CHUNK_RECORDS) as Array<{ id: number; at: number; state: BackendState; recommended: number; reading: string }>;
