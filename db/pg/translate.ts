@@ -149,7 +149,8 @@ export function translateSql(sql: string): Translated {
         emitted = "BIGINT";
       } else if (lower === "real" && prevWord === "as") {
         emitted = "DOUBLE PRECISION";
-      } else if (lower === "null" && isInsert && inValues && (prevSignificant === "(" || prevSignificant === ",")) {
+      } else if (lower === "null" && isInsert && inValues && depth === 1 && (prevSignificant === "(" || prevSignificant === ",")) {
+        // depth 1: a row's own list; a null inside a call there (coalesce(?, null)) is a value
         let after = end;
         while (after < sql.length && /\s/.test(sql[after])) after++;
         if (sql[after] === "," || sql[after] === ")") emitted = "DEFAULT";
