@@ -80,6 +80,25 @@ export class SyncPgStatement {
     return { changes: r.changes, lastInsertRowid: 0 };
   }
 
+  /**
+   * One `INSERT INTO t (...) VALUES (?, ...)` for many rows, as few multi-row statements (a round
+   * trip each, ~0.5 ms, instead of one per row: 1000 backends' samples were 500 ms a flush).
+   * Only that statement shape (positional parameters, one row); anything else throws.
+   */
+  runMany(rows: readonly unknown[][]): { changes: number } {
+    if (rows.length === 0) return { changes: 0 };
+    const shape = multiRowShape(this.source);
+    const perStatement = Math.max(1, Math.floor(MAX_PG_PARAMS / shape.width));
+    let changes = 0;
+    for (let start = 0; start < rows.length; start += perStatement) {
+      const batch = rows.slice(start, start + perStatement);
+      const values: unknown[] = [];
+      for (const row of batch) values.push(...bindValues(this.t, row));
+      changes += this.client.query(shape.textFor(batch.length), values, "object").changes;
+    }
+    return { changes };
+  }
+
   all(...args: unknown[]): unknown[] {
     const r = this.client.query(this.t.text, bindValues(this.t, args), this.mode === "object" ? "object" : "array");
     return this.mode === "pluck" ? (r.rows as unknown[][]).map((row) => row[0]) : r.rows;
@@ -88,6 +107,42 @@ export class SyncPgStatement {
   get(...args: unknown[]): unknown {
     return this.all(...args)[0];
   }
+}
+
+/** PostgreSQL's limit on one statement's parameters (a 16-bit count in the protocol). */
+const MAX_PG_PARAMS = 65_535;
+
+interface MultiRow {
+  width: number;
+  textFor(rows: number): string;
+}
+const multiRowShapes = new Map<string, MultiRow>();
+
+/** The multi-row form of a one-row positional INSERT: `INSERT ... VALUES ($1, $2), ($3, $4)`. */
+export function multiRowShape(source: string): MultiRow {
+  let shape = multiRowShapes.get(source);
+  if (shape) return shape;
+  const m = /^(\s*insert\s+into\s+[^()]+\([^()]*\)\s*values\s*)\(\s*\?(?:\s*,\s*\?)*\s*\)\s*$/i.exec(source);
+  if (!m) throw new Error(`runMany takes INSERT INTO t (...) VALUES (?, ...) only: ${source.slice(0, 120)}`);
+  const head = m[1];
+  const width = (source.slice(head.length).match(/\?/g) ?? []).length;
+  const texts = new Map<number, string>();
+  shape = {
+    width,
+    textFor(rows) {
+      let text = texts.get(rows);
+      if (!text) {
+        const tuples: string[] = [];
+        for (let r = 0; r < rows; r++) tuples.push(`(${Array.from({ length: width }, (_, c) => `$${r * width + c + 1}`).join(", ")})`);
+        text = head + tuples.join(", ");
+        // Kept for the few batch sizes a watcher writes (its fleet's size, give or take).
+        if (texts.size < 8) texts.set(rows, text);
+      }
+      return text;
+    },
+  };
+  multiRowShapes.set(source, shape);
+  return shape;
 }
 
 export class SyncPgClient {

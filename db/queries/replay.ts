@@ -13,7 +13,13 @@ import type { Reading, Verdict } from "../../lib/core/types";
 
 /** What these queries need of a connection: better-sqlite3's `Database` (and drizzle's `$client`). */
 export interface SqlHandle {
-  prepare(sql: string): { all(...params: unknown[]): unknown[]; get(...params: unknown[]): unknown; run(...params: unknown[]): { changes: number } };
+  prepare(sql: string): {
+    all(...params: unknown[]): unknown[];
+    get(...params: unknown[]): unknown;
+    run(...params: unknown[]): { changes: number };
+    /** Many rows of a one-row INSERT in few statements: PostgreSQL's client only (db/pg/sync-client.ts). */
+    runMany?(rows: readonly unknown[][]): { changes: number };
+  };
   transaction<T>(fn: () => T): () => T;
 }
 
@@ -39,7 +45,8 @@ export function insertReplayRows(client: SqlHandle, rows: readonly NewReplayRow[
   if (rows.length === 0) return;
   let insert = statements.get(client);
   if (!insert) statements.set(client, (insert = client.prepare(INSERT)));
-  for (const r of rows) insert.run(r.backendId, r.at, r.state, r.recommended ? 1 : 0, r.reading);
+  if (insert.runMany) insert.runMany(rows.map((r) => [r.backendId, r.at, r.state, r.recommended ? 1 : 0, r.reading]));
+  else for (const r of rows) insert.run(r.backendId, r.at, r.state, r.recommended ? 1 : 0, r.reading);
 }
 
 /** At most this many records a chunk, and folded per backend in one retention pass (bounds the pass: ~10 µs a record). */

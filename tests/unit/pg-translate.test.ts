@@ -4,6 +4,7 @@
  * tests' part (the "storage-pg" project runs them on PostgreSQL).
  */
 import { describe, expect, it } from "vitest";
+import { multiRowShape } from "@/db/pg/sync-client";
 import { bindValues, translateSql } from "@/db/pg/translate";
 
 const text = (sql: string) => translateSql(sql).text;
@@ -63,6 +64,20 @@ describe("translateSql", () => {
 
   it("refuses INSERT OR ..., naming the statement", () => {
     expect(() => translateSql("INSERT OR REPLACE INTO t (a) VALUES (1)")).toThrow(/INSERT OR.*ON CONFLICT.*INSERT OR REPLACE INTO t/);
+  });
+});
+
+describe("runMany's statement (db/pg/sync-client.ts)", () => {
+  it("repeats a one-row positional INSERT's tuple, numbering on", () => {
+    const shape = multiRowShape('INSERT INTO samples ("a", "b") VALUES (?, ?)');
+    expect(shape.width).toBe(2);
+    expect(shape.textFor(3)).toBe('INSERT INTO samples ("a", "b") VALUES ($1, $2), ($3, $4), ($5, $6)');
+  });
+
+  it("refuses any other shape rather than guess", () => {
+    for (const sql of ["INSERT INTO t (a) VALUES (?) ON CONFLICT DO NOTHING", "INSERT INTO t (a) VALUES (@a)", "INSERT INTO t (a) SELECT ?", "UPDATE t SET a = ?"]) {
+      expect(() => multiRowShape(sql)).toThrow(/runMany takes INSERT INTO/);
+    }
   });
 });
 

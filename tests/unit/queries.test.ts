@@ -121,6 +121,13 @@ describe("db", () => {
     expect(raw("x")).toEqual(raw("y"));
   });
 
+  it("stores a batch of more rows than one PostgreSQL statement takes parameters for (65535), each once and in order", () => {
+    const rows = Array.from({ length: 2500 }, (_, i) => sample(`b${i % 7}`, 10_000 + i, "busy", i % 5, i));
+    insertSamples(h.db, rows);
+    const stored = h.sqlite.prepare("SELECT backend_id AS b, at, steps_per_second AS s FROM samples ORDER BY id").all();
+    expect(stored).toEqual(rows.map((r) => ({ b: r.backendId, at: r.at, s: r.stepsPerSecond })));
+  });
+
   it("the prepared lastRestartOf gives the same row as the unprepared query, across inserts and updates", () => {
     const unprepared = (b: string) => h.db.select().from(restartEvents).where(eq(restartEvents.backendId, b)).orderBy(desc(restartEvents.requestedAt), desc(restartEvents.id)).limit(1).get();
     expect(lastRestartOf(h.db, "a")).toBeUndefined();
