@@ -108,6 +108,12 @@ describe("replicas on PostgreSQL", () => {
     expect(before.id).toBe(leader === a ? "replica-a" : "replica-b");
     expect(views[0].replicas.filter((r) => r.leader).map((r) => r.id)).toEqual([before.id]);
 
+    // Each page's top bar says which replica answered and who leads.
+    const idOf = (r: RunningApp) => (r === a ? "replica-a" : "replica-b");
+    const badge = async (r: RunningApp) => /data-testid="replica"[^>]*>([^<]*)</.exec(await (await fetch(`${r.url}/restarts`)).text())?.[1];
+    expect(await badge(leader)).toBe(`${idOf(leader)} (leader)`);
+    expect(await badge(standby)).toBe(`${idOf(standby)} · leader ${idOf(leader)}`);
+
     // Both serve the dashboard's data, the standby included.
     for (const r of [leader, standby]) {
       const f = await waitFor("the fleet judged", async () => {
