@@ -117,6 +117,7 @@ async function startRuntime(): Promise<Runtime> {
   void warmPasswords(config.operators.map((o) => o.password)).catch(() => {});
 
   const target = databaseTarget(config);
+  const startDatabase = JSON.stringify(config.database ?? null);
   const replicaId = replicaIdFrom();
   let db: DbHandle;
   let leadership: Leadership;
@@ -285,6 +286,9 @@ async function startRuntime(): Promise<Runtime> {
       // Host, Origin and trusted proxies follow the reloaded config at once.
       if (r.ok) setNetPolicy(buildNetPolicy({ ...rt.config.server, publicUrl: rt.config.publicUrl }));
       for (const w of r.ok ? rt.config.warnings : []) console.warn(`stepwatch: ${w}`);
+      if (r.ok && JSON.stringify(rt.config.database ?? null) !== startDatabase) {
+        console.warn(`stepwatch: database in the config changed: it is read at start only; this replica keeps ${db.path} until it is restarted`);
+      }
       if (r.ok && r.change) syncRestartCounts(r.change);
     },
   });

@@ -14,6 +14,7 @@ import type { FleetResponse } from "@/lib/api/types";
 import type { ClusterView } from "@/lib/core/cluster";
 import { startSimulator, type Simulator } from "@/sim/server";
 import { startPostgres, type TestPostgres } from "../support/postgres";
+import { spawnApp } from "./app-support";
 import { assertBuilt, getJson, killApp, startApp, waitFor, type RunningApp } from "./faults-support";
 
 const LEASE_SECONDS = 2;
@@ -155,5 +156,24 @@ describe("replicas on PostgreSQL", () => {
     }
     pg.start();
     await watchLeaders(rest, (f) => f.includes(1), "a leader again once the database is back");
+  }, 180_000);
+
+  it("a wrong URL, a refused connection, bad credentials or no session secret stop the start with the setting named, never the password", async () => {
+    const cases: Array<{ env: Record<string, string>; says: RegExp }> = [
+      { env: { STEPWATCH_DATABASE_URL: "mysql://stepwatch@127.0.0.1/x" }, says: /STEPWATCH_DATABASE_URL must start with postgres:\/\// },
+      { env: { STEPWATCH_DATABASE_URL: pg.badPasswordUrl }, says: /STEPWATCH_DATABASE_URL \(postgres:\/\/stepwatch:\*\*\*@127\.0\.0\.1.*password authentication failed/ },
+      { env: { STEPWATCH_DATABASE_URL: "postgres://stepwatch:hunter2-secret@127.0.0.1:1/postgres" }, says: /STEPWATCH_DATABASE_URL \(postgres:\/\/stepwatch:\*\*\*@127\.0\.0\.1:1\/postgres\).*ECONNREFUSED/ },
+      { env: { STEPWATCH_SESSION_SECRET: "" }, says: /set STEPWATCH_SESSION_SECRET, the same on every replica/ },
+    ];
+    for (const c of cases) {
+      const a = await spawnApp({ ...env, ...c.env });
+      const code = await Promise.race([a.exited, new Promise<string>((r) => setTimeout(() => r("still running"), 60_000))]);
+      const out = a.output();
+      if (code === "still running") await a.stop();
+      expect(code, out).toBe(1);
+      expect(out).toMatch(c.says);
+      expect(out).not.toContain("hunter2-secret");
+      expect(out).not.toContain("stepwatch-test-password");
+    }
   }, 180_000);
 });
