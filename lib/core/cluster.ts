@@ -10,3 +10,10 @@ export interface ClusterView {
 export interface ClusterResponse extends ClusterView {
   answeredBy: string;
 }
+
+/** The top bar's line on replicas: which replica answered and who leads; null with SQLite (one replica). */
+export interface ReplicaLine {
+  answeredBy: string;
+  /** The leader's id, null when none leads, undefined when the database did not say in time. */
+  leader: string | null | undefined;
+}
