@@ -24,6 +24,7 @@ export const STORAGE_TESTS = [
   "tests/unit/replay.test.ts",
   "tests/unit/latency-store.test.ts",
   "tests/unit/history-columns.test.ts",
+  "tests/unit/watcher.test.ts",
   "tests/integration/evidence.test.ts",
   "tests/integration/crash-loop.test.ts",
 ];

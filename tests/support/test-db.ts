@@ -89,3 +89,20 @@ export async function openTestDb(file: string, opts: OpenDbOptions = {}): Promis
   const h = await openPgStore(databaseUrl(server, name), { timeoutMs: 10_000 });
   return { ...h, path: file };
 }
+
+/**
+ * Makes every INSERT into `table` fail with `message` (a full disk, an unwritable audit log), on
+ * either engine, until the function returned is called.
+ */
+export function failInserts(h: DbHandle, table: string, message: string): () => void {
+  const name = `fail_${table}`;
+  if (TEST_ENGINE === "sqlite") {
+    h.sqlite.exec(`CREATE TRIGGER ${name} BEFORE INSERT ON ${table} BEGIN SELECT RAISE(ABORT, '${message}'); END`);
+    return () => h.sqlite.exec(`DROP TRIGGER ${name}`);
+  }
+  h.sqlite.exec(
+    `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION '${message}'; END $$;
+     CREATE TRIGGER ${name} BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION ${name}()`,
+  );
+  return () => h.sqlite.exec(`DROP TRIGGER ${name} ON ${table}; DROP FUNCTION ${name}()`);
+}

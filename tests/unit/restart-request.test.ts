@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openTestDb, TEST_ENGINE } from "../support/test-db";
+import { failInserts, openTestDb } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import type { BackendConfig } from "@/lib/config";
 import { type Verdict, reason, type Reason } from "@/lib/core/types";
@@ -149,12 +149,7 @@ describe("requestRestart", () => {
   });
 
   it("records no restart when its audit line cannot be written (one transaction)", () => {
-    handle.sqlite.exec(
-      TEST_ENGINE === "sqlite"
-        ? "CREATE TRIGGER no_audit BEFORE INSERT ON audit_log BEGIN SELECT RAISE(ABORT, 'audit log unwritable'); END"
-        : `CREATE FUNCTION no_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'audit log unwritable'; END $$;
-           CREATE TRIGGER no_audit BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION no_audit()`,
-    );
+    failInserts(handle, "audit_log", "audit log unwritable");
     expect(code(() => requestRestart({ backendId: "gb10-a", operator: "ana", now: 1_000 }, deps))).toBe("unavailable");
     expect(handle.sqlite.prepare("SELECT COUNT(*) AS n FROM restart_events").get()).toEqual({ n: 0 });
     expect(calls).toEqual([]);
