@@ -27,6 +27,8 @@ export const STORAGE_TESTS = [
   "tests/unit/watcher.test.ts",
   "tests/integration/evidence.test.ts",
   "tests/integration/crash-loop.test.ts",
+  "tests/integration/notify-channels.test.ts",
+  "tests/integration/notify-grouping.test.ts",
 ];
 
 export default defineConfig({
