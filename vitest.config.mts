@@ -29,6 +29,7 @@ export const STORAGE_TESTS = [
   "tests/integration/crash-loop.test.ts",
   "tests/integration/notify-channels.test.ts",
   "tests/integration/notify-grouping.test.ts",
+  "tests/integration/notify-grouping-fleet.test.ts",
 ];
 
 export default defineConfig({
