@@ -109,6 +109,9 @@ export class SyncPgStatement {
   }
 }
 
+/** How many statements' translations a client keeps. */
+const MAX_TRANSLATED = 2000;
+
 /** PostgreSQL's limit on one statement's parameters (a 16-bit count in the protocol). */
 const MAX_PG_PARAMS = 65_535;
 
@@ -201,7 +204,12 @@ export class SyncPgClient {
 
   prepare(source: string): SyncPgStatement {
     let t = this.statements.get(source);
-    if (!t) this.statements.set(source, (t = translateSql(source)));
+    if (!t) {
+      // Bounded: the queries' texts are a few hundred, but a text built with a value inlined
+      // would otherwise grow this map for as long as the replica runs.
+      if (this.statements.size >= MAX_TRANSLATED) this.statements.clear();
+      this.statements.set(source, (t = translateSql(source)));
+    }
     return new SyncPgStatement(this, t, source);
   }
 
