@@ -5,7 +5,7 @@
  */
 import type { TestProject } from "vitest/node";
 import { startPostgres } from "./postgres";
-import { prepareTemplate } from "./test-db";
+import { prepareTemplate } from "./pg-template";
 
 export default async function setup(project: TestProject): Promise<() => void> {
   const server = await startPostgres();

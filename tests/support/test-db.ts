@@ -3,17 +3,17 @@
  * STEPWATCH_TEST_ENGINE=postgresql (the "storage-pg" project of vitest.config.mts), a fresh
  * PostgreSQL database opened with openPgStore, so the same test runs the same queries on both
  * engines. One PostgreSQL server serves a whole run (started by tests/support/pg-global-setup.ts,
- * its URL handed over with vitest's provide/inject; a file run without that setup starts one for
- * its worker, stopped when the worker exits). Each database is copied from a migrated template
- * (CREATE DATABASE ... TEMPLATE), so a test opens it without running the migrations again.
+ * its URL handed over with vitest's provide/inject; a file run without that setup starts one of
+ * its own, stopped when the file ends). Each database is copied from a migrated template
+ * (CREATE DATABASE ... TEMPLATE), so a test opens it without running the migrations again, and
+ * dropped when its test file ends (a run creates hundreds; the server's disk stays bounded).
  */
 import { randomBytes } from "node:crypto";
-import pg from "pg";
-import { inject } from "vitest";
+import { afterAll, inject } from "vitest";
 import { openDb, type OpenDbOptions } from "../../db/client";
-import { openPg } from "../../db/pg/client";
 import { openPgStore } from "../../db/pg/store";
 import type { DbHandle } from "../../db/types";
+import { adminQuery, databaseUrl, PG_TEMPLATE, prepareTemplate } from "./pg-template";
 import { startPostgres, type TestPostgres } from "./postgres";
 
 declare module "vitest" {
@@ -27,50 +27,40 @@ export type TestEngine = "sqlite" | "postgresql";
 
 export const TEST_ENGINE: TestEngine = process.env.STEPWATCH_TEST_ENGINE === "postgresql" ? "postgresql" : "sqlite";
 
-/** The migrated database every test database is copied from. */
-export const PG_TEMPLATE = "stepwatch_template";
+/** A server of the file's own, when the run has none (stopped in afterAll: a worker is killed, not exited, so an exit hook would leave it running). */
+let ownServer: Promise<TestPostgres> | null = null;
 
-/** The server URL with another database. */
-export function databaseUrl(serverUrl: string, database: string): string {
-  const u = new URL(serverUrl);
-  u.pathname = `/${database}`;
-  return u.toString();
-}
-
-/** Creates the template database on a fresh server and applies the migrations to it. */
-export async function prepareTemplate(serverUrl: string): Promise<void> {
-  await adminQuery(serverUrl, `CREATE DATABASE ${PG_TEMPLATE}`);
-  const h = await openPg(databaseUrl(serverUrl, PG_TEMPLATE), { max: 1 });
-  await h.close();
-}
-
-async function adminQuery(serverUrl: string, text: string): Promise<void> {
-  const c = new pg.Client({ connectionString: serverUrl, connectionTimeoutMillis: 10_000 });
-  await c.connect();
-  try {
-    await c.query(text);
-  } finally {
-    await c.end();
-  }
-}
-
-let ownServer: Promise<string> | null = null;
-
-/** The server's URL: the run's shared one, else one started for this worker (stopped at its exit). */
-function serverUrl(): Promise<string> {
+/** The server's URL: the run's shared one, else one started for this file. */
+async function serverUrl(): Promise<string> {
   const shared = inject("stepwatchPgUrl");
-  if (shared) return Promise.resolve(shared);
+  if (shared) return shared;
   ownServer ??= (async () => {
-    const server: TestPostgres = await startPostgres();
-    process.once("exit", () => server.destroy());
-    await prepareTemplate(server.url);
-    return server.url;
+    const server = await startPostgres();
+    try {
+      await prepareTemplate(server.url);
+    } catch (e) {
+      server.destroy();
+      throw e;
+    }
+    return server;
   })();
-  return ownServer;
+  return (await ownServer).url;
 }
 
 /** The database behind each file name given, so a test that opens the same file twice gets the same data. */
 const databases = new Map<string, string>();
+
+afterAll(async () => {
+  if (ownServer) {
+    (await ownServer).destroy();
+    ownServer = null;
+  } else if (databases.size > 0) {
+    const server = await serverUrl();
+    // FORCE: a handle a test left open is cut off rather than keeping its database.
+    for (const name of databases.values()) await adminQuery(server, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  }
+  databases.clear();
+});
 
 /**
  * Opens the test's database. On SQLite: `openDb(file)`. On PostgreSQL: the database this file
