@@ -47,7 +47,7 @@ interface Answer {
   ok: boolean;
   message?: string;
   code?: string;
-  result?: { rows: unknown[]; changes: number; fields: string[] };
+  result?: { rows: unknown[]; changes: number; gen: number };
 }
 
 export interface SyncPgOptions {
@@ -157,6 +157,8 @@ export class SyncPgClient {
   private readonly timeoutMs: number;
   private nextId = 1;
   private depth = 0;
+  /** Which of the thread's connections the open transaction is on (they are numbered from 1). */
+  private txConnection: number | undefined;
   private closed = false;
   private readonly statements = new Map<string, Translated>();
 
@@ -226,7 +228,11 @@ export class SyncPgClient {
   transaction<A extends unknown[], R>(fn: (...args: A) => R): ((...args: A) => R) & { deferred: (...args: A) => R; immediate: (...args: A) => R; exclusive: (...args: A) => R } {
     const run = (...args: A): R => {
       const level = this.depth;
-      this.query(level === 0 ? "BEGIN" : `SAVEPOINT sw${level}`, [], "object");
+      // The connection a transaction began on: every later statement of it names it, and the
+      // thread refuses one that would run on a connection made since (it would run outside the
+      // transaction, and COMMIT there only warns: half a transaction written as if whole).
+      if (level === 0) this.txConnection = this.query("BEGIN", [], "object").gen;
+      else this.query(`SAVEPOINT sw${level}`, [], "object");
       this.depth++;
       let result: R;
       try {
@@ -234,14 +240,14 @@ export class SyncPgClient {
       } catch (e) {
         this.depth--;
         try {
-          this.query(level === 0 ? "ROLLBACK" : `ROLLBACK TO SAVEPOINT sw${level}`, [], "object");
+          this.query(level === 0 ? "ROLLBACK" : `ROLLBACK TO SAVEPOINT sw${level}`, [], "object", this.txConnection);
         } catch {
           // the connection is gone: so is the transaction
         }
         throw e;
       }
       this.depth--;
-      this.query(level === 0 ? "COMMIT" : `RELEASE SAVEPOINT sw${level}`, [], "object");
+      this.query(level === 0 ? "COMMIT" : `RELEASE SAVEPOINT sw${level}`, [], "object", this.txConnection);
       return result;
     };
     return Object.assign(run, { deferred: run, immediate: run, exclusive: run });
@@ -268,7 +274,7 @@ export class SyncPgClient {
   }
 
   /** One statement, answered synchronously. */
-  query(text: string, values: unknown[], shape: "object" | "array"): { rows: unknown[]; changes: number } {
+  query(text: string, values: unknown[], shape: "object" | "array", connection = this.depth > 0 ? this.txConnection : undefined): { rows: unknown[]; changes: number; gen: number } {
     if (this.closed) throw new PgError("the PostgreSQL connection is closed");
     if (!this.connected) {
       const why = this.lastError();
@@ -276,7 +282,7 @@ export class SyncPgClient {
     }
     const id = this.nextId++;
     Atomics.store(this.flags, 0, 0);
-    this.port.postMessage({ id, text, values, rowMode: shape === "array" ? "array" : undefined });
+    this.port.postMessage({ id, text, values, rowMode: shape === "array" ? "array" : undefined, gen: connection });
     const deadline = Date.now() + this.timeoutMs + 1000;
     for (;;) {
       let m: { message: Answer } | undefined;

@@ -13,6 +13,8 @@ interface Job {
   text: string;
   values: unknown[];
   rowMode?: "array";
+  /** The connection this statement must run on (a transaction's), by number; any when absent. */
+  gen?: number;
 }
 
 const { url, port, shared, timeoutMs } = workerData as { url: string; port: MessagePort; shared: SharedArrayBuffer; timeoutMs: number };
@@ -33,6 +35,8 @@ const types = {
 };
 
 let client: pg.Client | null = null;
+/** The number of the current connection: a new one after each reconnect. */
+let generation = 0;
 let connecting: Promise<pg.Client> | null = null;
 
 function setError(text: string): void {
@@ -65,6 +69,7 @@ function connect(): Promise<pg.Client> {
     try {
       await c.connect();
       client = c;
+      generation++;
       Atomics.store(flags, 1, 1);
       return c;
     } catch (e) {
@@ -80,10 +85,13 @@ function connect(): Promise<pg.Client> {
 
 async function run(job: Job): Promise<unknown> {
   const c = client ?? (await connect());
+  if (job.gen !== undefined && job.gen !== generation) {
+    throw Object.assign(new Error("the connection to PostgreSQL was lost inside a transaction: the transaction was not written"), { code: "08006" });
+  }
   const r = job.rowMode
     ? await c.query<unknown[]>({ text: job.text, values: job.values, rowMode: "array" })
     : await c.query({ text: job.text, values: job.values });
-  return { rows: r.rows, changes: r.rowCount ?? 0 };
+  return { rows: r.rows, changes: r.rowCount ?? 0, gen: generation };
 }
 
 port.on("message", (job: Job) => {
