@@ -3,6 +3,7 @@ import type { ReactNode } from "react";
 import { TimeZoneProvider } from "@/components/TimeZone";
 import { TopBar } from "@/components/TopBar";
 import { currentOperatorName } from "@/lib/api/operator";
+import { replicaLine } from "@/lib/api/cluster";
 import "./globals.css";
 
 // Every page shows who is signed in, which needs the runtime: rendered per request, never at build
@@ -30,12 +31,12 @@ export const viewport: Viewport = {
 };
 
 export default async function RootLayout({ children }: { children: ReactNode }) {
-  const operator = await currentOperatorName();
+  const [operator, replica] = await Promise.all([currentOperatorName(), replicaLine()]);
   return (
     <html lang="en">
       <body>
         <TimeZoneProvider>
-          <TopBar operator={operator} />
+          <TopBar operator={operator} replica={replica} />
           <main>{children}</main>
         </TimeZoneProvider>
       </body>

@@ -2,6 +2,7 @@
 import Link from "next/link";
 import { usePathname, useRouter } from "next/navigation";
 import { sendJson } from "@/lib/ui/fetcher";
+import type { ReplicaLine } from "@/lib/core/cluster";
 import { TimeZoneToggle } from "./TimeZone";
 
 const LINKS = [
@@ -12,7 +13,7 @@ const LINKS = [
   { href: "/config", label: "Configuration" },
 ];
 
-export function TopBar({ operator }: { operator: string | null }) {
+export function TopBar({ operator, replica = null }: { operator: string | null; replica?: ReplicaLine | null }) {
   const path = usePathname();
   const router = useRouter();
   async function signOut() {
@@ -35,6 +36,7 @@ export function TopBar({ operator }: { operator: string | null }) {
         })}
       </nav>
       <div className="who">
+        {replica && <ReplicaBadge line={replica} />}
         <TimeZoneToggle />
         {operator ? (
           <>
@@ -52,5 +54,16 @@ export function TopBar({ operator }: { operator: string | null }) {
         )}
       </div>
     </header>
+  );
+}
+
+/** Replicas on PostgreSQL only: which one answered this page, and who leads (the one that acts). */
+function ReplicaBadge({ line }: { line: ReplicaLine }) {
+  const leads = line.leader === line.answeredBy;
+  const text = leads ? `${line.answeredBy} (leader)` : line.leader === undefined ? `${line.answeredBy} · leader unknown` : line.leader === null ? `${line.answeredBy} · no leader` : `${line.answeredBy} · leader ${line.leader}`;
+  return (
+    <span className="muted replica" data-testid="replica" title="The replica that answered this page, and the one that acts (GET /api/cluster)">
+      {text}
+    </span>
   );
 }

@@ -8,6 +8,9 @@ export type Db = BetterSQLite3Database<typeof schema> & { $client: Database.Data
 export interface DbHandle {
   db: Db;
   sqlite: Database.Database;
+  /** The file, or PostgreSQL's URL without its password. */
   path: string;
+  /** Which engine holds the data (db/pg/store.ts for PostgreSQL); SQLite when absent. */
+  engine?: "sqlite" | "postgresql";
   close(): void;
 }

@@ -506,6 +506,30 @@ function buildSchema(env: Record<string, string | undefined>, allowInlinePasswor
       audit: z
         .strictObject({ retentionDays: seconds.default(DEFAULTS.auditRetentionDays) })
         .default({ retentionDays: DEFAULTS.auditRetentionDays }),
+      /**
+       * PostgreSQL for two or more replicas (docs/decisions.md "Replicas"); STEPWATCH_DATABASE_URL wins
+       * over it. `url` carries no password (it would sit in the file and the Configuration page):
+       * `password` is "env:NAME". Read at start only: a change needs a restart.
+       */
+      database: z
+        .strictObject({
+          url: z
+            .string()
+            .refine((u) => /^postgres(ql)?:\/\//.test(u), { message: "must start with postgres://" })
+            .refine((u) => {
+              try {
+                return new URL(u).password === "";
+              } catch {
+                return false;
+              }
+            }, { message: 'must be a URL without a password: give the password as database.password "env:NAME"' }),
+          password: z
+            .string()
+            .refine((p) => p.startsWith("env:"), { message: 'must be "env:NAME" (the variable holds the password)' })
+            .pipe(secret)
+            .optional(),
+        })
+        .optional(),
       backends: z.array(backend).default([]),
       proxies: z.array(proxy).default([]),
       operators: z.array(operator).default([]),

@@ -5,6 +5,7 @@
  * Routes may be hit before instrumentation finished starting: they await the same promise.
  */
 import { openDb, resolveDbPath } from "../db/client";
+import { redactUrl } from "../db/pg/client";
 import { type DbHandle } from "../db/types";
 import { ConfigError, parseConfig, parseConfigText, readConfigText, resolveConfigPath, type Config } from "./config";
 import { pruneAudit, recordAudit } from "../db/queries/auth";
@@ -21,7 +22,9 @@ import { authHolder } from "./auth/state";
 import { startWatcher, type Watcher } from "./watcher";
 import { tuneHeapForWatcher } from "./watcher/heap";
 import { fleetSnapshot } from "./api/snapshot";
-import { replicaIdFrom, soleLeader, type Leadership } from "./cluster/leadership";
+import { keepLease, replicaIdFrom, soleLeader, type Leadership } from "./cluster/leadership";
+import { openPg } from "../db/pg/client";
+import { openPgStore } from "../db/pg/store";
 
 export interface Runtime {
   /** The running config; replaced as a whole by a valid reload (lib/reload.ts), never edited. */
@@ -113,14 +116,40 @@ async function startRuntime(): Promise<Runtime> {
   // Every sign-in then costs exactly one scrypt, the first one too (lib/auth/password.ts).
   void warmPasswords(config.operators.map((o) => o.password)).catch(() => {});
 
-  const dbPath = resolveDbPath();
+  const target = databaseTarget(config);
+  const startDatabase = JSON.stringify(config.database ?? null);
+  const replicaId = replicaIdFrom();
   let db: DbHandle;
+  let leadership: Leadership;
   try {
-    db = openDb(dbPath);
+    if (target.engine === "postgresql") {
+      // Every replica signs sessions with the same key, or a sign-in on one is refused by the next.
+      if (!process.env.STEPWATCH_SESSION_SECRET) {
+        throw new Error(`${target.setting} selects PostgreSQL (replicas): set STEPWATCH_SESSION_SECRET, the same on every replica (e.g. openssl rand -hex 32)`);
+      }
+      db = await openPgStore(target.url, { setting: target.setting });
+      // The lease on a pool of its own, asynchronous: renewing it never waits behind the store.
+      const leaseDb = await openPg(target.url, { setting: target.setting, max: 2, migrate: false });
+      const lease = keepLease(leaseDb.db, replicaId, {
+        leaseMs: leaseMsFrom(process.env),
+        onChange: (leading, why) => console.log(`stepwatch: replica ${replicaId} ${leading ? "leads" : "does not lead"}: ${why}`),
+      });
+      const stopLease = lease.stop;
+      leadership = { ...lease, stop: async () => {
+        await stopLease();
+        await leaseDb.close().catch(() => {});
+      } };
+      // The first grant (or the answer that another replica leads) before anything may act.
+      await lease.tick();
+    } else {
+      db = openDb(target.path);
+      leadership = soleLeader(replicaId, new Date(startedAt));
+    }
   } catch (e) {
     await stopDemo?.();
     throw e;
   }
+  const dbPath = db.path;
   // Sessions of operators gone from this config, or whose password changed while stepwatch was
   // stopped, end now rather than on their next request (lib/auth/session.ts sweepSessions).
   const authKey = authHolder(db.path).key;
@@ -160,7 +189,6 @@ async function startRuntime(): Promise<Runtime> {
   }
   // The watcher finds an unattended restart due; its collaborators are built from the runtime then.
   let rtRef: Runtime | null = null;
-  const leadership = soleLeader(replicaIdFrom(), new Date(startedAt));
   const watcher = startWatcher({
     config,
     db: db.db,
@@ -196,6 +224,7 @@ async function startRuntime(): Promise<Runtime> {
         reloader.stop();
         await watcher.stop();
         await stopDemo?.();
+        await leadership.stop();
         db.close();
       })()),
   };
@@ -262,6 +291,9 @@ async function startRuntime(): Promise<Runtime> {
       // Host, Origin and trusted proxies follow the reloaded config at once.
       if (r.ok) setNetPolicy(buildNetPolicy({ ...rt.config.server, publicUrl: rt.config.publicUrl }));
       for (const w of r.ok ? rt.config.warnings : []) console.warn(`stepwatch: ${w}`);
+      if (r.ok && JSON.stringify(rt.config.database ?? null) !== startDatabase) {
+        console.warn(`stepwatch: database in the config changed: it is read at start only; this replica keeps ${db.path} until it is restarted`);
+      }
       if (r.ok && r.change) syncRestartCounts(r.change);
     },
   });
@@ -326,4 +358,31 @@ export function restartDeps(rt: Pick<Runtime, "config" | "db" | "watcher" | "sec
 /** The unattended restart's collaborators, when the watcher finds one due. */
 export function unattendedDeps(rt: Pick<Runtime, "config" | "db" | "watcher" | "secretEnvNames">): UnattendedDeps {
   return { backends: rt.config.backends, watcher: rt.watcher, restart: restartDeps(rt) };
+}
+
+export type DatabaseTarget = { engine: "sqlite"; path: string } | { engine: "postgresql"; url: string; setting: string };
+
+/**
+ * Where the data lives: PostgreSQL when STEPWATCH_DATABASE_URL (first) or the config's `database`
+ * names it, the password of `database.url` from `database.password` ("env:NAME"); else the SQLite
+ * file (STEPWATCH_DB, else data/stepwatch.db), the default that needs nothing.
+ */
+export function databaseTarget(config: Pick<Config, "database">, env: Record<string, string | undefined> = process.env): DatabaseTarget {
+  const fromEnv = env.STEPWATCH_DATABASE_URL?.trim();
+  if (fromEnv) return { engine: "postgresql", url: fromEnv, setting: "STEPWATCH_DATABASE_URL" };
+  if (config.database) {
+    const u = new URL(config.database.url);
+    if (config.database.password !== undefined) u.password = encodeURIComponent(config.database.password);
+    return { engine: "postgresql", url: u.toString(), setting: `database.url (${redactUrl(u.toString())})` };
+  }
+  return { engine: "sqlite", path: resolveDbPath(env) };
+}
+
+/** STEPWATCH_LEASE_SECONDS (how long a leader's grant lasts; default 15), for sites and tests that need faster failover. */
+export function leaseMsFrom(env: Record<string, string | undefined>): number | undefined {
+  const raw = env.STEPWATCH_LEASE_SECONDS?.trim();
+  if (!raw) return undefined;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 1 || n > 600) throw new Error(`STEPWATCH_LEASE_SECONDS must be a number of seconds from 1 to 600 (got "${raw}")`);
+  return Math.round(n * 1000);
 }

@@ -6,7 +6,7 @@
 import path from "node:path";
 import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import { migrate } from "drizzle-orm/node-postgres/migrator";
-import { Pool } from "pg";
+import { Client, Pool } from "pg";
 import * as schema from "./schema";
 
 export type PgDb = NodePgDatabase<typeof schema> & { $client: Pool };
@@ -27,7 +27,12 @@ export interface OpenPgOptions {
   timeoutMs?: number;
   /** Connections in the pool. */
   max?: number;
+  /** Apply the committed migrations first (default true). */
+  migrate?: boolean;
 }
+
+/** The key of the advisory lock that serialises migrations: replicas started together migrate one after the other. */
+const MIGRATION_LOCK = 7_270_501;
 
 /** The URL without its password (the only secret it carries). */
 export function redactUrl(url: string): string {
@@ -65,11 +70,23 @@ export async function openPg(url: string, opts: OpenPgOptions = {}): Promise<PgH
   // An idle client's error (the server went away) must not crash the process: the next query reports it.
   pool.on("error", () => {});
   const db = drizzle(pool, { schema }) as PgDb;
-  try {
-    await migrate(db, { migrationsFolder: opts.migrationsFolder ?? path.join(process.cwd(), "db", "pg", "migrations") });
-  } catch (e) {
-    await pool.end().catch(() => {});
-    throw new Error(`${setting} (${safeUrl}): cannot open the database: ${pgErrorText(e)}`);
+  if (opts.migrate !== false) {
+    // On a connection of its own, under a lock held for the migration only: two replicas started at
+    // once would otherwise both apply the same migration and one would fail. (The lease is a row,
+    // not a lock like this one: docs/decisions.md "Replicas".)
+    const client = new Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, application_name: "stepwatch-migrate" });
+    client.on("error", () => {});
+    try {
+      await client.connect();
+      await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+      await migrate(drizzle(client, { schema }), { migrationsFolder: opts.migrationsFolder ?? path.join(process.cwd(), "db", "pg", "migrations") });
+    } catch (e) {
+      await pool.end().catch(() => {});
+      throw new Error(`${setting} (${safeUrl}): cannot open the database: ${pgErrorText(e)}`);
+    } finally {
+      // Ending the session releases the lock, also when the migration failed.
+      await client.end().catch(() => {});
+    }
   }
   return { db, pool, safeUrl, close: () => pool.end() };
 }

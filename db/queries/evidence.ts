@@ -70,7 +70,7 @@ export function pruneEvidence(db: Db, now: number, maxTotalBytes: number): numbe
   return db.$client.transaction(() => {
     const expired = db.delete(evidenceBundles).where(lt(evidenceBundles.expiresAt, now)).run().changes;
     const over = db.run(sql`DELETE FROM evidence_bundles WHERE id IN (
-      SELECT id FROM (SELECT id, SUM(size_bytes) OVER (ORDER BY started_at DESC, id DESC) AS running FROM evidence_bundles) WHERE running > ${maxTotalBytes}
+      SELECT id FROM (SELECT id, SUM(size_bytes) OVER (ORDER BY started_at DESC, id DESC) AS running FROM evidence_bundles) AS totals WHERE running > ${maxTotalBytes}
     )`).changes;
     return expired + over;
   })();

@@ -35,6 +35,13 @@ const LATENCY = new Set<string>(LATENCY_FIELDS);
 /** A mean weighted by the readings that have the figure (a NULL is "not exposed", not zero). */
 const weightedMean = (c: string) => `SUM(${c} * n) / SUM(CASE WHEN ${c} IS NULL THEN 0 ELSE n END)`;
 
+/**
+ * The mean of a figure's readings (NULLs left out), as SQLite's AVG gives it to the bit (both sum
+ * the same way, then divide). Not AVG: PostgreSQL's AVG of a double also sums squares (for
+ * stddev), which overflows from 1e154 up and fails the whole statement. The columns are REAL.
+ */
+const mean = (c: string) => `SUM(${c}) / COUNT(${c})`;
+
 /** Each history figure's column in `samples`, and in the rollups (where running is running_avg). */
 const SAMPLE_COLUMNS = HISTORY_FIGURES.map(figureColumn);
 const ROLLUP_COLUMNS = HISTORY_FIGURES.map((f) => (f === "running" || f === "waiting" ? `${f}_avg` : figureColumn(f)));
@@ -103,14 +110,15 @@ export function historyPoints(
   // folded yet (the last few minutes, through the partial index samples_unfolded) are bucketed
   // too, and both merged by weight. Each sample is counted once: in the rollups, or raw. A window
   // is in range when it overlaps [from, to].
-  const params = { b: bucket, id: backendId, from, to };
+  // The window's lower edge computed here: a parameter in arithmetic is typed int4 on PostgreSQL.
+  const params = { b: bucket, id: backendId, from, to, since: from - widthMs };
   const fromRaw = pointRows(
     db,
-    ["(at / CAST(@b AS INTEGER)) * @b", "COUNT(*)", stateOfRank(`MAX(${rankOf("state")})`), ...SAMPLE_COLUMNS.map((c) => `AVG(${c})`)],
+    ["(at / CAST(@b AS INTEGER)) * @b", "COUNT(*)", stateOfRank(`MAX(${rankOf("state")})`), ...SAMPLE_COLUMNS.map(mean)],
     "FROM samples WHERE backend_id = @id AND folded = 0 AND at >= @from AND at <= @to GROUP BY 1 ORDER BY 1",
     params,
   );
-  const inRange = `FROM ${src.table} WHERE backend_id = @id ${src.where} AND ${src.at} > @from - ${widthMs} AND ${src.at} <= @to`;
+  const inRange = `FROM ${src.table} WHERE backend_id = @id ${src.where} AND ${src.at} > @since AND ${src.at} <= @to`;
   const fromRollups =
     bucket === widthMs
       ? // A window per point, as stored: no grouping.
@@ -125,12 +133,17 @@ export function historyPoints(
  * cell, NULLs too: 7 days of 10-minute windows are 1008 rows of 23 cells, 6 ms. SQLite's JSON
  * (17 significant digits: every double comes back exactly) and one JSON.parse take ~60% of that.
  * The points keep their order: SQLite does not flatten a subquery with ORDER BY into an aggregate
- * (the rule that keeps group_concat's order).
+ * (the rule that keeps group_concat's order); PostgreSQL aggregates the sorted subquery in its order
+ * too (json_agg has no parallel form that could interleave it).
  */
 function pointRows(db: Db, select: readonly string[], rest: string, params: Record<string, number | string>): PointRow[] {
-  const text = `SELECT json_group_array(json_array(${select.map((_, i) => `c${i}`).join(", ")})) FROM (SELECT ${select.map((e, i) => `${e} AS c${i}`).join(", ")} ${rest})`;
-  return JSON.parse(historyStatement(db, text).get(params) as string) as PointRow[];
+  const text = `SELECT json_group_array(json_array(${select.map((_, i) => `c${i}`).join(", ")})) FROM (SELECT ${select.map((e, i) => `${e} AS c${i}`).join(", ")} ${rest}) AS points`;
+  const json = historyStatement(db, text).get(params) as string;
+  // PostgreSQL's JSON writes a non-finite double as a string ("Infinity"), SQLite's as 9e999.
+  return (NON_FINITE.test(json) ? JSON.parse(json, (_k, v) => (typeof v === "string" && NON_FINITE_VALUES.has(v) ? Number(v) : v)) : JSON.parse(json)) as PointRow[];
 }
+const NON_FINITE = /"(-?Infinity|NaN)"/;
+const NON_FINITE_VALUES = new Set(["Infinity", "-Infinity", "NaN"]);
 
 /** The history's statements, prepared once per connection (their SQL is one of a few fixed texts). */
 const historyStatements = perConnection((_db: Db) => new Map<string, Database.Statement>());
@@ -171,6 +184,9 @@ function mergePoints(x: PointRow, y: PointRow): PointRow {
   return merged;
 }
 
+/** What a recomputed window replaces (a window is replaced whole). */
+const REFRESHED = ["n", ...ROLLUP_COLUMNS, "running_max", "waiting_max", "worst_state"];
+
 /**
  * Recompute every window of sample_rollups that holds a minute at or after its backend's `since`,
  * from sample_minutes: a window is replaced whole, so it always sums exactly its minutes, however
@@ -181,11 +197,12 @@ function refreshRollups(client: Database.Database, touched: string, params: Reco
     client
       .prepare(
         `WITH touched AS (${touched})
-         INSERT OR REPLACE INTO sample_rollups (backend_id, width_ms, start, n, ${ROLLUP_COLUMNS.join(", ")}, running_max, waiting_max, worst_state)
+         INSERT INTO sample_rollups (backend_id, width_ms, start, n, ${ROLLUP_COLUMNS.join(", ")}, running_max, waiting_max, worst_state)
          SELECT m.backend_id, ${w}, (m.minute / ${w}) * ${w}, SUM(n), ${mergedMeans.join(", ")},
                 MAX(running_max), MAX(waiting_max), ${stateOfRank(worstRank)}
            FROM sample_minutes m JOIN touched t ON m.backend_id = t.backend_id AND m.minute >= (t.since / ${w}) * ${w}
-          GROUP BY m.backend_id, 3`,
+          GROUP BY m.backend_id, 3
+         ON CONFLICT (backend_id, width_ms, start) DO UPDATE SET ${REFRESHED.map((c) => `${c} = excluded.${c}`).join(", ")}`,
       )
       .run(params);
   }
@@ -251,22 +268,25 @@ export function applyRetention(db: Db, opts: { now: number; rawHours: number; ro
   const client = db.$client;
   const scope = scopeSql(opts.scope);
   const params = (p: Record<string, number>) => (scope.ids === null ? p : { ...p, ids: scope.ids });
-  const wavg = (col: string) =>
-    `CASE WHEN ${col} IS NULL THEN excluded.${col} WHEN excluded.${col} IS NULL THEN ${col}
-          ELSE (${col} * n + excluded.${col} * excluded.n) / (n + excluded.n) END`;
+  // The stored row's columns named with their table: bare, PostgreSQL finds them ambiguous with excluded's.
+  const wavg = (c: string) => {
+    const col = `sample_minutes.${c}`;
+    return `CASE WHEN ${col} IS NULL THEN excluded.${c} WHEN excluded.${c} IS NULL THEN ${col}
+          ELSE (${col} * sample_minutes.n + excluded.${c} * excluded.n) / (sample_minutes.n + excluded.n) END`;
+  };
   // A minute holds each history figure's mean (ROLLUP_COLUMNS, from HISTORY_FIGURES: a new figure
   // is folded without a line here), and running's and waiting's maximum besides.
   const roll = client.prepare(
     `INSERT INTO sample_minutes (backend_id, minute, n, ${ROLLUP_COLUMNS.join(", ")}, running_max, waiting_max, worst_state)
-     SELECT backend_id, (at / 60000) * 60000, COUNT(*), ${SAMPLE_COLUMNS.map((c) => `AVG(${c})`).join(", ")},
+     SELECT backend_id, (at / 60000) * 60000, COUNT(*), ${SAMPLE_COLUMNS.map(mean).join(", ")},
             MAX(running), MAX(waiting), ${stateOfRank(`MAX(${rankOf("state")})`)}
        FROM samples WHERE folded = 0 AND at < @cutoff ${scope.where} GROUP BY 1, 2
      ON CONFLICT (backend_id, minute) DO UPDATE SET
        ${ROLLUP_COLUMNS.map((c) => `${c} = ${wavg(c)},`).join("\n       ")}
-       running_max = MAX(COALESCE(running_max, excluded.running_max), COALESCE(excluded.running_max, running_max)),
-       waiting_max = MAX(COALESCE(waiting_max, excluded.waiting_max), COALESCE(excluded.waiting_max, waiting_max)),
-       worst_state = ${stateOfRank(`MAX(${rankOf("worst_state")}, ${rankOf("excluded.worst_state")})`)},
-       n = n + excluded.n`,
+       running_max = MAX(COALESCE(sample_minutes.running_max, excluded.running_max), COALESCE(excluded.running_max, sample_minutes.running_max)),
+       waiting_max = MAX(COALESCE(sample_minutes.waiting_max, excluded.waiting_max), COALESCE(excluded.waiting_max, sample_minutes.waiting_max)),
+       worst_state = ${stateOfRank(`MAX(${rankOf("sample_minutes.worst_state")}, ${rankOf("excluded.worst_state")})`)},
+       n = sample_minutes.n + excluded.n`,
   );
   const markFolded = client.prepare(`UPDATE samples SET folded = 1 WHERE folded = 0 AND at < @cutoff ${scope.where}`);
   const delRaw = client.prepare(`DELETE FROM samples WHERE at < @cutoff ${scope.where}`);
@@ -274,8 +294,9 @@ export function applyRetention(db: Db, opts: { now: number; rawHours: number; ro
   // A chunk goes once its newest record is past the cutoff (its older ones are filtered out when read).
   const delReplayChunks = client.prepare(`DELETE FROM replay_chunks WHERE last_at < @cutoff ${scope.where}`);
   const delRollups = client.prepare(`DELETE FROM sample_minutes WHERE minute < @cutoff ${scope.where}`);
-  // Per width, so the (width_ms, start) index finds them (start + width_ms <= cutoff would scan the table).
-  const delWindows = ROLLUP_WIDTHS_MS.map((w) => client.prepare(`DELETE FROM sample_rollups WHERE width_ms = ${w} AND start <= @cutoff - ${w} ${scope.where}`));
+  // Per width, so the (width_ms, start) index finds them (start + width_ms <= cutoff would scan the
+  // table); the cutoff less the width computed here (a parameter in arithmetic is int4 on PostgreSQL).
+  const delWindows = ROLLUP_WIDTHS_MS.map((w) => ({ w, st: client.prepare(`DELETE FROM sample_rollups WHERE width_ms = ${w} AND start <= @cutoff ${scope.where}`) }));
   return client.transaction(() => {
     const rolled = roll.run(params({ cutoff: foldCutoff })).changes;
     // The windows of the minutes just folded into, before their samples are marked folded.
@@ -287,7 +308,7 @@ export function applyRetention(db: Db, opts: { now: number; rawHours: number; ro
     markFolded.run(params({ cutoff: foldCutoff }));
     const deletedSamples = delRaw.run(params({ cutoff: rawCutoff })).changes;
     const deletedRollups = delRollups.run(params({ cutoff: rollupCutoff })).changes;
-    for (const del of delWindows) del.run(params({ cutoff: rollupCutoff }));
+    for (const del of delWindows) del.st.run(params({ cutoff: rollupCutoff - del.w }));
     delReplay.run(params({ cutoff: replayCutoff }));
     delReplayChunks.run(params({ cutoff: replayCutoff }));
     // The record's rows folded into chunks: for the backends in scope (none for the pass over

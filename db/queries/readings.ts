@@ -143,21 +143,33 @@ export const statementsOf = perConnection((db: Db): PollStatements => {
   };
 });
 
+/** A statement that writes many rows of its one-row INSERT at once (db/pg/sync-client.ts; better-sqlite3 has none). */
+export interface ManyRows {
+  runMany(rows: readonly unknown[][]): { changes: number };
+}
+
 /** One transaction for the whole batch: one fsync per poll round instead of one per row. */
 export function insertSamples(db: Db, rows: NewSample[]): void {
   if (rows.length === 0) return;
   const { insertSample, sampleColumns } = statementsOf(db);
-  const values: unknown[] = new Array(sampleColumns.length);
+  const encode = (row: NewSample, values: unknown[]) => {
+    for (let i = 0; i < sampleColumns.length; i++) {
+      const c = sampleColumns[i];
+      const v = row[c.key];
+      values[i] = v === undefined ? c.absent : v === null ? null : c.encode(v);
+    }
+    return values;
+  };
   // better-sqlite3's transaction nests as a savepoint, so a caller may wrap this in a larger one.
   db.$client.transaction(() => {
-    for (const row of rows) {
-      for (let i = 0; i < sampleColumns.length; i++) {
-        const c = sampleColumns[i];
-        const v = row[c.key];
-        values[i] = v === undefined ? c.absent : v === null ? null : c.encode(v);
-      }
-      insertSample.run(values);
+    // PostgreSQL (db/pg/sync-client.ts): the rows as multi-row INSERTs, not a round trip each.
+    const many = (insertSample as Partial<ManyRows>).runMany;
+    if (many) {
+      many.call(insertSample, rows.map((row) => encode(row, new Array(sampleColumns.length))));
+      return;
     }
+    const values: unknown[] = new Array(sampleColumns.length);
+    for (const row of rows) insertSample.run(encode(row, values));
   })();
 }
 

@@ -13,7 +13,13 @@ import type { Reading, Verdict } from "../../lib/core/types";
 
 /** What these queries need of a connection: better-sqlite3's `Database` (and drizzle's `$client`). */
 export interface SqlHandle {
-  prepare(sql: string): { all(...params: unknown[]): unknown[]; get(...params: unknown[]): unknown; run(...params: unknown[]): { changes: number } };
+  prepare(sql: string): {
+    all(...params: unknown[]): unknown[];
+    get(...params: unknown[]): unknown;
+    run(...params: unknown[]): { changes: number };
+    /** Many rows of a one-row INSERT in few statements: PostgreSQL's client only (db/pg/sync-client.ts). */
+    runMany?(rows: readonly unknown[][]): { changes: number };
+  };
   transaction<T>(fn: () => T): () => T;
 }
 
@@ -39,7 +45,8 @@ export function insertReplayRows(client: SqlHandle, rows: readonly NewReplayRow[
   if (rows.length === 0) return;
   let insert = statements.get(client);
   if (!insert) statements.set(client, (insert = client.prepare(INSERT)));
-  for (const r of rows) insert.run(r.backendId, r.at, r.state, r.recommended ? 1 : 0, r.reading);
+  if (insert.runMany) insert.runMany(rows.map((r) => [r.backendId, r.at, r.state, r.recommended ? 1 : 0, r.reading]));
+  else for (const r of rows) insert.run(r.backendId, r.at, r.state, r.recommended ? 1 : 0, r.reading);
 }
 
 /** At most this many records a chunk, and folded per backend in one retention pass (bounds the pass: ~10 µs a record). */
@@ -67,7 +74,7 @@ export function foldReplayRows(client: SqlHandle, opts: { before: number; backen
     (client.prepare("SELECT DISTINCT backend_id AS id FROM replay_readings WHERE at < ?").all(opts.before) as Array<{ id: string }>).map((r) => r.id);
   const select = client.prepare("SELECT id, at, state, recommended, reading FROM replay_readings WHERE backend_id = ? AND at < ? ORDER BY at, id LIMIT ?");
   const insert = client.prepare("INSERT INTO replay_chunks (backend_id, first_at, last_at, n, data) VALUES (?, ?, ?, ?, ?)");
-  const remove = client.prepare("DELETE FROM replay_readings WHERE id IN (SELECT value FROM json_each(?))");
+  const remove = client.prepare("DELETE FROM replay_readings WHERE id IN (SELECT CAST(value AS INTEGER) FROM json_each(?))");
   let folded = 0;
   for (const id of ids) {
     const rows = select.all(id, opts.before, MAX_CHUNK_RECORDS) as Array<{ id: number; at: number; state: BackendState; recommended: number; reading: string }>;

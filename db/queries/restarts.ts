@@ -120,14 +120,15 @@ INSERT INTO restart_events (
   backend_id, requested_at, requested_by, note, state_at_request, healthy_at_request,
   running_at_request, waiting_at_request, process_start_time_at_request, evidence,
   override_cooldown, confirmed_healthy, action)
-SELECT @backendId, @requestedAt, @requestedBy, @note, @state, @healthy,
-  @running, @waiting, @processStartTime, @evidence,
-  @overrideCooldown, @confirmedHealthy, @action
+SELECT CAST(@backendId AS TEXT), CAST(@requestedAt AS INTEGER), CAST(@requestedBy AS TEXT), CAST(@note AS TEXT), CAST(@state AS TEXT), CAST(@healthy AS INTEGER),
+  CAST(@running AS REAL), CAST(@waiting AS REAL), CAST(@processStartTime AS REAL), CAST(@evidence AS TEXT),
+  CAST(@overrideCooldown AS INTEGER), CAST(@confirmedHealthy AS INTEGER), CAST(@action AS TEXT)
 WHERE NOT EXISTS (
   SELECT 1 FROM restart_events
   WHERE backend_id = @backendId
     AND (outcome IS NULL OR (@enforceCooldown = 1 AND requested_at > @cooldownStart))
-)`;
+)
+RETURNING id`;
 
 /**
  * ONE transaction (BEGIN IMMEDIATE): insert the restart unless a pending restart, or one inside
@@ -158,11 +159,12 @@ export function insertRestartUnlessBlocked(
     cooldownStart: cooldownStart ?? 0,
   };
   const tx = sqlite.transaction(() => {
-    const info = sqlite.prepare(INSERT_RESTART_UNLESS_BLOCKED).run(params);
-    if (info.changes === 1) {
+    // RETURNING, not lastInsertRowid: PostgreSQL has no rowid to report.
+    const inserted = sqlite.prepare(INSERT_RESTART_UNLESS_BLOCKED).get(params) as { id: number } | undefined;
+    if (inserted) {
       // Same connection, inside the open transaction: drizzle maps columns, JSON and booleans.
-      const row = restartEventById(db, Number(info.lastInsertRowid));
-      if (!row) throw new Error(`restart event #${info.lastInsertRowid} vanished inside its own transaction`);
+      const row = restartEventById(db, inserted.id);
+      if (!row) throw new Error(`restart event #${inserted.id} vanished inside its own transaction`);
       if (hooks.audit) recordAudit(db, hooks.audit(row));
       hooks.onInserted?.(row);
       return { inserted: row };

@@ -11,6 +11,13 @@ export interface ClusterResponse extends ClusterView {
   answeredBy: string;
 }
 
+/** The top bar's line on replicas: which replica answered and who leads; null with SQLite (one replica). */
+export interface ReplicaLine {
+  answeredBy: string;
+  /** The leader's id, null when none leads, undefined when the database did not say in time. */
+  leader: string | null | undefined;
+}
+
 /**
  * Who may act, as a feature asks it: the watcher's flush, the outbox, the restart executor
  * (lib/cluster/leadership.ts `Leadership` is one; db/fence.ts `Fence` is its write half). Asked
@@ -22,9 +29,11 @@ export interface LeaderGate {
   isLeader(): boolean;
   /** The epoch this replica leads with now; null when it does not lead. */
   epoch(): number | null;
+  /** True when no lease exists (one process alone): its writes are not fenced (lib/cluster/fenced.ts). */
+  readonly sole?: boolean;
 }
 
-/** One process alone on its database (SQLite; tests): it always leads, with epoch 1. */
+/** One process alone on its database, no lease (the features' default; their tests on either engine): it always leads, epoch 1. */
 export function soleGate(replicaId = "local"): LeaderGate {
-  return { replicaId, isLeader: () => true, epoch: () => 1 };
+  return { replicaId, isLeader: () => true, epoch: () => 1, sole: true };
 }

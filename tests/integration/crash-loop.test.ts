@@ -9,7 +9,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb } from "@/db/client";
+import { openTestDb } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import { processStartsBetween } from "@/db/queries/processes";
 import { insertRestartUnlessBlocked } from "@/db/queries/restarts";
@@ -28,7 +28,7 @@ let watcher: Watcher | null = null;
 
 beforeEach(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-crashloop-"));
-  h = openDb(path.join(dir, "c.db"));
+  h = await openTestDb(path.join(dir, "c.db"));
   sim = await startSimulator({ weightsLoadSeconds: 0.2 });
   hook = await startHttpReceiver();
 });

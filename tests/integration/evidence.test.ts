@@ -9,7 +9,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openDb } from "@/db/client";
+import { openTestDb } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import { evidenceById, evidenceIdsOf, evidenceOfBackend, insertEvidence, pruneEvidence } from "@/db/queries/evidence";
 import { parseConfig, type Config } from "@/lib/config";
@@ -81,7 +81,7 @@ const restartTimes = (file: string) => fs.readFileSync(file, "utf8").trim().spli
 describe("evidence of a stuck backend", () => {
   it("is captured once when it gets stuck, holds every command's real run, and the restart links it after it ended", async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-evidence-"));
-    h = openDb(path.join(dir, "e.db"));
+    h = await openTestDb(path.join(dir, "e.db"));
     const sim = await startSimulator({ weightsLoadSeconds: 0.2 });
     sims.push(sim);
     sim.load({ requests: 2, promptTokens: 100, maxTokens: 1_000_000 });
@@ -164,7 +164,7 @@ describe("evidence of a stuck backend", () => {
 describe("evidence asked by a restart", () => {
   it("is captured before the restart command runs; a hung command never holds the restart", async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-evidence-"));
-    h = openDb(path.join(dir, "e.db"));
+    h = await openTestDb(path.join(dir, "e.db"));
     const sim = await startSimulator({ weightsLoadSeconds: 0.2 });
     sims.push(sim);
     const c = commands();
@@ -243,9 +243,9 @@ describe("evidence asked by a restart", () => {
 });
 
 describe("evidence retention", () => {
-  it("deletes bundles past their days, then the oldest while all together exceed the cap", () => {
+  it("deletes bundles past their days, then the oldest while all together exceed the cap", async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-evidence-"));
-    h = openDb(path.join(dir, "e.db"));
+    h = await openTestDb(path.join(dir, "e.db"));
     const bundle = (at: number, fill: number): EvidenceBundle => ({
       backendId: "a",
       trigger: "stuck",

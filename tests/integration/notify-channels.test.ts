@@ -66,12 +66,12 @@ afterAll(async () => {
   dbs.remove();
 });
 
-const freshDb = (name: string): DbHandle => dbs.open(name);
+const freshDb = (name: string): Promise<DbHandle> => dbs.open(name);
 
 describe("notification channels against real receivers", () => {
   it("webhook: POSTs the payload with env: headers; a 503 is retried with the same id, every attempt kept", async () => {
     hook = await startHttpReceiver({ failFirst: 1 });
-    const db = freshDb("webhook");
+    const db = await freshDb("webhook");
     const box = new Outbox(db.db, notificationsOf([{ id: "ops", type: "webhook", url: `${hook.url}/hook`, headers: { authorization: "env:HOOK_TOKEN" } }], { HOOK_TOKEN: "Bearer t0k" }), {
       tuning: { firstRetryMs: 30 },
       log: () => {},
@@ -119,7 +119,7 @@ describe("notification channels against real receivers", () => {
 
   it("slack: a Slack-compatible {text, blocks} body with the link", async () => {
     hook = await startHttpReceiver();
-    const db = freshDb("slack");
+    const db = await freshDb("slack");
     const box = new Outbox(db.db, notificationsOf([{ id: "chat", type: "slack", url: `${hook.url}/services/T/B/X` }]), { log: () => {} });
     const row = box.write(draft({ event: "restart-requested", state: "restarting", details: { requestedBy: "alice", note: "driver <update>" } }));
     await deliverUntil(box, () => hook.received.length === 1);
@@ -133,7 +133,7 @@ describe("notification channels against real receivers", () => {
 
   it("ntfy: the topic URL gets a title, a high priority for stuck, the link as click action, the token", async () => {
     hook = await startHttpReceiver();
-    const db = freshDb("ntfy");
+    const db = await freshDb("ntfy");
     const box = new Outbox(db.db, notificationsOf([{ id: "phone", type: "ntfy", url: `${hook.url}/stepwatch-alerts`, token: "env:NTFY" }], { NTFY: "tk_abc" }), { log: () => {} });
     const stuckRow = box.write(draft());
     const recoveredRow = box.write(draft({ event: "recovered", state: "busy", previousState: "stuck", reasons: [reason("progress", "progress: 12 steps/s")] }));
@@ -156,7 +156,7 @@ describe("notification channels against real receivers", () => {
   it("a slow receiver (answers after the deadline) gets the message at most twice, with the same id header, not on every retry", async () => {
     // Answers 200 long after the 300 ms attempt deadline: it has every request it was sent.
     hook = await startHttpReceiver({ answerAfterMs: 5_000 });
-    const db = freshDb("slow");
+    const db = await freshDb("slow");
     const box = new Outbox(db.db, notificationsOf([{ id: "ops", type: "webhook", url: `${hook.url}/hook` }]), {
       tuning: { attemptTimeoutMs: 300, firstRetryMs: 20, maxRetryMs: 40 },
       log: () => {},
@@ -179,7 +179,7 @@ describe("notification channels against real receivers", () => {
   }, 30_000);
 
   it("a receiver that never got the request in full is retried as before (nothing listens: refused)", async () => {
-    const db = freshDb("refused");
+    const db = await freshDb("refused");
     const box = new Outbox(db.db, notificationsOf([{ id: "ops", type: "webhook", url: "http://127.0.0.1:9/hook" }]), {
       tuning: { attemptTimeoutMs: 300, firstRetryMs: 20, maxRetryMs: 40 },
       log: () => {},
@@ -192,7 +192,7 @@ describe("notification channels against real receivers", () => {
   }, 30_000);
 
   it("email: through nodemailer to a real SMTP server; the subject names the backend and the state", async () => {
-    const db = freshDb("email");
+    const db = await freshDb("email");
     const box = new Outbox(
       db.db,
       notificationsOf(
@@ -214,7 +214,7 @@ describe("notification channels against real receivers", () => {
   });
 
   it("email to an SMTP server that refuses the password is retried, not dropped", async () => {
-    const db = freshDb("email-bad");
+    const db = await freshDb("email-bad");
     const box = new Outbox(
       db.db,
       notificationsOf([{ id: "mail", type: "email", smtp: { host: "127.0.0.1", port: smtp.port, user: "sw", password: "wrong" }, from: "s@example.org", to: ["o@example.org"] }]),
@@ -230,7 +230,7 @@ describe("notification channels against real receivers", () => {
 
   it("filters: a channel takes only its events and backends", async () => {
     hook = await startHttpReceiver();
-    const db = freshDb("filters");
+    const db = await freshDb("filters");
     const box = new Outbox(db.db, notificationsOf([{ id: "b2-only", type: "webhook", url: hook.url, events: ["recovered"], backends: ["b2"] }]), { log: () => {} });
     box.write(draft()); // stuck of gb10-a: not taken
     box.write(draft({ backendId: "b2", event: "stuck" })); // wrong event
@@ -244,7 +244,7 @@ describe("notification channels against real receivers", () => {
 
   it("a receiver that never answers within the retry window is marked failed after two days, and the channel shows failing", async () => {
     hook = await startHttpReceiver({ failFirst: 1_000 });
-    const db = freshDb("give-up");
+    const db = await freshDb("give-up");
     let now = Date.parse("2026-12-01T00:00:00Z");
     const box = new Outbox(db.db, notificationsOf([{ id: "ops", type: "webhook", url: hook.url }]), { now: () => now, log: () => {} });
     box.write(draft());
@@ -264,7 +264,7 @@ describe("notification channels against real receivers", () => {
 
   it("the delivery loop delivers in the background and stops on abort", async () => {
     hook = await startHttpReceiver();
-    const db = freshDb("loop");
+    const db = await freshDb("loop");
     const box = new Outbox(db.db, notificationsOf([{ id: "ops", type: "webhook", url: hook.url }]), { log: () => {} });
     const c = new AbortController();
     stops.push(c);
@@ -281,7 +281,7 @@ describe("notification channels against real receivers", () => {
 describe("a receiver that hangs", () => {
   it("holds only its own delivery: another channel's is delivered meanwhile", async () => {
     hook = await startHttpReceiver({ holdPaths: ["/hold"] });
-    const db = freshDb("hold");
+    const db = await freshDb("hold");
     const box = new Outbox(
       db.db,
       notificationsOf([
@@ -314,7 +314,7 @@ describe("a receiver that hangs", () => {
 describe("failed deliveries on /metrics (stepwatch_notification_failures_total)", () => {
   it("the watcher's outbox counts every failed attempt per channel; every channel's series exists at 0", async () => {
     hook = await startHttpReceiver({ failFirst: 2 });
-    const db = freshDb("metrics");
+    const db = await freshDb("metrics");
     const metrics = new StepwatchMetrics({ defaultMetrics: false });
     const config = parseConfig(
       {

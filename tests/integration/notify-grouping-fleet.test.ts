@@ -12,7 +12,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSimulatorFleet, type Child } from "@/bench/child";
-import { openDb } from "@/db/client";
+import { openTestDb } from "../support/test-db";
 import type { DbHandle } from "@/db/types";
 import { DEFAULTS, parseConfig } from "@/lib/config";
 import { messageIdOf } from "@/lib/notify/grouping";
@@ -43,7 +43,7 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-group-fleet-"));
   ({ child: sims, urls } = await startSimulatorFleet(COUNT, 120_000));
   hook = await startHttpReceiver();
-  handle = openDb(path.join(dir, "stepwatch.db"));
+  handle = await openTestDb(path.join(dir, "stepwatch.db"));
   const config = parseConfig(
     {
       pollIntervalSeconds: 2,

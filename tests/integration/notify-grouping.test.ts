@@ -84,7 +84,7 @@ afterAll(async () => {
   dbs.remove();
 });
 
-const freshDb = (name: string): DbHandle => dbs.open(name);
+const freshDb = (name: string): Promise<DbHandle> => dbs.open(name);
 
 /** Delivery rounds at the outbox's clock, until `done` or a bounded number of rounds. */
 async function rounds(box: Outbox, done: () => boolean, max = 50): Promise<void> {
@@ -98,7 +98,7 @@ async function rounds(box: Outbox, done: () => boolean, max = 50): Promise<void>
 describe("grouped notifications", () => {
   it("20 problems inside the window: one message per channel naming every backend, the count, the labels, the links; recoveries likewise", async () => {
     hook = await startHttpReceiver();
-    const db = freshDb("storm");
+    const db = await freshDb("storm");
     let now = T0;
     const box = new Outbox(db.db, notificationsOf(), { now: () => now, log: () => {}, labelsOf });
     const failing = IDS.slice(40, 60);
@@ -171,7 +171,7 @@ describe("grouped notifications", () => {
 
   it("a receiver that fails then succeeds gets the same grouped id; every member records both attempts", async () => {
     hook = await startHttpReceiver({ failFirst: 1 });
-    const db = freshDb("retry");
+    const db = await freshDb("retry");
     let now = T0;
     const box = new Outbox(db.db, notificationsOf({ channels: [{ id: "ops", type: "webhook", url: `${hook.url}/hook` }] }), {
       now: () => now,
@@ -206,7 +206,7 @@ describe("grouped notifications", () => {
 
   it("a single problem goes out alone after the wait, with its own id; a restart request at once", async () => {
     hook = await startHttpReceiver();
-    const db = freshDb("alone");
+    const db = await freshDb("alone");
     let now = T0;
     const box = new Outbox(db.db, notificationsOf({ channels: [{ id: "ops", type: "webhook", url: `${hook.url}/hook` }] }), { now: () => now, log: () => {}, labelsOf });
     const row = box.write(down("b007", T0));
@@ -225,7 +225,7 @@ describe("grouped notifications", () => {
 
   it("reminders are grouped by groupIntervalSeconds; problems and reminders are separate messages", async () => {
     hook = await startHttpReceiver();
-    const db = freshDb("reminders");
+    const db = await freshDb("reminders");
     let now = T0;
     const box = new Outbox(db.db, notificationsOf({ groupWaitSeconds: 5, groupIntervalSeconds: 30, channels: [{ id: "ops", type: "webhook", url: `${hook.url}/hook` }] }), {
       now: () => now,
@@ -248,7 +248,7 @@ describe("grouped notifications", () => {
 
   it("a message cut short by a shutdown is sent whole, with the same id, by the next start", async () => {
     hook = await startHttpReceiver({ holdPaths: ["/hold"] });
-    const db = freshDb("restart");
+    const db = await freshDb("restart");
     let now = T0;
     const first = new Outbox(db.db, notificationsOf({ channels: [{ id: "ops", type: "webhook", url: `${hook.url}/hold` }] }), { now: () => now, log: () => {} });
     const rows = IDS.slice(0, 4).map((b, i) => first.write(down(b, T0 + i * 2_000)));
@@ -272,7 +272,7 @@ describe("grouped notifications", () => {
 
   it("more than 100 at once: messages of at most 100, nothing left behind", async () => {
     hook = await startHttpReceiver();
-    const db = freshDb("many");
+    const db = await freshDb("many");
     let now = T0;
     const box = new Outbox(db.db, notificationsOf({ channels: [{ id: "ops", type: "webhook", url: `${hook.url}/hook` }] }), { now: () => now, log: () => {} });
     const rows = db.db.$client.transaction(() => IDS.slice(0, 150).map((b) => box.write(down(b, T0))))();

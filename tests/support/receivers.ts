@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { SMTPServer } from "smtp-server";
-import { openDb } from "@/db/client";
+import { openTestDb } from "./test-db";
 import type { DbHandle } from "@/db/types";
 
 export interface Received {
@@ -117,15 +117,16 @@ export async function startSmtpReceiver(opts: { user?: string; password?: string
 }
 
 /**
- * Real SQLite files in one temp directory, for a test file about notifications: `open` one per
- * case (the previous one is closed by `closeLast`, in afterEach), `remove` the directory in afterAll.
+ * Real databases for a test file about notifications (SQLite files in one temp directory, or
+ * PostgreSQL databases in the storage-pg project: tests/support/test-db.ts): `open` one per case
+ * (the previous one is closed by `closeLast`, in afterEach), `remove` the directory in afterAll.
  */
-export function tempDbs(prefix: string): { open(name: string): DbHandle; closeLast(): void; remove(): void } {
+export function tempDbs(prefix: string): { open(name: string): Promise<DbHandle>; closeLast(): void; remove(): void } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   let last: DbHandle | null = null;
   return {
-    open(name) {
-      last = openDb(path.join(dir, `${name}.db`));
+    async open(name) {
+      last = await openTestDb(path.join(dir, `${name}.db`));
       return last;
     },
     closeLast() {

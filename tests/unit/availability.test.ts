@@ -8,7 +8,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb } from "@/db/client";
+import { openTestDb } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import { insertTransition } from "@/db/queries/readings";
 import { insertMaintenance } from "@/db/queries/oncall";
@@ -22,9 +22,9 @@ import { reason } from "@/lib/core/types";
 
 let h: DbHandle;
 let dir: string;
-beforeEach(() => {
+beforeEach(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-availability-"));
-  h = openDb(path.join(dir, "a.db"));
+  h = await openTestDb(path.join(dir, "a.db"));
 });
 afterEach(() => {
   h.close();

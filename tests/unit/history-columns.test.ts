@@ -7,7 +7,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openDb } from "@/db/client";
+import { openTestDb, TEST_ENGINE } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import { historyPoints } from "@/db/queries/history";
 import { insertSamples, sampleRow } from "@/db/queries/readings";
@@ -100,9 +100,9 @@ describe("historyOf on a real database", () => {
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it("answers historyPoints' rows as columns (rounded), and the CSV with every digit", () => {
+  it("answers historyPoints' rows as columns (rounded), and the CSV with every digit", async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-hist-"));
-    h = openDb(path.join(dir, "h.db"));
+    h = await openTestDb(path.join(dir, "h.db"));
     const reading = (at: number, running: number): Reading => ({
       at,
       latencyMs: 3,
@@ -128,9 +128,9 @@ describe("historyOf on a real database", () => {
   });
   // historyPoints reads its points as one JSON text from SQLite (db/queries/history.ts pointRows): every
   // double must come back as stored, NULL as null, and the points in time order.
-  it("gives back every stored double exactly, in time order, raw and from the rollups", () => {
+  it("gives back every stored double exactly, in time order, raw and from the rollups", async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-hist-"));
-    h = openDb(path.join(dir, "h.db"));
+    h = await openTestDb(path.join(dir, "h.db"));
     const hard = [0.1 + 0.2, 1 / 3, 1e300, 5e-324, 123456789.12345679, 2 ** 53, 1e-7, 0.123456789012345678];
     const at0 = Date.UTC(2026, 0, 1);
     const samples = hard.map((x, i) => ({
@@ -159,10 +159,12 @@ describe("historyOf on a real database", () => {
     expect(raw.map((p) => p.waiting)).toEqual(want.map(() => null));
     expect(raw.map((p) => p.kvCacheUsage)).toEqual(want.map(() => Infinity));
     // Past RAW_HISTORY_MAX_MS the rollup path answers (nothing folded yet: the raw rows bucketed),
-    // one 10-minute bucket holding all eight readings: the means as SQLite's AVG gives them.
+    // one 10-minute bucket holding all eight readings: the means as SQLite's AVG gives them
+    // (PostgreSQL's AVG of 1e300 overflows: there, the plain mean).
     const long = pts(historyPoints(h.db, "b", at0 - 7 * 86400_000, at0 + 3600_000));
     expect(long).toHaveLength(1);
-    const avg = (h.sqlite.prepare("SELECT AVG(steps_per_second) AS a FROM samples").get() as { a: number }).a;
+    const mean = TEST_ENGINE === "sqlite" ? "AVG(steps_per_second)" : "SUM(steps_per_second) / COUNT(steps_per_second)";
+    const avg = (h.sqlite.prepare(`SELECT ${mean} AS a FROM samples`).get() as { a: number }).a;
     expect(long[0].stepsPerSecond).toBe(avg);
     expect(long[0].state).toBe("busy");
   });

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb } from "@/db/client";
+import { openTestDb } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import { applyRetention, historyPoints } from "@/db/queries/history";
 import { insertSamples, recentReadings, sampleRow } from "@/db/queries/readings";
@@ -103,9 +103,9 @@ describe("latency with the histograms asked once per latencyEverySeconds", () =>
 
 let h: DbHandle;
 let dir: string;
-beforeEach(() => {
+beforeEach(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-lat-"));
-  h = openDb(path.join(dir, "t.db"));
+  h = await openTestDb(path.join(dir, "t.db"));
 });
 afterEach(() => {
   h.close();

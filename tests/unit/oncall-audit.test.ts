@@ -8,7 +8,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb } from "@/db/client";
+import { openTestDb } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import { activeAcknowledgement, openMaintenance, recentNotifications } from "@/db/queries/oncall";
 import { listAudit } from "@/db/queries/auth";
@@ -44,9 +44,9 @@ let dir: string;
 let h: DbHandle;
 let deps: OnCallVerbDeps;
 
-beforeEach(() => {
+beforeEach(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-oncall-audit-"));
-  h = openDb(path.join(dir, "t.db"));
+  h = await openTestDb(path.join(dir, "t.db"));
   const book = new OnCallBook(h.db, [], ["gb10-a"], () => 1_000);
   deps = { db: h.db, backends: config.backends, book, current: () => ({ verdict: stuck }) };
 });

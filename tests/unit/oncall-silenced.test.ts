@@ -7,7 +7,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openDb } from "@/db/client";
+import { openTestDb } from "../support/test-db";
 import type { DbHandle } from "@/db/types";
 import { insertMaintenance } from "@/db/queries/oncall";
 import { parseConfig } from "@/lib/config";
@@ -19,9 +19,9 @@ let dir: string;
 let h: DbHandle;
 let book: OnCallBook;
 
-beforeAll(() => {
+beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-silenced-"));
-  h = openDb(path.join(dir, "t.db"));
+  h = await openTestDb(path.join(dir, "t.db"));
   const config = parseConfig(
     {
       backends: ["a", "b", "c", "d"].map((id, i) => ({ id, url: `http://127.0.0.1:${i + 1}` })),

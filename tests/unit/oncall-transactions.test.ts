@@ -7,7 +7,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb } from "@/db/client";
+import { openTestDb } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import { listRestartEvents } from "@/db/queries/restarts";
 import { lastTransition } from "@/db/queries/readings";
@@ -40,9 +40,9 @@ const config = parseConfig(
   { env: {} },
 );
 
-beforeEach(() => {
+beforeEach(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-oncall-tx-"));
-  h = openDb(path.join(dir, "t.db"));
+  h = await openTestDb(path.join(dir, "t.db"));
   outbox = new Outbox(h.db, config.notifications, { log: () => {} });
 });
 afterEach(() => {

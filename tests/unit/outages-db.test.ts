@@ -3,7 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb } from "@/db/client";
+import { openTestDb } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import { insertTransition } from "@/db/queries/readings";
 import { insertMaintenance } from "@/db/queries/oncall";
@@ -15,9 +15,9 @@ import type { MaintenanceWindowConfig } from "@/lib/config";
 
 let h: DbHandle;
 let dir: string;
-beforeEach(() => {
+beforeEach(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-outages-"));
-  h = openDb(path.join(dir, "t.db"));
+  h = await openTestDb(path.join(dir, "t.db"));
 });
 afterEach(() => {
   h.close();

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb } from "@/db/client";
+import { openTestDb, TEST_ENGINE } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import { applyRetention, FOLD_AFTER_MS, historyPoints } from "@/db/queries/history";
 import { insertRestartUnlessBlocked, lastRestartOf, latestRestartsOf, listRestartEvents, pendingRestartOf, recordActionResult, resolveRestart } from "@/db/queries/restarts";
@@ -21,9 +21,9 @@ const pts = (r: { columns: HistoryColumns }) => toRows(r.columns);
 
 let h: DbHandle;
 let dir: string;
-beforeEach(() => {
+beforeEach(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-db-"));
-  h = openDb(path.join(dir, "sub", "t.db"));
+  h = await openTestDb(path.join(dir, "sub", "t.db"));
 });
 afterEach(() => {
   h.close();
@@ -81,13 +81,17 @@ function addRestart(backendId: string, requestedAt: number, outcome: "recovered"
 }
 
 describe("db", () => {
-  it("opens in WAL with synchronous=NORMAL and the migrations applied", () => {
-    expect(h.sqlite.pragma("journal_mode", { simple: true })).toBe("wal");
-    expect(h.sqlite.pragma("synchronous", { simple: true })).toBe(1);
-    const tables = h.sqlite.prepare("SELECT name FROM sqlite_master WHERE type='table'").all().map((r: any) => r.name);
+  it("opens with the migrations applied (SQLite: in WAL with synchronous=NORMAL)", async () => {
+    if (TEST_ENGINE === "sqlite") {
+      expect(h.sqlite.pragma("journal_mode", { simple: true })).toBe("wal");
+      expect(h.sqlite.pragma("synchronous", { simple: true })).toBe(1);
+    }
+    const listTables =
+      TEST_ENGINE === "sqlite" ? "SELECT name FROM sqlite_master WHERE type='table'" : "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public'";
+    const tables = h.sqlite.prepare(listTables).all().map((r: any) => r.name);
     expect(tables).toEqual(expect.arrayContaining(["samples", "sample_minutes", "transitions", "restart_events"]));
     h.close();
-    h = openDb(path.join(dir, "sub", "t.db")); // re-applying migrations is a no-op
+    h = await openTestDb(path.join(dir, "sub", "t.db")); // re-applying migrations is a no-op
   });
 
   it("stores samples in a batch and gives back the readings of a window, oldest first", () => {
@@ -115,6 +119,13 @@ describe("db", () => {
     // The raw stored values too (booleans as 1/0, the reading as JSON text).
     const raw = (b: string) => h.sqlite.prepare("SELECT * FROM samples WHERE backend_id = ? ORDER BY id").all(b).map((r: any) => ({ ...r, id: 0, backend_id: "" }));
     expect(raw("x")).toEqual(raw("y"));
+  });
+
+  it("stores a batch of more rows than one PostgreSQL statement takes parameters for (65535), each once and in order", () => {
+    const rows = Array.from({ length: 2500 }, (_, i) => sample(`b${i % 7}`, 10_000 + i, "busy", i % 5, i));
+    insertSamples(h.db, rows);
+    const stored = h.sqlite.prepare("SELECT backend_id AS b, at, steps_per_second AS s FROM samples ORDER BY id").all();
+    expect(stored).toEqual(rows.map((r) => ({ b: r.backendId, at: r.at, s: r.stepsPerSecond })));
   });
 
   it("the prepared lastRestartOf gives the same row as the unprepared query, across inserts and updates", () => {

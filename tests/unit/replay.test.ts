@@ -8,7 +8,7 @@
 import fs, { readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { openDb } from "@/db/client";
+import { openTestDb } from "../support/test-db";
 import { applyRetention } from "@/db/queries/history";
 import { countReplayRows, foldReplayRows, insertReplayRows, replayRow, replayRows, replaySpan } from "@/db/queries/replay";
 import { describe, expect, it } from "vitest";
@@ -183,9 +183,9 @@ describe("the record folded into chunks", () => {
     expect(encodeChunk(rows).length).toBeLessThan(rs.map((r) => encodeRecord(r).length).reduce((a, b) => a + b) / 3);
   });
 
-  it("a replay reads the same records folded and not, counts them across a cut chunk, and the retention drops old chunks", () => {
+  it("a replay reads the same records folded and not, counts them across a cut chunk, and the retention drops old chunks", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-replay-fold-"));
-    const h = openDb(path.join(dir, "r.db"));
+    const h = await openTestDb(path.join(dir, "r.db"));
     try {
       const t0 = Date.UTC(2026, 0, 1);
       const rs = recordedRun().map((r) => ({ ...r, at: t0 + r.at, ...(r.probe ? { probe: { ...r.probe, at: t0 + r.probe.at } } : {}) }));
@@ -275,9 +275,9 @@ describe("what may be asked", () => {
 });
 
 describe("the record's retention", () => {
-  it("keeps history.replayDays per backend, apart from the raw samples' hours, scoped like them", () => {
+  it("keeps history.replayDays per backend, apart from the raw samples' hours, scoped like them", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-replay-ret-"));
-    const h = openDb(path.join(dir, "r.db"));
+    const h = await openTestDb(path.join(dir, "r.db"));
     try {
       const day = 86_400_000;
       const t0 = Date.UTC(2026, 0, 1);

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb } from "@/db/client";
+import { failInserts, openTestDb } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import type { BackendConfig } from "@/lib/config";
 import { type Verdict, reason, type Reason } from "@/lib/core/types";
@@ -38,9 +38,9 @@ describe("requestRestart", () => {
     { id: "gb10-b", url: "http://127.0.0.1:2", engine: "auto", probe: "auto", labels: {} },
   ];
 
-  beforeEach(() => {
+  beforeEach(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), "stepwatch-restart-"));
-    handle = openDb(path.join(dir, "t.db"));
+    handle = await openTestDb(path.join(dir, "t.db"));
     views = { "gb10-a": { verdict: verdict("stuck", STUCK), reading: null } };
     calls = [];
     deps = {
@@ -149,7 +149,7 @@ describe("requestRestart", () => {
   });
 
   it("records no restart when its audit line cannot be written (one transaction)", () => {
-    handle.sqlite.exec("CREATE TRIGGER no_audit BEFORE INSERT ON audit_log BEGIN SELECT RAISE(ABORT, 'audit log unwritable'); END");
+    failInserts(handle, "audit_log", "audit log unwritable");
     expect(code(() => requestRestart({ backendId: "gb10-a", operator: "ana", now: 1_000 }, deps))).toBe("unavailable");
     expect(handle.sqlite.prepare("SELECT COUNT(*) AS n FROM restart_events").get()).toEqual({ n: 0 });
     expect(calls).toEqual([]);
@@ -228,7 +228,7 @@ describe("requestRestart", () => {
   });
 
   it("keeps a second pending row out even from another connection (the partial unique index)", async () => {
-    const other = openDb(handle.path);
+    const other = await openTestDb(handle.path);
     try {
       const { done } = requestRestart({ backendId: "gb10-a", operator: "ana", now: 1 }, deps);
       await done;
@@ -238,7 +238,8 @@ describe("requestRestart", () => {
             "INSERT INTO restart_events (backend_id, requested_at, requested_by, state_at_request, healthy_at_request, evidence, action) VALUES ('gb10-a', 2, 'bo', 'stuck', 0, '{}', 'x')",
           )
           .run();
-      expect(insert).toThrow(/UNIQUE/);
+      // The code lib/restart/request.ts maps to a conflict, on either engine (db/pg/sync-client.ts SQLITE_CODE_OF).
+      expect(insert).toThrow(expect.objectContaining({ code: "SQLITE_CONSTRAINT_UNIQUE" }));
     } finally {
       other.close();
     }

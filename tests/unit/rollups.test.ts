@@ -8,7 +8,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb } from "@/db/client";
+import { openTestDb } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import { applyRetention, historyLevel, historyPoints, MAX_HISTORY_POINTS, ROLLUP_WIDTHS_MS } from "@/db/queries/history";
 import { insertSamples, sampleRow, type NewSample } from "@/db/queries/readings";
@@ -29,10 +29,10 @@ const t0 = Date.UTC(2026, 0, 5);
 let h: DbHandle;
 let dir: string;
 let file: string;
-beforeEach(() => {
+beforeEach(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-rollups-"));
   file = path.join(dir, "t.db");
-  h = openDb(file);
+  h = await openTestDb(file);
 });
 afterEach(() => {
   h.close();
@@ -149,20 +149,20 @@ describe("10-minute and hourly windows", () => {
     expect(h.sqlite.prepare("SELECT * FROM sample_rollups ORDER BY backend_id, width_ms, start").all()).toEqual(before);
   });
 
-  it("a database from before the windows gets them at open, from its minutes", () => {
+  it("a database from before the windows gets them at open, from its minutes", async () => {
     insertSamples(h.db, series("a", t0, 130, 2));
     applyRetention(h.db, { now: t0 + 200 * MIN, ...keep });
     const built = h.sqlite.prepare("SELECT * FROM sample_rollups ORDER BY backend_id, width_ms, start").all();
     expect(built.length).toBe(13 + 3); // 13 10-minute windows; 2 hours and a part
     h.sqlite.prepare("DELETE FROM sample_rollups").run(); // what the migration leaves: the table, empty
     h.close();
-    h = openDb(file);
+    h = await openTestDb(file);
     expect(h.sqlite.prepare("SELECT * FROM sample_rollups ORDER BY backend_id, width_ms, start").all()).toEqual(built);
     // A width added later (here: the hours gone) is filled alone, the other left as it is.
     h.sqlite.prepare("DELETE FROM sample_rollups WHERE width_ms = ?").run(HOUR);
     h.sqlite.prepare("UPDATE sample_rollups SET n = n + 1000 WHERE start = ?").run(t0);
     h.close();
-    h = openDb(file);
+    h = await openTestDb(file);
     const again = h.sqlite.prepare("SELECT width_ms, start, n FROM sample_rollups WHERE start = ? ORDER BY width_ms").all(t0);
     expect(again).toEqual([
       { width_ms: 10 * MIN, start: t0, n: 1030 },

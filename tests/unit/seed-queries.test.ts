@@ -7,7 +7,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb } from "@/db/client";
+import { openTestDb } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import { activeAcknowledgement, insertAcknowledgement, insertMaintenance, insertNotification, lastNotificationOf, openMaintenance } from "@/db/queries/oncall";
 import { insertTransition, lastTransition } from "@/db/queries/readings";
@@ -16,10 +16,10 @@ let dir: string;
 let a: DbHandle;
 let b: DbHandle;
 
-beforeEach(() => {
+beforeEach(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-seed-"));
-  a = openDb(path.join(dir, "a.db"));
-  b = openDb(path.join(dir, "b.db"));
+  a = await openTestDb(path.join(dir, "a.db"));
+  b = await openTestDb(path.join(dir, "b.db"));
 });
 
 afterEach(() => {

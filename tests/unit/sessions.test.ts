@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { openDb } from "@/db/client";
+import { openTestDb } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import { listAudit, recordAudit, sessionsOf } from "@/db/queries/auth";
 import type { OperatorConfig } from "@/lib/config";
@@ -13,9 +13,9 @@ let h: DbHandle;
 const key = Buffer.alloc(32, 3);
 const ana: OperatorConfig = { name: "ana", password: { kind: "plain", value: "pw", source: "env" }, role: "operator" };
 
-beforeEach(() => {
+beforeEach(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-sess-"));
-  h = openDb(path.join(dir, "t.db"));
+  h = await openTestDb(path.join(dir, "t.db"));
 });
 afterEach(() => {
   h.close();

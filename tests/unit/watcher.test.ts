@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { openDb } from "@/db/client";
+import { failInserts, openTestDb } from "../support/test-db";
 import { type DbHandle } from "@/db/types";
 import { listRestartEvents } from "@/db/queries/restarts";
 import { insertSamples, lastTransition, sampleRow } from "@/db/queries/readings";
@@ -20,10 +20,10 @@ let dir: string;
 let h: DbHandle;
 let watchers: Watcher[] = [];
 
-beforeEach(() => {
+beforeEach(async () => {
   vi.useFakeTimers({ now: T0 });
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-watch-"));
-  h = openDb(path.join(dir, "w.db"));
+  h = await openTestDb(path.join(dir, "w.db"));
 });
 afterEach(async () => {
   for (const w of watchers) await w.stop();
@@ -285,14 +285,14 @@ describe("watcher", () => {
 
   it("when writes fail, polling and the live view go on, the error is shown, and the queue is written later", async () => {
     const { w, calls } = start({ config: config({ backends: [{ id: "fast", url: "http://127.0.0.1:1" }], proxies: [] }) });
-    h.sqlite.exec("CREATE TRIGGER full BEFORE INSERT ON samples BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END");
+    const diskBack = failInserts(h, "samples", "database or disk is full");
     await vi.advanceTimersByTimeAsync(3500);
     const snap = fleetSnapshot(w, { demo: false, now: Date.now(), restartCooldownSeconds: 600, pollIntervalSeconds: 5 });
     expect(snap.storageError).toMatch(/disk is full/);
     expect(snap.backends[0]).toMatchObject({ state: "busy", lastReadAt: T0 + 3000 });
     expect(h.sqlite.prepare("SELECT COUNT(*) AS c FROM samples").get()).toEqual({ c: 0 });
     expect(lastTransition(h.db, "backend", "fast")).toBeUndefined();
-    h.sqlite.exec("DROP TRIGGER full");
+    diskBack();
     await vi.advanceTimersByTimeAsync(1000);
     expect(w.store.storageError).toBeNull();
     await w.stop();
@@ -304,12 +304,12 @@ describe("watcher", () => {
 
   it("the write queue is bounded", async () => {
     const { w } = start({ storeLimits: { maxQueuedSamples: 3, maxQueuedTransitions: 10 }, config: config({ backends: [{ id: "fast", url: "http://127.0.0.1:1" }], proxies: [] }) });
-    h.sqlite.exec("CREATE TRIGGER full BEFORE INSERT ON samples BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+    const diskBack = failInserts(h, "samples", "disk full");
     await vi.advanceTimersByTimeAsync(6500);
     expect(w.store.dropped).toBe(4);
-    h.sqlite.exec("DROP TRIGGER full");
+    diskBack();
     await vi.advanceTimersByTimeAsync(1000);
-    expect((h.sqlite.prepare("SELECT MIN(at) - ? AS first FROM samples").get(T0) as { first: number }).first).toBe(4000);
+    expect((h.sqlite.prepare("SELECT MIN(at) AS first FROM samples").get() as { first: number }).first - T0).toBe(4000);
   });
 
   it("proxies: unknown after one failure, down after two, with kind proxy transitions", async () => {
@@ -466,7 +466,7 @@ describe("watcher: the on-call loop", () => {
 
   it("a standby asks no unattended restart and sends nothing; the same watcher does once it leads", async () => {
     let epoch: number | null = null;
-    const leader = { replicaId: "b", isLeader: () => epoch !== null, epoch: () => epoch };
+    const leader = { replicaId: "b", isLeader: () => epoch !== null, epoch: () => epoch, sole: true };
     const due: string[] = [];
     const { w } = start({ states: { fast: () => "stuck" }, config: oneBackend(), onUnattendedDue: (id) => due.push(id), leader });
     await vi.advanceTimersByTimeAsync(8000);

@@ -1,0 +1,20 @@
+/**
+ * vitest globalSetup of the "storage-pg" project (vitest.config.mts): one PostgreSQL 15 for the
+ * whole run, with the migrated template tests/support/test-db.ts copies a fresh database from for
+ * each test; stopped and removed when the run ends.
+ */
+import type { TestProject } from "vitest/node";
+import { startPostgres } from "./postgres";
+import { prepareTemplate } from "./pg-template";
+
+export default async function setup(project: TestProject): Promise<() => void> {
+  const server = await startPostgres();
+  try {
+    await prepareTemplate(server.url);
+  } catch (e) {
+    server.destroy();
+    throw e;
+  }
+  project.provide("stepwatchPgUrl", server.url);
+  return () => server.destroy();
+}
