@@ -3,7 +3,8 @@
  * (started here), real simulators, a real restart command and a real webhook receiver: an
  * operator's restart asked on the standby is run once, by the leader; `kill -9` of the leader
  * leaves a page it could not deliver to the next leader, which sends it with the same id and pages
- * nothing twice. Every wait is bounded; nothing asserts how long anything took.
+ * nothing twice; a leader killed while its restart command runs leaves the restart `unknown` to the
+ * next one, never run again. Every wait is bounded; nothing asserts how long anything took.
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -21,6 +22,7 @@ let env: Record<string, string>;
 let hook: HttpReceiver;
 const sims: Simulator[] = [];
 const apps: RunningApp[] = [];
+const strayPids: number[] = [];
 const PASSWORD = "replicas-actions-pw";
 
 beforeAll(async () => {
@@ -28,7 +30,7 @@ beforeAll(async () => {
   pg = await startPostgres();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-replica-actions-"));
   hook = await startHttpReceiver();
-  for (let i = 0; i < 2; i++) sims.push(await startSimulator({ weightsLoadSeconds: 0 }));
+  for (let i = 0; i < 3; i++) sims.push(await startSimulator({ weightsLoadSeconds: 0 }));
   const configPath = path.join(dir, "stepwatch.config.json");
   fs.writeFileSync(
     configPath,
@@ -39,6 +41,8 @@ beforeAll(async () => {
       backends: [
         { id: "gpu-0", url: sims[0].url, restart: { command: ["/bin/sh", "-c", `echo ran >> '${path.join(dir, "restarted.txt")}'`] } },
         { id: "gpu-1", url: sims[1].url },
+        // Runs past the leader's kill: its pid first, so the test can end it.
+        { id: "gpu-2", url: sims[2].url, restart: { timeoutSeconds: 120, command: ["/bin/sh", "-c", `echo $$ >> '${path.join(dir, "slow.txt")}'; exec sleep 100`] } },
       ],
       notifications: { groupWaitSeconds: 0, channels: [{ id: "hook", type: "webhook", url: `${hook.url}/hook` }] },
     }),
@@ -53,6 +57,13 @@ beforeAll(async () => {
 }, 180_000);
 
 afterAll(async () => {
+  for (const pid of strayPids) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      /* gone */
+    }
+  }
   await Promise.allSettled(apps.map((a) => a.stop()));
   await Promise.allSettled(sims.map((s) => s.close()));
   await hook?.close();
@@ -66,18 +77,30 @@ async function start(id: string): Promise<RunningApp> {
   return a;
 }
 
-/** Who leads, as the replicas say (GET /api/cluster of the first that answers). */
-async function leaderOf(rs: RunningApp[]): Promise<{ leader: RunningApp; standby: RunningApp; id: string }> {
-  const ids = ["replica-a", "replica-b"];
-  const id = await waitFor("one replica leading", async () => (await getJson<{ leader: { id: string } | null }>(`${rs[0].url}/api/cluster`))?.body.leader?.id, 30_000);
-  const i = ids.indexOf(id);
-  return { leader: rs[i], standby: rs[1 - i], id };
+/** Two replicas by id; which leads, as they say (GET /api/cluster). */
+async function leaderOf(rs: Record<string, RunningApp>): Promise<{ leader: RunningApp; standby: RunningApp; id: string }> {
+  const ids = Object.keys(rs);
+  const id = await waitFor(
+    "one of them leading",
+    async () => {
+      const lead = (await getJson<{ leader: { id: string } | null }>(`${rs[ids[0]].url}/api/cluster`))?.body.leader?.id;
+      return lead && ids.includes(lead) ? lead : null;
+    },
+    30_000,
+  );
+  return { leader: rs[id], standby: rs[ids.find((x) => x !== id)!], id };
 }
 
-const ranLines = () => {
-  const f = path.join(dir, "restarted.txt");
-  return fs.existsSync(f) ? fs.readFileSync(f, "utf8").trim().split("\n").length : 0;
+async function stopApp(a: RunningApp): Promise<void> {
+  apps.splice(apps.indexOf(a), 1);
+  await a.stop();
+}
+
+const lines = (name: string) => {
+  const f = path.join(dir, name);
+  return fs.existsSync(f) ? fs.readFileSync(f, "utf8").trim().split("\n") : [];
 };
+const ranLines = () => lines("restarted.txt").length;
 const downPages = () => hook.received.filter((r) => r.body && JSON.parse(r.body).event === "down" && JSON.parse(r.body).backendId === "gpu-1");
 /** A few of a replica's polls: its fleet's newest reading moves on. */
 async function polls(a: RunningApp, n: number): Promise<void> {
@@ -90,8 +113,7 @@ async function polls(a: RunningApp, n: number): Promise<void> {
 
 describe("replicas on PostgreSQL: only the leader acts", () => {
   it("a restart asked on the standby is written there and run once, by the leader; a kill -9 of the leader leaves its undelivered page to the next, same id, paged once", async () => {
-    const rs = [await start("replica-a"), await start("replica-b")];
-    const { leader, standby, id: leaderId } = await leaderOf(rs);
+    const { leader, standby, id: leaderId } = await leaderOf({ "replica-a": await start("replica-a"), "replica-b": await start("replica-b") });
 
     const cookie = await signIn(standby, "olga", PASSWORD);
     const r = await askRestart(standby, cookie, "gpu-0");
@@ -120,5 +142,28 @@ describe("replicas on PostgreSQL: only the leader acts", () => {
     await polls(standby, 3);
     expect(downPages().filter((p) => p.status === 200)).toHaveLength(1);
     expect(ranLines()).toBe(1);
+    await stopApp(standby);
+  }, 240_000);
+
+  it("a leader killed while its restart command runs: the next leader resolves it outcome unknown and never runs it again", async () => {
+    const { leader, standby, id: leaderId } = await leaderOf({ "replica-c": await start("replica-c"), "replica-d": await start("replica-d") });
+    const cookie = await signIn(leader, "olga", PASSWORD);
+    const r = await askRestart(leader, cookie, "gpu-2");
+    expect(r.status, r.text).toBe(202);
+    const eventId = (r.json as { event: RestartEventDTO }).event.id;
+    await waitFor("the command running", () => lines("slow.txt").length === 1, 30_000);
+    strayPids.push(Number(lines("slow.txt")[0]));
+    await killApp(leader);
+    apps.splice(apps.indexOf(leader), 1);
+    const event = await waitFor(
+      "the restart resolved by the next leader",
+      async () => (await getJson<RestartEventDTO[]>(`${standby.url}/api/restarts?backend=gpu-2`))?.body.find((e) => e.id === eventId && e.outcome !== null),
+      60_000,
+    );
+    expect(event).toMatchObject({ outcome: "unknown", startedBy: leaderId, commandFinishedAt: null, commandExitCode: null });
+    expect(event.resolution).toMatch(/outcome unknown/);
+    await polls(standby, 3);
+    expect(lines("slow.txt")).toHaveLength(1);
+    await stopApp(standby);
   }, 240_000);
 });
