@@ -100,7 +100,7 @@ export function bundled(script: string): string {
     // better-sqlite3 is a native module: loaded from node_modules, as next does (serverExternalPackages).
     // import.meta.url: only lib/watcher/read-pool.ts's own thread script uses it, which a bundle
     // replaces with its own (WatcherOptions.spawnReadThread); CommonJS has no import.meta.
-    buildSync({ entryPoints: [script], outfile: out, bundle: true, platform: "node", format: "cjs", target: "node20", external: ["better-sqlite3"], define: { "import.meta.url": "undefined" }, logLevel: "warning" });
+    buildSync({ entryPoints: [script], outfile: out, bundle: true, platform: "node", format: "cjs", target: "node20", external: ["better-sqlite3", "pg-native"], define: { "import.meta.url": "undefined" }, logLevel: "warning" });
     bundles.set(script, out);
   }
   return out;

@@ -22,6 +22,11 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import v8 from "node:v8";
 import { Worker } from "node:worker_threads";
 import { openDb } from "../db/client";
+import { openPg } from "../db/pg/client";
+import { openPgStore } from "../db/pg/store";
+import type { SyncPgClient } from "../db/pg/sync-client";
+import type { DbHandle } from "../db/types";
+import { keepLease, type Leadership } from "../lib/cluster/leadership";
 import { seenLate } from "../lib/check/late";
 import { observe } from "../lib/check/observe";
 import { parseConfig } from "../lib/config";
@@ -45,6 +50,12 @@ export interface ScaleSpec {
   readThreads?: "auto" | number;
   /** lib/watcher/read-worker.ts bundled (bench/child.ts `bundled`): the read threads' script. */
   readWorkerEntry: string;
+  /**
+   * A replica on PostgreSQL instead of the SQLite file (bench/replicas.ts): the store of
+   * db/pg/store.ts with its connection thread bundled (`syncWorkerEntry`), and the lease kept as
+   * lib/runtime.ts keeps it, so the watcher writes only while it leads.
+   */
+  postgres?: { url: string; replicaId: string; syncWorkerEntry: string };
 }
 
 export interface ScaleRun {
@@ -89,6 +100,60 @@ export interface ScaleRun {
   /** Failed reads by outcome, with the first error text seen for each. */
   failedOutcomes: Record<string, { count: number; example: string }>;
   dbBytes: number;
+  /** Statements the store ran in the window (better-sqlite3's run/get/all; on PostgreSQL every statement sent, BEGIN and COMMIT included). */
+  statements?: number;
+  /** On PostgreSQL: whether this replica led at the end of the window. */
+  leading?: boolean;
+}
+
+interface BenchStore {
+  db: DbHandle;
+  lease: (Leadership & { tick(): Promise<void> }) | null;
+  /** Statements run so far. */
+  statements(): number;
+  bytes(): number;
+  close(): Promise<void>;
+}
+
+/** The SQLite file as the server opens it, or a replica on PostgreSQL with its lease. */
+async function openStore(spec: ScaleSpec, dir: string): Promise<BenchStore> {
+  if (!spec.postgres) {
+    const db = openDb(path.join(dir, "scale.db"));
+    // Counted on better-sqlite3's Statement (every query of db/queries runs through one).
+    let n = 0;
+    const proto = Object.getPrototypeOf(db.sqlite.prepare("SELECT 1")) as Record<string, (...a: unknown[]) => unknown>;
+    for (const m of ["run", "get", "all", "iterate"]) {
+      const original = proto[m];
+      proto[m] = function (this: unknown, ...a: unknown[]) {
+        n++;
+        return original.apply(this, a);
+      };
+    }
+    return {
+      db,
+      lease: null,
+      statements: () => n,
+      bytes: () => fs.statSync(db.path).size + (fs.existsSync(`${db.path}-wal`) ? fs.statSync(`${db.path}-wal`).size : 0),
+      close: async () => db.close(),
+    };
+  }
+  const { url, replicaId, syncWorkerEntry } = spec.postgres;
+  const db = await openPgStore(url, { workerEntry: syncWorkerEntry });
+  const leaseDb = await openPg(url, { max: 2, migrate: false });
+  const lease = keepLease(leaseDb.db, replicaId);
+  await lease.tick();
+  const client = db.sqlite as unknown as SyncPgClient;
+  return {
+    db,
+    lease,
+    statements: () => client.sent,
+    bytes: () => Number((client.query("SELECT pg_database_size(current_database()) AS n", [], "object").rows[0] as { n: number }).n),
+    close: async () => {
+      await lease.stop();
+      await leaseDb.close();
+      db.close();
+    },
+  };
 }
 
 /** Starts V8's sampling profiler; the function returned stops it and writes the profile to `file`. */
@@ -112,7 +177,8 @@ async function main(): Promise<void> {
   const v8Flags = tuneHeapForWatcher();
   const spec = JSON.parse(fs.readFileSync(process.argv[2], "utf8")) as ScaleSpec;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "sw-bench-scale-"));
-  const db = openDb(path.join(dir, "scale.db"));
+  const store = await openStore(spec, dir);
+  const db = store.db;
   const baselineRss = process.memoryUsage().rss;
   const config = parseConfig(
     { pollIntervalSeconds: spec.intervalSeconds, readThreads: spec.readThreads ?? "auto", backends: spec.urls.map((url, i) => ({ id: `b${String(i).padStart(4, "0")}`, url })) },
@@ -171,6 +237,7 @@ async function main(): Promise<void> {
   const watcher = startWatcher({
     config,
     db: db.db,
+    ...(store.lease && { leader: store.lease }),
     clock,
     observe: timed,
     log: (m) => process.stderr.write(`${m}\n`),
@@ -190,10 +257,13 @@ async function main(): Promise<void> {
   measuring = true;
   if (spec.announceWindow) process.stdout.write(`${JSON.stringify({ window: "start" })}\n`);
   const cpu0 = process.cpuUsage();
+  const statements0 = store.statements();
   const wall0 = performance.now();
   await new Promise((r) => setTimeout(r, spec.measureSeconds * 1000));
   const cpu = process.cpuUsage(cpu0);
   const wall = performance.now() - wall0;
+  const statements = store.statements() - statements0;
+  const leading = store.lease?.isLeader();
   measuring = false;
   loop.disable();
   clearInterval(rssTimer);
@@ -201,8 +271,8 @@ async function main(): Promise<void> {
   await profile?.();
   if (process.env.STEPWATCH_BENCH_HEAP_SNAPSHOT) v8.writeHeapSnapshot(process.env.STEPWATCH_BENCH_HEAP_SNAPSHOT);
   await watcher.stop();
-  const dbBytes = fs.statSync(db.path).size + (fs.existsSync(`${db.path}-wal`) ? fs.statSync(`${db.path}-wal`).size : 0);
-  db.close();
+  const dbBytes = store.bytes();
+  await store.close();
   fs.rmSync(dir, { recursive: true, force: true });
 
   const ms = (ns: number) => round(ns / 1e6, 1);
@@ -235,6 +305,8 @@ async function main(): Promise<void> {
     readThreads: threads,
     failedOutcomes,
     dbBytes,
+    statements,
+    ...(leading !== undefined && { leading }),
     v8Flags,
   };
   process.stdout.write(`${JSON.stringify(run)}\n`);

@@ -16,6 +16,8 @@ export interface OpenPgStoreOptions {
   setting?: string;
   migrationsFolder?: string;
   timeoutMs?: number;
+  /** The connection thread's script when bundled (db/pg/sync-client.ts SyncPgOptions). */
+  workerEntry?: string;
 }
 
 export async function openPgStore(url: string, opts: OpenPgStoreOptions = {}): Promise<DbHandle> {
@@ -24,7 +26,7 @@ export async function openPgStore(url: string, opts: OpenPgStoreOptions = {}): P
   const migrating = await openPg(url, { setting, migrationsFolder: opts.migrationsFolder, timeoutMs: opts.timeoutMs, max: 1 });
   await migrating.close();
   const safeUrl = redactUrl(url);
-  const client = new SyncPgClient(safeUrl, url, { timeoutMs: opts.timeoutMs });
+  const client = new SyncPgClient(safeUrl, url, { timeoutMs: opts.timeoutMs, workerEntry: opts.workerEntry });
   if (!client.connected) {
     const why = client.lastError();
     client.close();

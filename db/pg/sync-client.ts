@@ -51,6 +51,11 @@ interface Answer {
 }
 
 export interface SyncPgOptions {
+  /**
+   * The connection thread's script, where `new URL("./sync-worker.ts", import.meta.url)` does not
+   * name it: a bundle of this file (bench/child.ts builds one for the benchmark's watcher).
+   */
+  workerEntry?: string;
   /** Bounds each statement (server side) and the wait for its answer. */
   timeoutMs?: number;
   /** How long the first connection may take (the replica's start waits for it). */
@@ -161,6 +166,8 @@ export class SyncPgClient {
   private txConnection: number | undefined;
   private closed = false;
   private readonly statements = new Map<string, Translated>();
+  /** Statements sent since the client opened (BEGIN and COMMIT included): the benchmark's queries per second. */
+  sent = 0;
 
   constructor(
     readonly safeUrl: string,
@@ -173,11 +180,11 @@ export class SyncPgClient {
     this.errorBytes = new Uint8Array(shared, 8);
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    this.worker = new Worker(new URL("./sync-worker.ts", import.meta.url), {
+    this.worker = new Worker(opts.workerEntry ?? new URL("./sync-worker.ts", import.meta.url), {
       name: "stepwatch-pg",
       workerData: { url, port: port2, shared, timeoutMs: this.timeoutMs },
       transferList: [port2],
-      execArgv: process.env.NEXT_RUNTIME ? undefined : ["--require", "tsx/cjs"],
+      execArgv: process.env.NEXT_RUNTIME || opts.workerEntry ? undefined : ["--require", "tsx/cjs"],
     });
     this.worker.unref();
     this.worker.on("error", (e) => console.error(`stepwatch: the PostgreSQL thread failed: ${e.message}`));
@@ -276,6 +283,7 @@ export class SyncPgClient {
   /** One statement, answered synchronously. */
   query(text: string, values: unknown[], shape: "object" | "array", connection = this.depth > 0 ? this.txConnection : undefined): { rows: unknown[]; changes: number; gen: number } {
     if (this.closed) throw new PgError("the PostgreSQL connection is closed");
+    this.sent++;
     if (!this.connected) {
       const why = this.lastError();
       throw new PgError(`cannot reach PostgreSQL (${this.safeUrl})${why ? `: ${why}` : ""}; reconnecting`, "ECONNREFUSED");
