@@ -138,7 +138,7 @@ async function openStore(spec: ScaleSpec, dir: string): Promise<BenchStore> {
     };
   }
   const { url, replicaId, syncWorkerEntry } = spec.postgres;
-  const db = await openPgStore(url, { workerEntry: syncWorkerEntry });
+  const db = await openPgStore(url, { spawnWorker: (options) => new Worker(syncWorkerEntry, options) });
   const leaseDb = await openPg(url, { max: 2, migrate: false });
   const lease = keepLease(leaseDb.db, replicaId);
   await lease.tick();

@@ -9,15 +9,15 @@ import { ensureRollups } from "../queries/history";
 import * as schema from "../schema";
 import type { Db, DbHandle } from "../types";
 import { openPg, redactUrl } from "./client";
-import { SyncPgClient } from "./sync-client";
+import { SyncPgClient, type SyncPgOptions } from "./sync-client";
 
 export interface OpenPgStoreOptions {
   /** Which setting the URL came from, named in every error. */
   setting?: string;
   migrationsFolder?: string;
   timeoutMs?: number;
-  /** The connection thread's script when bundled (db/pg/sync-client.ts SyncPgOptions). */
-  workerEntry?: string;
+  /** Starts the connection thread from a bundle (db/pg/sync-client.ts SyncPgOptions). */
+  spawnWorker?: SyncPgOptions["spawnWorker"];
 }
 
 export async function openPgStore(url: string, opts: OpenPgStoreOptions = {}): Promise<DbHandle> {
@@ -26,7 +26,7 @@ export async function openPgStore(url: string, opts: OpenPgStoreOptions = {}): P
   const migrating = await openPg(url, { setting, migrationsFolder: opts.migrationsFolder, timeoutMs: opts.timeoutMs, max: 1 });
   await migrating.close();
   const safeUrl = redactUrl(url);
-  const client = new SyncPgClient(safeUrl, url, { timeoutMs: opts.timeoutMs, workerEntry: opts.workerEntry });
+  const client = new SyncPgClient(safeUrl, url, { timeoutMs: opts.timeoutMs, spawnWorker: opts.spawnWorker });
   if (!client.connected) {
     const why = client.lastError();
     client.close();

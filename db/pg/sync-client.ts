@@ -13,7 +13,7 @@
  * follow (the `new URL(literal, import.meta.url)` form below is the one it compiles), and it has no
  * notion of a connection being down.
  */
-import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from "node:worker_threads";
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort, type WorkerOptions } from "node:worker_threads";
 import { LeaseLostError } from "./lease-error";
 import { bindValues, translateSql, type Translated } from "./translate";
 
@@ -52,10 +52,11 @@ interface Answer {
 
 export interface SyncPgOptions {
   /**
-   * The connection thread's script, where `new URL("./sync-worker.ts", import.meta.url)` does not
-   * name it: a bundle of this file (bench/child.ts builds one for the benchmark's watcher).
+   * Starts the connection thread from another script than ./sync-worker.ts next to this file: a
+   * bundle of it (bench/child.ts builds one for the benchmark's watcher, where this file is bundled
+   * too and import.meta.url names nothing).
    */
-  workerEntry?: string;
+  spawnWorker?: (options: WorkerOptions & { name: string }) => Worker;
   /** Bounds each statement (server side) and the wait for its answer. */
   timeoutMs?: number;
   /** How long the first connection may take (the replica's start waits for it). */
@@ -180,12 +181,12 @@ export class SyncPgClient {
     this.errorBytes = new Uint8Array(shared, 8);
     const { port1, port2 } = new MessageChannel();
     this.port = port1;
-    this.worker = new Worker(opts.workerEntry ?? new URL("./sync-worker.ts", import.meta.url), {
-      name: "stepwatch-pg",
-      workerData: { url, port: port2, shared, timeoutMs: this.timeoutMs },
-      transferList: [port2],
-      execArgv: process.env.NEXT_RUNTIME || opts.workerEntry ? undefined : ["--require", "tsx/cjs"],
-    });
+    const options = { name: "stepwatch-pg", workerData: { url, port: port2, shared, timeoutMs: this.timeoutMs }, transferList: [port2] };
+    // The literal `new Worker(new URL(...))` form only: Next's bundler compiles that into a chunk, and
+    // a Worker of a computed path made it trace every file of the project (lib/watcher/read-pool.ts).
+    this.worker = opts.spawnWorker
+      ? opts.spawnWorker(options)
+      : new Worker(new URL("./sync-worker.ts", import.meta.url), { ...options, execArgv: process.env.NEXT_RUNTIME ? undefined : ["--require", "tsx/cjs"] });
     this.worker.unref();
     this.worker.on("error", (e) => console.error(`stepwatch: the PostgreSQL thread failed: ${e.message}`));
     // The first connection: the replica's start waits for it, bounded.
