@@ -27,7 +27,11 @@ export interface ReplicasResult {
     standby: ScaleRun;
     /** pg_database_size at the end of the window (the leader's writes; the standby wrote none). */
     databaseBytes: number;
-    /** Transactions PostgreSQL committed per second in the window (pg_stat_database), all replicas and the lease. */
+    /**
+     * Transactions PostgreSQL committed (pg_stat_database) per second over the whole run of the two
+     * replicas, their start included: the leader's start reads every backend's stored decisions, one
+     * statement (an autocommit transaction) each.
+     */
     transactionsPerSecond: number;
   };
 }
@@ -93,3 +97,33 @@ export async function runReplicasBench(opts: { quick?: boolean; log?: (m: string
 }
 
 runWhenMain(__filename, () => runReplicasBench({ quick: process.argv.includes("--quick"), log: (m) => console.error(m) }));
+
+const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`;
+
+/** The section of bench/RESULTS.md. */
+export function replicasSection(r: ReplicasResult, measured: string): string {
+  const row = (name: string, x: ScaleRun) =>
+    `| ${name} | ${x.cpuCores.toFixed(3)} | ${(((x.cpuCores * 1000) / (x.reads / x.measureSeconds)) || 0).toFixed(3)} | ${x.rssMb.max} | ${x.pollLagMs.p99} | ${x.eventLoopDelayMs.p99} | ${x.backendsJudged} of ${x.backends} | ${x.statements ?? "-"} (${x.statements === undefined ? "-" : (x.statements / x.measureSeconds).toFixed(1)}/s) |`;
+  return `## 10. Replicas: one on SQLite against two on PostgreSQL
+
+${r.backends} simulated backends every ${r.intervalSeconds} s, the watcher of bench/scale-worker.ts, each measured over ${r.measureSeconds} s:
+first alone on the SQLite file, then two at once on one PostgreSQL 15 (Debian's, on this machine), each
+keeping the lease as the server does. The leader writes; the standby judges the same fleet in memory and
+writes nothing (its statements are the once-a-second reads of restarts asked elsewhere and of the
+on-call book). ${measured}
+
+| replica | CPU (cores) | CPU ms per read | RSS max (MB) | poll lag p99 (ms) | event loop delay p99 (ms) | judged | statements in the window |
+|---|---|---|---|---|---|---|---|
+${row("SQLite, alone", r.sqlite)}
+${row("PostgreSQL, leader", r.postgres.leader)}
+${row("PostgreSQL, standby", r.postgres.standby)}
+
+Database at the end: SQLite ${mb(r.sqlite.dbBytes)} (file and WAL); PostgreSQL ${mb(r.postgres.databaseBytes)} (pg_database_size, an empty
+database is about 7.5 MB). PostgreSQL committed ${r.postgres.transactionsPerSecond} transactions a second over the whole run of the two (their
+start included, where the leader reads every backend's stored decisions back, one statement each; in the window itself the
+statements above). The PostgreSQL replicas' extra RSS is the connection thread (a V8 isolate of its own with node-postgres)
+and the lease's pool.
+Statements: better-sqlite3's run/get/all on SQLite (one INSERT per sample); on PostgreSQL every statement sent, BEGIN
+and COMMIT included (samples go as multi-row INSERTs: db/pg/sync-client.ts runMany).
+`;
+}

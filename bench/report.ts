@@ -10,6 +10,7 @@ import type { PeerResult, PeerRun } from "./peer";
 import { metricsScrapeSection, type MetricsScrapeResult } from "./metrics-scrape";
 import { readCostSection, type ReadCostResult } from "./read-cost";
 import { cliStartSection, type CliStartResult } from "./cli-start";
+import { replicasSection, type ReplicasResult } from "./replicas";
 import type { ScaleResult } from "./scale";
 import type { ScaleRun } from "./scale-worker";
 import type { StorageResult } from "./storage";
@@ -18,7 +19,7 @@ import type { ReplayBenchResult } from "./replay";
 type Maybe<T> = T | { error: string } | undefined;
 
 /** The measured sections of results.json, in report order. */
-export const SECTION_KEYS = ["incident", "cost", "peer", "scale", "storage", "replay", "dashboard", "load", "metrics", "reads", "cli"] as const;
+export const SECTION_KEYS = ["incident", "cost", "peer", "scale", "storage", "replay", "dashboard", "load", "metrics", "reads", "cli", "replicas"] as const;
 export type SectionKey = (typeof SECTION_KEYS)[number];
 
 /** Which run (and code) a section's numbers came from: a partial re-run keeps older sections. */
@@ -61,6 +62,7 @@ export interface BenchResults {
   metrics?: Maybe<MetricsScrapeResult>;
   reads?: Maybe<ReadCostResult>;
   cli?: Maybe<CliStartResult>;
+  replicas?: Maybe<ReplicasResult>;
   sections?: Partial<Record<SectionKey, SectionRun>>;
   /**
    * The analysis of each goal (Goal.id -> text), written by hand after a run: why a goal was met or
@@ -341,6 +343,21 @@ export function goals(r: BenchResults): Goal[] {
       from: ["cli"],
     });
   } else missing("cli-start", cliGoal, ["cli"], why(r.cli));
+  // Issue 28: two replicas on PostgreSQL watch the fleet as one on SQLite does.
+  const rep = ok(r.replicas);
+  const repGoal = "Two replicas on PostgreSQL watch 1000 backends as one on SQLite: every backend judged by both, poll lag p99 < 250 ms";
+  if (rep) {
+    const { leader, standby } = rep.postgres;
+    out.push({
+      id: "replicas",
+      goal: repGoal,
+      stepwatch: `leader ${n(leader.cpuCores, 3)} / standby ${n(standby.cpuCores, 3)} cores, RSS ${n(leader.rssMb.max)} / ${n(standby.rssMb.max)} MB, lag p99 ${n(leader.pollLagMs.p99)} / ${n(standby.pollLagMs.p99)} ms, ${n(leader.backendsJudged)} / ${n(standby.backendsJudged)} judged, ${n((leader.statements ?? 0) / leader.measureSeconds, 1)} / ${n((standby.statements ?? 0) / standby.measureSeconds, 1)} statements/s, database ${mb(rep.postgres.databaseBytes)}`,
+      peer: `one on SQLite: ${n(rep.sqlite.cpuCores, 3)} cores, RSS ${n(rep.sqlite.rssMb.max)} MB, lag p99 ${n(rep.sqlite.pollLagMs.p99)} ms, ${n(rep.sqlite.backendsJudged)} judged, ${n((rep.sqlite.statements ?? 0) / rep.sqlite.measureSeconds, 1)} statements/s, file ${mb(rep.sqlite.dbBytes)}`,
+      ratio: `leader's CPU ${n(leader.cpuCores / rep.sqlite.cpuCores, 2)}x`,
+      met: rep.backends >= 1000 && [leader, standby].every((x) => x.backendsJudged === rep.backends && x.pollLagMs.p99 < 250),
+      from: ["replicas"],
+    });
+  } else missing("replicas", repGoal, ["replicas"], why(r.replicas));
   return out;
 }
 
@@ -677,6 +694,7 @@ ${g
     ok(r.metrics) ? metricsScrapeSection(ok(r.metrics)!) : `## 6. One /metrics scrape at 1000 backends\n\n${why(r.metrics)}\n`,
     ok(r.reads) ? readCostSection(ok(r.reads)!, measuredLine(r.sections?.reads)) : `## 7. What one read costs the model server (vLLM)\n\n${why(r.reads)}\n`,
     ok(r.cli) ? cliStartSection(ok(r.cli)!, measuredLine(r.sections?.cli)) : `## 8. The check CLI's start-up\n\n${why(r.cli)}\n`,
+    ok(r.replicas) ? replicasSection(ok(r.replicas)!, measuredLine(r.sections?.replicas)) : `## 10. Replicas: one on SQLite against two on PostgreSQL\n\n${why(r.replicas)}\n`,
     ...Object.entries(r.handMeasured ?? {}).map(([title, body]) => `## ${title}\n\n${body}\n`),
   ];
   return parts.join("\n");

@@ -2,7 +2,7 @@
  * The benchmarks: `npm run bench` (full, about 10 minutes on 2 cores) or `npm run bench -- --quick`
  * (fewer and shorter runs, under two minutes plus a `next build` when .next is missing or stale).
  * Writes bench/results.json and bench/RESULTS.md. Numbers are reported, never asserted.
- * Options: --quick, --only incident,cost,peer,scale,storage,replay,dashboard,load,metrics,reads,cli (storage and replay need incident;
+ * Options: --quick, --only incident,cost,peer,scale,storage,replay,dashboard,load,metrics,reads,cli,replicas (storage and replay need incident;
  * dashboard needs storage), --render (rewrite RESULTS.md from results.json, measuring nothing).
  * With --only, the sections not measured are kept from the stored results.json, and each section
  * records the run and commit it came from (results.sections), so a partial re-run never passes
@@ -25,8 +25,9 @@ import { renderReport, SECTION_KEYS, type BenchResults, type SectionKey, type Se
 import { runScaleBench } from "./scale";
 import { runStorageBench } from "./storage";
 import { runReplayBench } from "./replay";
+import { runReplicasBench } from "./replicas";
 
-const SECTIONS = ["incident", "cost", "peer", "scale", "storage", "replay", "dashboard", "load", "metrics", "reads", "cli"] as const;
+const SECTIONS = ["incident", "cost", "peer", "scale", "storage", "replay", "dashboard", "load", "metrics", "reads", "cli", "replicas"] as const;
 type Section = (typeof SECTIONS)[number];
 
 function parseArgs(argv: string[]): { quick: boolean; only: Set<Section>; partial: boolean } {
@@ -136,6 +137,7 @@ async function main(): Promise<void> {
     if (only.has("metrics")) results.metrics = await section("metrics", "one /metrics scrape at 1000 backends", () => runMetricsScrapeBench({ quick }));
     if (only.has("reads")) results.reads = await section("reads", "what one read costs the model server", () => runReadCostBench({ quick }));
     if (only.has("cli")) results.cli = await section("cli", "the check CLI's start-up", () => runCliStartBench({ quick }));
+    if (only.has("replicas")) results.replicas = await section("replicas", "one replica on SQLite against two on PostgreSQL", () => runReplicasBench({ quick, log }));
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
