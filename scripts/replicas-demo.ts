@@ -17,6 +17,15 @@ import { startPostgres } from "./postgres";
 const ROOT = path.resolve(__dirname, "..");
 const NEXT_CLI = require.resolve("next/dist/bin/next", { paths: [ROOT] });
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function main(): Promise<void> {
   if (!fs.existsSync(path.join(ROOT, ".next", "BUILD_ID"))) throw new Error("no production build: run `npm run build` first (the npm script does)");
   const port = Number(process.env.PORT ?? 3000);
@@ -38,17 +47,38 @@ async function main(): Promise<void> {
   };
   const children: ChildProcess[] = [];
   let stopping = false;
-  const stop = async (code: number) => {
+  // Synchronous, first thing: Ctrl-C reaches npm too, and nothing may outlive this process (the
+  // simulators are servers in it, gone with it). Run with `node --import tsx`, not tsx's CLI, whose
+  // relay of Ctrl-C killed this process in the middle of this.
+  const stop = (code: number) => {
     if (stopping) return;
     stopping = true;
     for (const c of children) c.kill("SIGKILL");
-    await demo.stop().catch(() => {});
-    pg.destroy();
-    fs.rmSync(dir, { recursive: true, force: true });
+    // PostgreSQL's immediate shutdown by signal (pg_ctl waits a second or more, and npm may kill
+    // this process meanwhile), then its folder and ours.
+    try {
+      const pid = Number(fs.readFileSync(path.join(pg.dir, "data", "postmaster.pid"), "utf8").split("\n")[0]);
+      if (pid > 0) {
+        process.kill(pid, "SIGQUIT");
+        // Gone before its folder is (it writes there while it stops): a few hundred ms, bounded.
+        const tick = new Int32Array(new SharedArrayBuffer(4));
+        for (let i = 0; i < 50 && alive(pid); i++) Atomics.wait(tick, 0, 0, 50);
+      }
+    } catch {
+      pg.stop();
+    }
+    for (const d of [pg.dir, dir]) {
+      try {
+        fs.rmSync(d, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+      } catch (e) {
+        console.error(`stepwatch: could not remove ${d}: ${(e as Error).message}`);
+      }
+    }
     process.exit(code);
   };
-  process.on("SIGINT", () => void stop(0));
-  process.on("SIGTERM", () => void stop(0));
+  process.on("SIGINT", () => stop(0));
+  process.on("SIGTERM", () => stop(0));
+  process.on("SIGHUP", () => stop(0));
   for (const [i, id] of ["replica-a", "replica-b"].entries()) {
     const p = port + i;
     const child = spawn(process.execPath, [NEXT_CLI, "start", "-p", String(p)], { cwd: ROOT, env: { ...env, STEPWATCH_REPLICA_ID: id }, stdio: ["ignore", "pipe", "pipe"] });
