@@ -25,7 +25,8 @@ the config's, STEPWATCH_CONFIG or ./stepwatch.config.json). TIME: ms since epoch
 an age (90m, 24h, 7d). replay: every restart recommendation that would be new, later, earlier or
 never made, and every state that would differ. advise: stuckAfterSeconds, startupGraceSeconds and
 the probe timeout from what the record shows, with Kubernetes probes and systemd notes; nothing
-is applied. Exit: 0 answered, 2 a bad argument or nothing to judge.`;
+is applied. Replicas on PostgreSQL: GET /api/backends/{id}/replay and /advice answer the same.
+Exit: 0 answered, 2 a bad argument or nothing to judge.`;
 
 /** The API's parameter names as this CLI's flags, so a refusal names what the user typed. */
 const FLAGS: Record<string, string> = {
@@ -121,6 +122,10 @@ export async function replayMain(command: "replay" | "advise", args: string[], n
       configured,
     );
     checkPeriod(from, to, MAX_REPLAY_DAYS);
+    if (process.env.STEPWATCH_DATABASE_URL && !process.env.STEPWATCH_DB) {
+      // The bundle stays small and needs no node_modules: no PostgreSQL driver in it.
+      throw new CliError("this CLI reads a SQLite file (STEPWATCH_DB); replicas on PostgreSQL answer the same through GET /api/backends/{id}/replay and /advice, or the backend page's What if");
+    }
     const file = path.resolve(process.env.STEPWATCH_DB || "data/stepwatch.db");
     const db = await openReadOnly(file);
     try {

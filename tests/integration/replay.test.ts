@@ -247,6 +247,20 @@ describe("the CLI: stepwatch replay and advise on the server's file", () => {
       expect(r.stderr).toMatch(what);
       expect(r.stderr).not.toMatch(/\n\s+at /);
     }
+    // Replicas on PostgreSQL: the CLI says where the same answer is, rather than reading a stray file.
+    const { STEPWATCH_DB: _unused, ...noDb } = process.env;
+    void _unused;
+    const pg = await new Promise<{ code: number; stderr: string }>((resolve) =>
+      execFile(
+        process.execPath,
+        [path.join(ROOT, "node_modules/tsx/dist/cli.mjs"), path.join(ROOT, "lib/cli/check.ts"), "replay", "b1", "--since", "7d"],
+        { cwd: dir, timeout: 60_000, env: { ...noDb, STEPWATCH_CONFIG: configFile, STEPWATCH_DATABASE_URL: "postgres://sw:secret@127.0.0.1:1/x" } },
+        (err, _stdout, stderr) => resolve({ code: err ? (typeof err.code === "number" ? err.code : -1) : 0, stderr }),
+      ),
+    );
+    expect(pg.code, pg.stderr).toBe(2);
+    expect(pg.stderr).toMatch(/reads a SQLite file \(STEPWATCH_DB\); replicas on PostgreSQL answer the same through GET \/api\/backends\/\{id\}\/replay/);
+    expect(pg.stderr).not.toContain("secret");
   }, 90_000);
 });
 
