@@ -22,11 +22,10 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import v8 from "node:v8";
 import { Worker } from "node:worker_threads";
 import { openDb } from "../db/client";
-import { openPg } from "../db/pg/client";
-import { openPgStore } from "../db/pg/store";
 import type { SyncPgClient } from "../db/pg/sync-client";
 import type { DbHandle } from "../db/types";
-import { keepLease, type Leadership } from "../lib/cluster/leadership";
+import type { Leadership } from "../lib/cluster/leadership";
+import { openPgReplica } from "../lib/cluster/replica";
 import { seenLate } from "../lib/check/late";
 import { observe } from "../lib/check/observe";
 import { parseConfig } from "../lib/config";
@@ -108,7 +107,7 @@ export interface ScaleRun {
 
 interface BenchStore {
   db: DbHandle;
-  lease: (Leadership & { tick(): Promise<void> }) | null;
+  lease: Leadership | null;
   /** Statements run so far. */
   statements(): number;
   bytes(): number;
@@ -138,19 +137,15 @@ async function openStore(spec: ScaleSpec, dir: string): Promise<BenchStore> {
     };
   }
   const { url, replicaId, syncWorkerEntry } = spec.postgres;
-  const db = await openPgStore(url, { spawnWorker: (options) => new Worker(syncWorkerEntry, options) });
-  const leaseDb = await openPg(url, { max: 2, migrate: false });
-  const lease = keepLease(leaseDb.db, replicaId);
-  await lease.tick();
+  const { db, leadership } = await openPgReplica(url, replicaId, { spawnWorker: (options) => new Worker(syncWorkerEntry, options) });
   const client = db.sqlite as unknown as SyncPgClient;
   return {
     db,
-    lease,
+    lease: leadership,
     statements: () => client.sent,
     bytes: () => Number((client.query("SELECT pg_database_size(current_database()) AS n", [], "object").rows[0] as { n: number }).n),
     close: async () => {
-      await lease.stop();
-      await leaseDb.close();
+      await leadership.stop();
       db.close();
     },
   };

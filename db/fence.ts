@@ -3,7 +3,9 @@
  * through `fencedTransaction`: one transaction that, on PostgreSQL, first finds the leader lease
  * still held by this replica with its epoch and unexpired and share-locks that row until commit
  * (db/pg/lease.ts), so a deposed leader's late write fails with LeaseLostError and writes nothing.
- * On SQLite there is one replica and it always leads: the transaction alone.
+ * On SQLite there is one replica and it always leads: the transaction alone. The features call it
+ * with their LeaderGate (lib/core/cluster.ts) for every flush, delivery mark, restart start or
+ * result and retention chunk.
  */
 import type { Db } from "./types";
 import { LeaseLostError } from "./pg/lease-error";
@@ -15,6 +17,11 @@ export interface Fence {
   readonly replicaId: string;
   /** The epoch this replica leads with now, null when it does not lead. */
   epoch(): number | null;
+  /**
+   * True when no lease exists (one process alone: the features' default, and their tests on either
+   * engine): the write is one plain transaction, with no lease to prove.
+   */
+  readonly sole?: boolean;
 }
 
 /** The storage client's check, present on the PostgreSQL client only (db/pg/sync-client.ts). */
@@ -28,7 +35,7 @@ export function fencedTransaction<T>(db: Db, fence: Fence, write: () => T): T {
   if (epoch === null) throw new LeaseLostError(fence.replicaId, null);
   const client = db.$client as unknown as FencingClient & Db["$client"];
   return client.transaction(() => {
-    client.assertLease?.(fence.replicaId, epoch);
+    if (!fence.sole) client.assertLease?.(fence.replicaId, epoch);
     return write();
   })();
 }

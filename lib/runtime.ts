@@ -22,9 +22,8 @@ import { authHolder } from "./auth/state";
 import { startWatcher, type Watcher } from "./watcher";
 import { tuneHeapForWatcher } from "./watcher/heap";
 import { fleetSnapshot } from "./api/snapshot";
-import { keepLease, replicaIdFrom, soleLeader, type Leadership } from "./cluster/leadership";
-import { openPg } from "../db/pg/client";
-import { openPgStore } from "../db/pg/store";
+import { replicaIdFrom, soleLeader, type Leadership } from "./cluster/leadership";
+import { openPgReplica } from "./cluster/replica";
 
 export interface Runtime {
   /** The running config; replaced as a whole by a valid reload (lib/reload.ts), never edited. */
@@ -127,20 +126,11 @@ async function startRuntime(): Promise<Runtime> {
       if (!process.env.STEPWATCH_SESSION_SECRET) {
         throw new Error(`${target.setting} selects PostgreSQL (replicas): set STEPWATCH_SESSION_SECRET, the same on every replica (e.g. openssl rand -hex 32)`);
       }
-      db = await openPgStore(target.url, { setting: target.setting });
-      // The lease on a pool of its own, asynchronous: renewing it never waits behind the store.
-      const leaseDb = await openPg(target.url, { setting: target.setting, max: 2, migrate: false });
-      const lease = keepLease(leaseDb.db, replicaId, {
+      ({ db, leadership } = await openPgReplica(target.url, replicaId, {
+        setting: target.setting,
         leaseMs: leaseMsFrom(process.env),
         onChange: (leading, why) => console.log(`stepwatch: replica ${replicaId} ${leading ? "leads" : "does not lead"}: ${why}`),
-      });
-      const stopLease = lease.stop;
-      leadership = { ...lease, stop: async () => {
-        await stopLease();
-        await leaseDb.close().catch(() => {});
-      } };
-      // The first grant (or the answer that another replica leads) before anything may act.
-      await lease.tick();
+      }));
     } else {
       db = openDb(target.path);
       leadership = soleLeader(replicaId, new Date(startedAt));

@@ -45,10 +45,8 @@ export function redactUrl(url: string): string {
   }
 }
 
-/** Opens the pool and migrates; a wrong URL, a refused connection or bad credentials throw one clear error naming the setting. */
-export async function openPg(url: string, opts: OpenPgOptions = {}): Promise<PgHandle> {
-  const setting = opts.setting ?? "STEPWATCH_DATABASE_URL";
-  const safeUrl = redactUrl(url);
+/** The URL checked: a clear error naming the setting when it is not PostgreSQL's. */
+function checkUrl(url: string, setting: string): void {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -58,6 +56,38 @@ export async function openPg(url: string, opts: OpenPgOptions = {}): Promise<PgH
   if (parsed.protocol !== "postgres:" && parsed.protocol !== "postgresql:") {
     throw new Error(`${setting} must start with postgres:// (got ${parsed.protocol}//)`);
   }
+}
+
+export type MigrateOptions = Pick<OpenPgOptions, "setting" | "migrationsFolder" | "timeoutMs">;
+
+/**
+ * Applies the committed migrations, on a connection of its own, under a lock held for the
+ * migration only: two replicas started at once would otherwise both apply the same migration and
+ * one would fail. (The lease is a row, not a lock like this one: docs/decisions.md "Replicas".)
+ * A wrong URL, a refused connection or bad credentials throw one clear error naming the setting.
+ */
+export async function migratePg(url: string, opts: MigrateOptions = {}): Promise<void> {
+  const setting = opts.setting ?? "STEPWATCH_DATABASE_URL";
+  checkUrl(url, setting);
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: opts.timeoutMs ?? 5000, application_name: "stepwatch-migrate" });
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+    await migrate(drizzle(client, { schema }), { migrationsFolder: opts.migrationsFolder ?? path.join(process.cwd(), "db", "pg", "migrations") });
+  } catch (e) {
+    throw new Error(`${setting} (${redactUrl(url)}): cannot open the database: ${pgErrorText(e)}`);
+  } finally {
+    // Ending the session releases the lock, also when the migration failed.
+    await client.end().catch(() => {});
+  }
+}
+
+/** Opens the pool (after the migrations, unless `migrate: false`); errors as migratePg's. */
+export async function openPg(url: string, opts: OpenPgOptions = {}): Promise<PgHandle> {
+  const setting = opts.setting ?? "STEPWATCH_DATABASE_URL";
+  checkUrl(url, setting);
+  if (opts.migrate !== false) await migratePg(url, opts);
   const timeoutMs = opts.timeoutMs ?? 5000;
   const pool = new Pool({
     connectionString: url,
@@ -70,25 +100,7 @@ export async function openPg(url: string, opts: OpenPgOptions = {}): Promise<PgH
   // An idle client's error (the server went away) must not crash the process: the next query reports it.
   pool.on("error", () => {});
   const db = drizzle(pool, { schema }) as PgDb;
-  if (opts.migrate !== false) {
-    // On a connection of its own, under a lock held for the migration only: two replicas started at
-    // once would otherwise both apply the same migration and one would fail. (The lease is a row,
-    // not a lock like this one: docs/decisions.md "Replicas".)
-    const client = new Client({ connectionString: url, connectionTimeoutMillis: timeoutMs, application_name: "stepwatch-migrate" });
-    client.on("error", () => {});
-    try {
-      await client.connect();
-      await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
-      await migrate(drizzle(client, { schema }), { migrationsFolder: opts.migrationsFolder ?? path.join(process.cwd(), "db", "pg", "migrations") });
-    } catch (e) {
-      await pool.end().catch(() => {});
-      throw new Error(`${setting} (${safeUrl}): cannot open the database: ${pgErrorText(e)}`);
-    } finally {
-      // Ending the session releases the lock, also when the migration failed.
-      await client.end().catch(() => {});
-    }
-  }
-  return { db, pool, safeUrl, close: () => pool.end() };
+  return { db, pool, safeUrl: redactUrl(url), close: () => pool.end() };
 }
 
 /** One line for an error of node-postgres (its code named when it has one), never the password. */

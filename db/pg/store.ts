@@ -8,7 +8,7 @@ import { drizzle } from "drizzle-orm/better-sqlite3";
 import { ensureRollups } from "../queries/history";
 import * as schema from "../schema";
 import type { Db, DbHandle } from "../types";
-import { openPg, redactUrl } from "./client";
+import { migratePg, redactUrl } from "./client";
 import { SyncPgClient, type SyncPgOptions } from "./sync-client";
 
 export interface OpenPgStoreOptions {
@@ -23,8 +23,7 @@ export interface OpenPgStoreOptions {
 export async function openPgStore(url: string, opts: OpenPgStoreOptions = {}): Promise<DbHandle> {
   const setting = opts.setting ?? "STEPWATCH_DATABASE_URL";
   // Migrations (and every error a wrong URL, a refused connection or bad credentials give, named).
-  const migrating = await openPg(url, { setting, migrationsFolder: opts.migrationsFolder, timeoutMs: opts.timeoutMs, max: 1 });
-  await migrating.close();
+  await migratePg(url, { setting, migrationsFolder: opts.migrationsFolder, timeoutMs: opts.timeoutMs });
   const safeUrl = redactUrl(url);
   const client = new SyncPgClient(safeUrl, url, { timeoutMs: opts.timeoutMs, spawnWorker: opts.spawnWorker });
   if (!client.connected) {

@@ -29,7 +29,7 @@ export interface LeaderGate {
   isLeader(): boolean;
   /** The epoch this replica leads with now; null when it does not lead. */
   epoch(): number | null;
-  /** True when no lease exists (one process alone): its writes are not fenced (lib/cluster/fenced.ts). */
+  /** True when no lease exists (one process alone): its writes are not fenced (db/fence.ts). */
   readonly sole?: boolean;
 }
 

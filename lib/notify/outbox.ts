@@ -40,7 +40,7 @@ import { headline, linkOf, messageOf } from "./message";
 import { dueMessages, groupOf, messageKey, windowMsOf, type DueMessage } from "./grouping";
 import type { Labels } from "../core/labels";
 import type { LeaderGate } from "../core/cluster";
-import { leaderWrite, LeaseLostError } from "../cluster/fenced";
+import { fencedTransaction, LeaseLostError } from "../../db/fence";
 
 export const OUTBOX_DEFAULTS = {
   /** The loop looks for due deliveries at least this often (and at once after a write). */
@@ -260,7 +260,7 @@ export class Outbox {
     const leader = this.opts.leader;
     if (!leader) return write();
     try {
-      return leaderWrite(this.db, leader, write);
+      return fencedTransaction(this.db, leader, write);
     } catch (e) {
       if (!(e instanceof LeaseLostError)) throw e;
       this.leads();

@@ -32,7 +32,7 @@ import type { DbHandle } from "../../db/types";
 import type { RestartEventRow } from "../../db/schema";
 import { type AuditActorKind } from "../../db/queries/auth";
 import { insertRestartUnlessBlocked, markRestartStarted, recordActionResult, restartBlockOf, type RestartBlock } from "../../db/queries/restarts";
-import { leaderWrite, LeaseLostError } from "../cluster/fenced";
+import { fencedTransaction, LeaseLostError } from "../../db/fence";
 import { DomainError } from "../core/errors";
 import type { NotificationDraft } from "../core/events";
 import { restartFinishedDraft, restartRequestedDraft } from "../notify/drafts";
@@ -311,7 +311,7 @@ function markStarted(row: RestartEventRow, deps: RestartDeps, runs: RestartRuns,
   }
   try {
     const pinned = { replicaId: leader.replicaId, isLeader: () => true, epoch: () => epoch, sole: leader.sole };
-    return leaderWrite(deps.db.db, pinned, () => markRestartStarted(deps.db.db, row.id, { at, replicaId: leader.replicaId, epoch }));
+    return fencedTransaction(deps.db.db, pinned, () => markRestartStarted(deps.db.db, row.id, { at, replicaId: leader.replicaId, epoch }));
   } catch (e) {
     const why = e instanceof LeaseLostError ? e.message : `cannot mark it started (${(e as Error).message})`;
     console.error(`[restart] restart #${row.id} of ${row.backendId} not run: ${why}`);
@@ -346,7 +346,7 @@ function recordResult(row: RestartEventRow, result: ActionResult, deps: RestartD
           { ...failed!, downtimeSeconds: null },
         ),
       );
-    failedHere = leaderWrite(deps.db.db, runs.leader, () => recordActionResult(deps.db.db, row.id, result, failed, notifyFailed));
+    failedHere = fencedTransaction(deps.db.db, runs.leader, () => recordActionResult(deps.db.db, row.id, result, failed, notifyFailed));
   } catch (e) {
     console.error(`[restart] could not record the result of restart #${row.id} of ${row.backendId}: ${(e as Error).message}`);
   }

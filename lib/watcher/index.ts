@@ -39,7 +39,7 @@ import { RestartRuns } from "../restart/runs";
 import { outcomeUnknown } from "../restart/resolve";
 import { restartFinishedDraft } from "../notify/drafts";
 import { reason } from "../core/types";
-import { leaderWrite, LeaseLostError } from "../cluster/fenced";
+import { fencedTransaction, LeaseLostError } from "../../db/fence";
 
 export interface WatcherOptions {
   config: Config;
@@ -450,7 +450,7 @@ function retentionJob(p: Parts, backends: ReadonlyMap<string, BackendMonitor>): 
     try {
       const ids = [...backends.keys()];
       const now = p.clock.now();
-      const fenced = <T>(write: () => T) => leaderWrite(p.opts.db, p.leader, write);
+      const fenced = <T>(write: () => T) => fencedTransaction(p.opts.db, p.leader, write);
       const retain = (scope: { only: string[] } | { except: string[] }) =>
         fenced(() => applyRetention(p.opts.db, { now, ...p.config.retention, replayDays: p.config.history.replayDays, scope }));
       for (let i = 0; i < ids.length; i += RETENTION_CHUNK) {

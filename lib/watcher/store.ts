@@ -10,7 +10,7 @@
  * (db/fence.ts): a replica deposed meanwhile writes nothing and drops the batch, as a standby.
  */
 import type { Db } from "../../db/types";
-import { leaderWrite, LeaseLostError } from "../cluster/fenced";
+import { fencedTransaction, LeaseLostError } from "../../db/fence";
 import { soleGate, type LeaderGate } from "../core/cluster";
 import { lastRestartOf, latestRestartsOf, resolveRestart, startedWithoutResult } from "../../db/queries/restarts";
 import { insertSamples, insertTransition, lastTransition, recentReadings, type NewSample, type NewTransition, type TargetKind } from "../../db/queries/readings";
@@ -112,7 +112,7 @@ export class WatchStore {
     const starts = this.starts;
     const after = this.after;
     try {
-      leaderWrite(this.db, this.leader, () => {
+      fencedTransaction(this.db, this.leader, () => {
         insertSamples(this.db, samples);
         insertReplayRows(this.db.$client, replays);
         for (const t of transitions) insertTransition(this.db, t);
@@ -191,7 +191,7 @@ export class WatchStore {
     if (!this.leader.isLeader()) return false;
     return this.read(() => {
       try {
-        return leaderWrite(this.db, this.leader, () => {
+        return fencedTransaction(this.db, this.leader, () => {
           const won = resolveRestart(this.db, id, r);
           if (won) then?.();
           return won;

@@ -4,17 +4,10 @@
  * each test; stopped and removed when the run ends.
  */
 import type { TestProject } from "vitest/node";
-import { startPostgres } from "./postgres";
-import { prepareTemplate } from "./pg-template";
+import { startTemplateServer } from "./pg-template";
 
 export default async function setup(project: TestProject): Promise<() => void> {
-  const server = await startPostgres();
-  try {
-    await prepareTemplate(server.url);
-  } catch (e) {
-    server.destroy();
-    throw e;
-  }
+  const server = await startTemplateServer();
   project.provide("stepwatchPgUrl", server.url);
   return () => server.destroy();
 }

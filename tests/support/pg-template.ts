@@ -4,7 +4,8 @@
  * the run's globalSetup (pg-global-setup.ts, outside any test file) can make it.
  */
 import pg from "pg";
-import { openPg } from "../../db/pg/client";
+import { migratePg } from "../../db/pg/client";
+import { startPostgres, type TestPostgres } from "./postgres";
 
 /** The migrated database every test database is copied from. */
 export const PG_TEMPLATE = "stepwatch_template";
@@ -19,8 +20,19 @@ export function databaseUrl(serverUrl: string, database: string): string {
 /** Creates the template database on a fresh server and applies the migrations to it. */
 export async function prepareTemplate(serverUrl: string): Promise<void> {
   await adminQuery(serverUrl, `CREATE DATABASE ${PG_TEMPLATE}`);
-  const h = await openPg(databaseUrl(serverUrl, PG_TEMPLATE), { max: 1 });
-  await h.close();
+  await migratePg(databaseUrl(serverUrl, PG_TEMPLATE));
+}
+
+/** A fresh server with the template made (removed again when making it fails). */
+export async function startTemplateServer(): Promise<TestPostgres> {
+  const server = await startPostgres();
+  try {
+    await prepareTemplate(server.url);
+  } catch (e) {
+    server.destroy();
+    throw e;
+  }
+  return server;
 }
 
 export async function adminQuery(serverUrl: string, text: string): Promise<void> {

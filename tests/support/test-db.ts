@@ -13,8 +13,8 @@ import { afterAll, inject } from "vitest";
 import { openDb, type OpenDbOptions } from "../../db/client";
 import { openPgStore } from "../../db/pg/store";
 import type { DbHandle } from "../../db/types";
-import { adminQuery, databaseUrl, PG_TEMPLATE, prepareTemplate } from "./pg-template";
-import { startPostgres, type TestPostgres } from "./postgres";
+import { adminQuery, databaseUrl, PG_TEMPLATE, startTemplateServer } from "./pg-template";
+import type { TestPostgres } from "./postgres";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -34,16 +34,7 @@ let ownServer: Promise<TestPostgres> | null = null;
 async function serverUrl(): Promise<string> {
   const shared = inject("stepwatchPgUrl");
   if (shared) return shared;
-  ownServer ??= (async () => {
-    const server = await startPostgres();
-    try {
-      await prepareTemplate(server.url);
-    } catch (e) {
-      server.destroy();
-      throw e;
-    }
-    return server;
-  })();
+  ownServer ??= startTemplateServer();
   return (await ownServer).url;
 }
 
