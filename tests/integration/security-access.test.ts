@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RestartEventDTO } from "@/lib/api/types";
 import type { AuditEntryDTO } from "@/lib/api/audit";
 import { startSimulator, type Simulator } from "@/sim/server";
-import { assertBuilt, call, nodeScript, signIn, startApp, type RunningApp } from "./faults-support";
+import { assertBuilt, call, nodeScript, signIn, startApp, waitFor, type RunningApp } from "./faults-support";
 
 const T = { ci: "ci-token-0123456789abcdef0123456789", dash: "dash-token-fedcba9876543210fedcba98", op: "access-op-pw", vic: "access-viewer-pw", scrape: "scrape-token-0123456789abcdef012345" };
 /** Every read route and page, main's later ones included: the gate in proxy.ts covers them without a list of its own. */
@@ -72,6 +72,9 @@ beforeAll(async () => {
     }),
   );
   app = await startApp({ STEPWATCH_CONFIG: configPath, STEPWATCH_DB: path.join(dir, "db", "sw.db"), SW_A_OP: T.op, SW_A_VIC: T.vic, SW_A_CI: T.ci, SW_A_DASH: T.dash, SW_A_SCRAPE: T.scrape });
+  // b1's first reading stored: the replay and advice answer 400 ("no readings") until then, which
+  // on a loaded machine came after the first reads below (a 400 there is not what they test).
+  await waitFor("b1's first reading stored", async () => (await call(`${app.url}/api/backends/b1/replay`, { headers: { authorization: `Bearer ${T.dash}` } })).status === 200, 30_000);
 }, 120_000);
 
 afterAll(async () => {
