@@ -19,16 +19,20 @@ const ROOT = path.resolve(__dirname, "..");
 const SHIM = path.join(ROOT, "scripts/cli-undici.cjs");
 
 const NO_H2 = path.join(ROOT, "scripts/cli-undici-no-h2.cjs");
+const NO_TREE = path.join(ROOT, "scripts/cli-undici-no-tree.cjs");
+const UNDICI_LIB = path.join("undici", "lib");
 
 /**
- * `undici` (exactly; its own files stay themselves) -> the shim, except inside the shim; and the
- * Client's HTTP/2 half -> a stub (scripts/cli-undici-no-h2.cjs says why).
+ * `undici` (exactly; its own files stay themselves) -> the shim, except inside the shim; the
+ * Client's HTTP/2 half and the header-name tree -> stubs (scripts/cli-undici-no-h2.cjs and
+ * cli-undici-no-tree.cjs say why).
  */
 const leanUndici: Plugin = {
   name: "lean-undici",
   setup(b) {
     b.onResolve({ filter: /^undici$/ }, (args) => (args.importer === SHIM ? undefined : { path: SHIM }));
-    b.onResolve({ filter: /^\.\/client-h2\.js$/ }, (args) => (args.importer.endsWith(path.join("undici", "lib", "dispatcher", "client.js")) ? { path: NO_H2 } : undefined));
+    b.onResolve({ filter: /^\.\/client-h2\.js$/ }, (args) => (args.importer.endsWith(path.join(UNDICI_LIB, "dispatcher", "client.js")) ? { path: NO_H2 } : undefined));
+    b.onResolve({ filter: /^\.\/tree$/ }, (args) => (args.importer.endsWith(path.join(UNDICI_LIB, "core", "util.js")) ? { path: NO_TREE } : undefined));
   },
 };
 
