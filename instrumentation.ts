@@ -17,5 +17,8 @@ export async function register(): Promise<void> {
     installFleetFastLane();
     const { startFromInstrumentation } = await import("./lib/runtime");
     await startFromInstrumentation();
+    // The server's first page render is its slowest by far: done now, for itself (lib/api/warm-up.ts).
+    const { warmUpInBackground } = await import("./lib/api/warm-up");
+    warmUpInBackground();
   }
 }

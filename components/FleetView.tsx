@@ -2,7 +2,7 @@
 /** The fleet page: one card per backend and the proxies, polled live from GET /api/fleet. */
 import Link from "next/link";
 import { usePathname, useRouter, useSearchParams } from "next/navigation";
-import { useEffect, useMemo, useRef, useState } from "react";
+import { useEffect, useMemo, useRef, useState, useSyncExternalStore } from "react";
 import useSWR from "swr";
 import type { FleetBackend, FleetProxy, FleetRecentResponse, FleetResponse, FleetSeed, SparkPoint, Viewer } from "@/lib/api/types";
 import { canAct } from "@/lib/ui/access";
@@ -15,6 +15,8 @@ import {
   engineLabel,
   engineOf,
   filterFleet,
+  FIRST_SCREEN,
+  firstScreenOf,
   fleetFromSeed,
   fleetQueryString,
   fleetSections,
@@ -52,6 +54,20 @@ export const FLEET_POLLING = polling(FLEET_REFRESH_MS);
 /** The sparklines' points (GET /api/fleet/recent) move one point per poll interval: no need to ask as often. */
 export const SPARK_REFRESH_MS = 5000;
 const NO_POINTS: SparkPoint[] = [];
+
+const subscribeNothing = () => () => {};
+/**
+ * False in the server's render and while the browser hydrates it, true from the render after
+ * (and at once when the page is reached by a client navigation): what the server rendered is
+ * hydrated as it is, then the rest of the fleet is rendered (FIRST_SCREEN).
+ */
+function useHydrated(): boolean {
+  return useSyncExternalStore(
+    subscribeNothing,
+    () => true,
+    () => false,
+  );
+}
 
 const SPARK_SERIES = [
   { label: "running", color: "--series-1", scale: "req", fill: true },
@@ -448,6 +464,7 @@ export function FleetView({ initial, viewer }: { initial: FleetSeed | null; view
   const filtered = useMemo(() => filterFleet(all, query), [all, query]);
   const shown = useMemo(() => (query.view === "table" ? sortTable(filtered, query.col, query.dir) : sortFleet(filtered, query.sort)), [filtered, query]);
   const sections = useMemo(() => fleetSections(shown, query), [shown, query]);
+  const hydrated = useHydrated();
   const poll = (data as (FleetResponse & { pollIntervalSeconds?: number }) | undefined)?.pollIntervalSeconds;
 
   const title = attentionTitle(all);
@@ -510,13 +527,13 @@ export function FleetView({ initial, viewer }: { initial: FleetSeed | null; view
           </button>
         </p>
       ) : query.view === "table" ? (
-        <FleetTable backends={shown} now={now} query={query} onChange={changeQuery} />
+        <FleetTable backends={hydrated ? shown : shown.slice(0, FIRST_SCREEN.rows)} now={now} query={query} onChange={changeQuery} />
       ) : (
-        sections.map((g) => (
+        (hydrated ? sections : firstScreenOf(sections, FIRST_SCREEN.cards)).map((g) => (
           <section key={g.key} className={g.heading !== null ? "fleet-group" : undefined} data-testid={g.heading !== null ? "fleet-group-section" : undefined}>
             {g.heading !== null ? (
               <h2>
-                {g.heading} <span className="muted small">{g.backends.length}</span>
+                {g.heading} <span className="muted small">{g.count}</span>
               </h2>
             ) : null}
             <div className="grid" data-testid="fleet-grid">

@@ -283,10 +283,39 @@ export function nextSort(q: Pick<FleetQuery, "col" | "dir">, col: TableColumn): 
 }
 
 /** What the cards view draws: one section per group, `heading` null when the query groups nothing. */
-export function fleetSections(sorted: FleetBackend[], q: Pick<FleetQuery, "group" | "groupLabel">): Array<{ key: string; heading: string | null; backends: FleetBackend[] }> {
-  if (q.groupLabel) return groupByLabel(sorted, q.groupLabel).map((g) => ({ key: g.value ?? "", heading: g.value ?? `No ${q.groupLabel} label`, backends: g.backends }));
-  if (q.group) return groupByModel(sorted).map((g) => ({ key: g.model ?? "", heading: g.model ?? "No model named", backends: g.backends }));
-  return [{ key: "", heading: null, backends: sorted }];
+export interface FleetSection {
+  key: string;
+  heading: string | null;
+  backends: FleetBackend[];
+  /** How many backends the section has, also when `backends` holds only its first screen (firstScreenOf). */
+  count: number;
+}
+
+export function fleetSections(sorted: FleetBackend[], q: Pick<FleetQuery, "group" | "groupLabel">): FleetSection[] {
+  if (q.groupLabel) return groupByLabel(sorted, q.groupLabel).map((g) => ({ key: g.value ?? "", heading: g.value ?? `No ${q.groupLabel} label`, backends: g.backends, count: g.backends.length }));
+  if (q.group) return groupByModel(sorted).map((g) => ({ key: g.model ?? "", heading: g.model ?? "No model named", backends: g.backends, count: g.backends.length }));
+  return [{ key: "", heading: null, backends: sorted, count: sorted.length }];
+}
+
+/**
+ * How many rows or cards the server renders of a long fleet: more than the tallest screen shows
+ * (a table row is 40-45 px, a card ~230 px in columns of 320 px or more). The page's first paint
+ * waits for its HTML, and at 500 backends rendering and sending every row was most of it; the rest
+ * are rendered by the browser right after it has taken the page over, below the fold, where
+ * nothing on screen moves (tests/e2e/fleet-500.spec.ts).
+ */
+export const FIRST_SCREEN = { rows: 60, cards: 24 } as const;
+
+/** The first `budget` backends of `sections` in page order (a section cut where the budget ends, later ones left out). */
+export function firstScreenOf(sections: FleetSection[], budget: number): FleetSection[] {
+  const out: FleetSection[] = [];
+  let left = budget;
+  for (const s of sections) {
+    if (left <= 0) break;
+    out.push(s.backends.length <= left ? s : { ...s, backends: s.backends.slice(0, left) });
+    left -= s.backends.length;
+  }
+  return out;
 }
 
 /** The server's first answer (FleetSeed, backends as columns) back as the FleetResponse GET /api/fleet answers. */

@@ -14,6 +14,7 @@ import { expect, test, type Page } from "@playwright/test";
 import { startSimulatorFleet, type Child } from "../../bench/child";
 import { startApp, type App } from "../../bench/dashboard";
 import type { FleetResponse } from "../../lib/api/types";
+import { FIRST_SCREEN } from "../../lib/ui/fleet";
 import { ARTIFACTS, TMP } from "./support/stack";
 
 const COUNT = 500;
@@ -160,7 +161,13 @@ test("500 backends: every one shown, table and cards, and nothing shifts while t
       await ctx.close();
     }
   };
-  // The first of each is the first render of that view; the second, the same with the server warm.
+  // The server renders the first screen of rows or cards, the browser the rest once it has hydrated
+  // (lib/ui/fleet.ts FIRST_SCREEN; every one shown is asserted by loadAndWatch).
+  const served = async (q: string) => (await (await fetch(`${base}/${q}`)).text()).match(/data-testid="(?:fleet-row|backend-card)-b\d{3}"/g) ?? [];
+  expect(await served("?view=table")).toEqual(Array.from({ length: FIRST_SCREEN.rows }, (_, i) => `data-testid="fleet-row-b${String(i).padStart(3, "0")}"`));
+  expect(await served("")).toHaveLength(FIRST_SCREEN.cards);
+  // The first of each is the first load of that view after the server's own warm-up render
+  // (lib/api/warm-up.ts); the second, the same again.
   await once("table");
   await once("table");
   await once("cards");

@@ -109,6 +109,12 @@ describe("outages and uptime", () => {
   });
 });
 
+describe("the warm-up render at start (lib/api/warm-up.ts)", () => {
+  it("renders the fleet page once for itself, before anyone asks for it", async () => {
+    await waitFor("the warm-up's log line", async () => /stepwatch: rendered \/ \(200, \d+ ms\) once at start/.test(app!.output()), 60_000);
+  }, 70_000);
+});
+
 describe("GET /api/cluster", () => {
   it("with SQLite: one replica (STEPWATCH_REPLICA_ID), and it leads", async () => {
     const c = (await getJson<ClusterResponse>(`${app!.url}/api/cluster`))!;

@@ -117,6 +117,13 @@ describe('access.read: "signed-in"', () => {
   }, 60_000);
 });
 
+describe("the warm-up render at start (lib/api/warm-up.ts)", () => {
+  it("asks / with no credentials, is sent to /signin by the read gate like any stranger, and renders that page", async () => {
+    await waitFor("the warm-up's log line", async () => /stepwatch: rendered \/ then \/signin \(200, \d+ ms\) once at start/.test(app.output()), 60_000);
+    expect(app.output()).not.toMatch(/warm-up render of .* failed/);
+  }, 70_000);
+});
+
 describe("GET /metrics (the Prometheus export) under access.read signed-in", () => {
   it("is outside the read gate and answers to its own metrics.bearerToken only", async () => {
     const stranger = await call(`${app.url}/metrics`);

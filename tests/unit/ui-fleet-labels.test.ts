@@ -1,7 +1,7 @@
 /** The fleet page's labels: the `?label=` filter and "group by" a label key (lib/ui/fleet.ts). */
 import { describe, expect, it } from "vitest";
 import type { FleetBackend } from "@/lib/api/types";
-import { EMPTY_QUERY, filterFleet, fleetSections, fleetQueryString, groupByLabel, labelKeys, labelTexts, parseFleetQuery, parseLabelFilter, sortFleet } from "@/lib/ui/fleet";
+import { EMPTY_QUERY, filterFleet, firstScreenOf, fleetSections, fleetQueryString, groupByLabel, labelKeys, labelTexts, parseFleetQuery, parseLabelFilter, sortFleet } from "@/lib/ui/fleet";
 
 const be = (id: string, state: FleetBackend["state"], labels: Record<string, string>, since = 1000): FleetBackend =>
   ({ id, url: `http://10.0.0.1/${id}`, model: null, state, since, restartRecommended: state === "stuck" || state === "down", labels }) as FleetBackend;
@@ -69,5 +69,19 @@ describe("the cards view's sections", () => {
       ["a100", ["c"]],
       ["No gpu label", ["d", "e"]],
     ]);
+  });
+
+  it("the server's first screen: the first backends in page order, a section cut where the budget ends, its count still whole", () => {
+    const sections = fleetSections(sortFleet(fleet, "attention"), { group: true, groupLabel: "gpu" });
+    expect(firstScreenOf(sections, 3).map((s) => [s.heading, ids(s.backends), s.count])).toEqual([
+      ["h100", ["b", "a"], 2],
+      ["a100", ["c"], 1],
+    ]);
+    expect(firstScreenOf(sections, 4).map((s) => [s.heading, ids(s.backends), s.count])).toEqual([
+      ["h100", ["b", "a"], 2],
+      ["a100", ["c"], 1],
+      ["No gpu label", ["d"], 2],
+    ]);
+    expect(firstScreenOf(sections, 99)).toEqual(sections);
   });
 });
