@@ -71,20 +71,25 @@ export function engineLabel(b: FleetBackend): string | null {
 }
 
 /**
- * Lower is more urgent: unhealthy, then "watch", then healthy, then quiet. `unknown` (a first read,
- * or one failed read) ranks with the healthy ones: it is not a verdict (a down takes two failed
- * reads, and rises then), and ranking it above them moved a row to the top and back on every read
- * that failed on a busy watcher, the whole table with it (45 of 500 at once, a layout shift of 0.43:
- * tests/e2e/fleet-500.spec.ts). The counts bar still shows it.
+ * States that are no verdict yet, ranked with the healthy ones: `unknown` (a first read, or one
+ * failed read: a down takes two, and rises then) and `stalled` (one read without progress: it
+ * becomes `stuck` past stuckAfterSeconds, and rises then, or progress resumes). Ranking them above
+ * the healthy moved a row to the top and back on every such read, the whole table with it: 45 of
+ * 500 with one failed read at once on a busy watcher (a layout shift of 0.43), and a busy backend
+ * whose simulator was starved for a read (0.17; tests/e2e/fleet-500.spec.ts). The counts bar, the
+ * "Needs attention" filter and the row's badge still show them.
  */
+const NOT_YET_A_VERDICT: ReadonlySet<BackendState> = new Set<BackendState>(["unknown", "stalled"]);
+
+/** Lower is more urgent: unhealthy, then "watch", then healthy (and NOT_YET_A_VERDICT), then quiet. */
 export function attentionRank(b: Pick<FleetBackend, "state" | "restartRecommended">): number {
-  const rank = QUIET_STATES.has(b.state) ? HEALTH_RANK.yes + 1 : b.state === "unknown" ? HEALTH_RANK.yes : HEALTH_RANK[healthOf(b.state)];
+  const rank = QUIET_STATES.has(b.state) ? HEALTH_RANK.yes + 1 : NOT_YET_A_VERDICT.has(b.state) ? HEALTH_RANK.yes : HEALTH_RANK[healthOf(b.state)];
   return rank * 2 + (b.restartRecommended ? 0 : 1);
 }
 
-/** Healthy or quiet: nothing to look at, so nothing about it (how long it has been idle) orders it. */
+/** Healthy, quiet or no verdict yet: nothing to look at, so nothing about it (how long it has been idle) orders it. */
 function settled(b: Pick<FleetBackend, "state">): boolean {
-  return QUIET_STATES.has(b.state) || b.state === "unknown" || healthOf(b.state) === "yes";
+  return QUIET_STATES.has(b.state) || NOT_YET_A_VERDICT.has(b.state) || healthOf(b.state) === "yes";
 }
 
 export function needsAttention(b: Pick<FleetBackend, "state">): boolean {

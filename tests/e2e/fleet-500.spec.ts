@@ -67,10 +67,20 @@ interface Load {
   shifts: Array<{ value: number; at: number; sources: string[] }>;
   /** Backends neither idle nor busy at the end (a read failed on the busy machine): what a shift may come from. */
   unsettled: string[];
+  /** Every backend seen neither idle nor busy in an answer the page received, with when (ms after the load began). */
+  seenUnsettled: string[];
 }
 
 async function loadAndWatch(page: Page, url: string, view: string, each: string): Promise<Load> {
   const t0 = Date.now();
+  const seenUnsettled = new Set<string>();
+  page.on("response", (r) => {
+    if (new URL(r.url()).pathname !== "/api/fleet" || r.status() !== 200) return;
+    void r
+      .json()
+      .then((f: FleetResponse) => f.backends.filter((b) => b.state !== "idle" && b.state !== "busy").forEach((b) => seenUnsettled.add(`${b.id} ${b.state} at ~${Date.now() - t0} ms`)))
+      .catch(() => {});
+  });
   await page.goto(url, { waitUntil: "domcontentloaded" });
   await expect(page.locator(each)).toHaveCount(COUNT, { timeout: 30_000 });
   const allShownMs = Date.now() - t0;
@@ -99,7 +109,7 @@ async function loadAndWatch(page: Page, url: string, view: string, each: string)
   });
   const fleet = (await (await page.request.get(`${new URL(url).origin}/api/fleet`)).json()) as FleetResponse;
   const unsettled = fleet.backends.filter((b) => b.state !== "idle" && b.state !== "busy").map((b) => `${b.id} ${b.state}`);
-  return { view, allShownMs, ...m, unsettled };
+  return { view, allShownMs, ...m, unsettled, seenUnsettled: [...seenUnsettled] };
 }
 
 test.describe.configure({ mode: "serial" });
@@ -176,5 +186,5 @@ test("500 backends: every one shown, table and cards, and nothing shifts while t
   await testInfo.attach("fleet-500", { body: JSON.stringify(out, null, 2), contentType: "application/json" });
   console.log(`fleet-500: load average ${out.loadAverage.join(" / ")} on ${out.cpus} CPUs`);
   // Behaviour, not timing: a refresh that moves a row or a card is a bug at any speed.
-  for (const l of loads) expect(l.cls, `${l.view}: layout shifts ${JSON.stringify(l.shifts.slice(0, 10))}`).toBeLessThanOrEqual(CLS_LIMIT);
+  for (const l of loads) expect(l.cls, `${l.view}: layout shifts ${JSON.stringify(l.shifts.slice(0, 10))}; seen neither idle nor busy meanwhile: ${l.seenUnsettled.join(", ") || "none"}`).toBeLessThanOrEqual(CLS_LIMIT);
 });

@@ -32,6 +32,9 @@ describe("fleet order", () => {
     // One failed read (unknown) is no verdict: it stays in its place among the healthy ones, by name.
     expect(sortFleet([be("ok", "idle"), be("new", "unknown"), be("a", "busy")], "attention").map((b) => b.id)).toEqual(["a", "new", "ok"]);
     expect(sortFleet([be("ok", "idle"), be("new", "unknown"), be("gone", "down")], "attention").map((b) => b.id)).toEqual(["gone", "new", "ok"]);
+    // Nor is one read without progress (stalled): it rises once it is stuck.
+    expect(sortFleet([be("ok", "idle"), be("slowpoke", "stalled", { since: 1 }), be("a", "busy")], "attention").map((b) => b.id)).toEqual(["a", "ok", "slowpoke"]);
+    expect(sortFleet([be("ok", "idle"), be("slowpoke", "stuck"), be("a", "busy")], "attention").map((b) => b.id)).toEqual(["slowpoke", "a", "ok"]);
   });
   it("moves no healthy backend when one goes from idle to busy (or back): they are in name order", () => {
     const before = [be("a", "idle", { since: 100 }), be("b", "busy", { since: 50 }), be("c", "idle", { since: 10 }), be("z", "stuck", { since: 5 }), be("y", "stuck", { since: 1 })];
