@@ -47,6 +47,12 @@ export interface ReadCostResult {
   cadence: ReadCostRow & { pollSeconds: number; everySeconds: number; withHistograms: number };
   /** GET /health (an empty answer): the server's CPU for any request at all, the floor of a read. */
   floor: ReadCostRow;
+  /**
+   * One name (the running requests, a gauge): prometheus_client's own app with the least a read
+   * can ask, the floor of a filtered read. With the lean row it gives each further name's cost.
+   * Absent from runs before it was measured.
+   */
+  oneName?: ReadCostRow;
 }
 
 /** The installed Debian package's version ("?" off Debian). */
@@ -128,7 +134,8 @@ export async function runReadCostBench(opts: { quick: boolean }): Promise<ReadCo
     const lean = await measure(server, "lean filter (no latency histograms)", filtered.lean.path, reads);
     const cadence = await measureCadence(server, reads, 5000, LATENCY_EVERY_MS);
     const floor = await measure(server, "floor: GET /health, an empty answer (not a read)", "/health", reads);
-    return { fixture: path.basename(VLLM_FIXTURE), prometheusClient: version, reads, full, filtered: whole, lean, cadence, floor };
+    const oneName = await measure(server, "one name: GET /metrics/?name[]=vllm:num_requests_running", `/metrics/?name[]=${encodeURIComponent("vllm:num_requests_running")}`, reads);
+    return { fixture: path.basename(VLLM_FIXTURE), prometheusClient: version, reads, full, filtered: whole, lean, cadence, floor, oneName };
   } finally {
     await server.close();
   }
@@ -160,8 +167,25 @@ ${row(r.lean)}
 | **${r.cadence.what}** | ${r.filtered.names} / ${r.lean.names} | ${f(r.cadence.bytesPerRead / 1024)} KB | ${f(r.full.bytesPerRead / r.cadence.bytesPerRead)}x | ${f(r.cadence.serverCpuMsPerRead, 2)} ms | ${f(r.full.serverCpuMsPerRead / r.cadence.serverCpuMsPerRead)}x |
 | ${r.floor.what} | - | 0 KB | - | ${f(r.floor.serverCpuMsPerRead, 2)} ms | ${f(r.full.serverCpuMsPerRead / r.floor.serverCpuMsPerRead)}x |
 
+${r.oneName ? `${row(r.oneName)}\n` : ""}
 The floor is what the server spends on any request (its HTTP handling), whatever it renders: no filter
 can take a read's server CPU below it, so no choice of names can make a read more than the floor's ratio cheaper in CPU.
+${r.oneName ? namesWithin10x(r, r.oneName) : ""}`;
+}
+
+/**
+ * What 10x less server CPU than the full read would leave a read: the one-name read is
+ * prometheus_client's app asked the least it can be, and each name after it costs about
+ * (lean - one name) / (lean's names - 1).
+ */
+function namesWithin10x(r: ReadCostResult, one: ReadCostRow): string {
+  const budget = r.full.serverCpuMsPerRead / 10;
+  const perName = (r.lean.serverCpuMsPerRead - one.serverCpuMsPerRead) / Math.max(1, r.lean.names - 1);
+  const most = budget < one.serverCpuMsPerRead ? 0 : 1 + Math.floor((budget - one.serverCpuMsPerRead) / Math.max(perName, 1e-9));
+  return `One name costs the server ${f(one.serverCpuMsPerRead, 2)} ms (prometheus_client's app and a render of one family), and each further name
+about ${f(perName, 3)} ms ((lean - one name) / ${r.lean.names - 1}). 10x less than the full read is ${f(budget, 2)} ms: a read that asked at most
+${most} name${most === 1 ? "" : "s"} every time, against the ${r.lean.names} the lean filter asks (running, waiting and its reasons, KV usage, sleep, steps, tokens,
+finished requests, preemptions, process start: what a state is judged by).
 `;
 }
 
