@@ -20,7 +20,8 @@
  *    started once, by one leader. A failure (non-zero exit, timeout, webhook error) resolves the
  *    event as "failed" at once; success leaves it pending for the watcher to resolve (recovered /
  *    timed-out); a started row whose leader went before its result was recorded is resolved
- *    "unknown" by the next leader. Nothing is retried without an operator.
+ *    "unknown" by the next leader; a row no leader started within PICKUP_LIMIT_MS (lib/restart/resolve.ts)
+ *    is closed "failed", not run. Nothing is retried without an operator.
  */
 import { formatDateTime } from "../core/format";
 import { type Reading, type Verdict, type PendingRestart, reason } from "../core/types";
@@ -36,7 +37,7 @@ import { fencedTransaction, LeaseLostError } from "../../db/fence";
 import { DomainError } from "../core/errors";
 import type { NotificationDraft } from "../core/events";
 import { restartFinishedDraft, restartRequestedDraft } from "../notify/drafts";
-import { actionFailed } from "./resolve";
+import { actionFailed, notRunStale, PICKUP_LIMIT_MS } from "./resolve";
 import { cooldownStart, cooldownUntil } from "./cooldown";
 import { describeAction, executeAction, type ActionResult, type Env, type WebhookContext } from "./execute";
 import { RestartRuns } from "./runs";
@@ -205,10 +206,18 @@ const runsOf = (deps: RestartDeps) => deps.runs ?? new RestartRuns();
 export function carryOutWaiting(row: RestartEventRow, deps: RestartDeps): Promise<void> | null {
   const runs = runsOf(deps);
   if (row.outcome !== null || row.startedAt !== null || !runs.leader.isLeader() || !runs.take(row.id)) return null;
+  const now = (deps.now ?? Date.now)();
+  if (now - row.requestedAt > PICKUP_LIMIT_MS) {
+    // Waited with no leader (the database away, every replica down): the request is stale.
+    const stale = notRunStale(row, now);
+    console.log(`[restart] restart #${row.id} of ${row.backendId}: ${stale.resolution}`);
+    recordResult(row, { ok: false, exitCode: null, output: "", error: stale.resolution, finishedAt: now }, deps, runs, stale);
+    runs.release(row.id);
+    return Promise.resolve();
+  }
   const action = deps.backends.find((b) => b.id === row.backendId)?.restart;
   if (!action) {
     // Another replica's config had an action this one lacks: closed as failed, never left blocking the backend.
-    const now = (deps.now ?? Date.now)();
     const error = `no restart action is configured for "${row.backendId}" on the leader (${runs.leader.replicaId})`;
     recordResult(row, { ok: false, exitCode: null, output: "", error, finishedAt: now }, deps, runs);
     runs.release(row.id);
@@ -333,11 +342,11 @@ async function runAndRecord(row: RestartEventRow, action: RestartAction, deps: R
 }
 
 /** The action's result, fenced: a replica deposed meanwhile writes nothing (the next leader resolves the row `unknown`). */
-function recordResult(row: RestartEventRow, result: ActionResult, deps: RestartDeps, runs: RestartRuns): void {
+function recordResult(row: RestartEventRow, result: ActionResult, deps: RestartDeps, runs: RestartRuns, closed?: { outcome: "failed"; resolution: string }): void {
   let failedHere = false;
   try {
     // A failed action closes the event at once; nothing is retried without an operator.
-    const failed = result.ok ? null : actionFailed(result.error);
+    const failed = result.ok ? null : (closed ?? actionFailed(result.error));
     const notifyFailed = () =>
       deps.notify?.(
         restartFinishedDraft(

@@ -58,6 +58,23 @@ export function actionFailed(error: string | null): { outcome: "failed"; resolut
   return { outcome: "failed", resolution: `the restart action failed: ${error ?? "unknown error"}; not retried` };
 }
 
+/**
+ * How long a restart may wait for a leader to carry it out. One asked on a standby is picked up
+ * within a second while a replica leads, and a failover takes about one lease (15 s by default);
+ * past this, the backend the operator saw may be well again, and running the command then would
+ * restart a healthy server on a stale request. A restart runs when it is asked, or not at all.
+ */
+export const PICKUP_LIMIT_MS = 120_000;
+
+/** A pending restart no leader started within PICKUP_LIMIT_MS: closed, never run. */
+export function notRunStale(row: { requestedAt: number; requestedBy: string }, now: number): { outcome: "failed"; resolution: string } {
+  const waited = Math.round((now - row.requestedAt) / 1000);
+  return {
+    outcome: "failed",
+    resolution: `not run: asked by ${row.requestedBy} ${waited} s ago, and no leader took it up within ${PICKUP_LIMIT_MS / 1000} s (a restart runs when it is asked or not at all; ask again if it is still needed: its cooldown counts from the request, so overriding it)`,
+  };
+}
+
 /** What is known of a started restart whose result was never recorded. */
 export interface StartedEvent {
   startedAt: number | null;

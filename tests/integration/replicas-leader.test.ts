@@ -17,6 +17,7 @@ import { parseConfig, type Config } from "@/lib/config";
 import type { LeaderGate } from "@/lib/core/cluster";
 import { startWatcher, type Watcher } from "@/lib/watcher";
 import { carryOutWaiting, requestRestart, type RestartDeps } from "@/lib/restart/request";
+import { PICKUP_LIMIT_MS } from "@/lib/restart/resolve";
 import { restartCommandEnv } from "@/lib/restart/execute";
 import { startMaintenance } from "@/lib/oncall/verbs";
 import { startSimulator, type Simulator } from "@/sim/server";
@@ -113,6 +114,30 @@ async function polls(w: Watcher, n: number): Promise<void> {
     const before = w.backends.get("gb10")?.last?.reading;
     await waitFor(`poll ${i + 1} of ${n}`, () => w.backends.get("gb10")?.last?.reading !== before, 10_000);
   }
+}
+/** A pending restart of gb10 asked by ana at `requestedAt`, written straight to the database (as a replica gone since would have). */
+function pendingRestart(h: DbHandle, requestedAt: number): number {
+  const ins = insertRestartUnlessBlocked(
+    h.db,
+    {
+      backendId: "gb10",
+      requestedAt,
+      requestedBy: "ana",
+      note: null,
+      state: "stuck",
+      healthy: false,
+      running: 1,
+      waiting: 0,
+      processStartTime: null,
+      evidence: { reasons: [], readings: [] },
+      overrideCooldown: false,
+      confirmedHealthy: false,
+      action: "command: /bin/sh",
+    },
+    null,
+  );
+  if (!("inserted" in ins)) throw new Error("not inserted");
+  return ins.inserted.id;
 }
 const ran = () => (fs.existsSync(marker()) ? fs.readFileSync(marker(), "utf8").trim().split("\n").length : 0);
 
@@ -223,30 +248,31 @@ describe("replicas: only the leader writes, notifies and restarts", () => {
     expect(count(b.h, "SELECT count(*) AS n FROM audit_log WHERE action = 'restart'")).toBe(1);
   }, 60_000);
 
+  it("a restart that waited past the pick-up limit with nobody leading is closed as not run, and says so", async () => {
+    const h = openDb(path.join(dir, "shared.db"));
+    handles.push(h);
+    const id = pendingRestart(h, Date.now() - PICKUP_LIMIT_MS - 60_000);
+    const gb = gate("b");
+    const b = replica(gb);
+    gb.lead();
+    await waitFor("closed", () => restartEventById(b.h.db, id)?.outcome === "failed", 10_000);
+    expect(restartEventById(b.h.db, id)).toMatchObject({ startedAt: null, commandExitCode: null });
+    expect(restartEventById(b.h.db, id)?.resolution).toMatch(/^not run: asked by ana 18\d s ago, and no leader took it up within 120 s/);
+    await waitFor("its restart-finished notification", () => hook.received.some((r) => JSON.parse(r.body).event === "restart-finished"), 10_000);
+    await polls(b.w, 3);
+    expect(ran()).toBe(0);
+    // Closed, it is no longer pending: an operator who still wants it asks again (its cooldown counts from
+    // the stale request, as every restart's does from its asking: overridden), and that one runs.
+    expect(() => requestRestart({ backendId: "gb10", operator: "ana", confirm: "gb10", now: Date.now() }, b.deps)).toThrow(/cooldown/);
+    const again = requestRestart({ backendId: "gb10", operator: "ana", confirm: "gb10", overrideCooldown: true, now: Date.now() }, b.deps);
+    await again.done;
+    await waitFor("the new one runs", () => ran() === 1, 15_000);
+  }, 60_000);
+
   it("a restart started by a leader that died mid-command is resolved outcome unknown at takeover, never run again", async () => {
     const h = openDb(path.join(dir, "shared.db"));
     handles.push(h);
-    const ins = insertRestartUnlessBlocked(
-      h.db,
-      {
-        backendId: "gb10",
-        requestedAt: Date.now(),
-        requestedBy: "ana",
-        note: null,
-        state: "stuck",
-        healthy: false,
-        running: 1,
-        waiting: 0,
-        processStartTime: null,
-        evidence: { reasons: [], readings: [] },
-        overrideCooldown: false,
-        confirmedHealthy: false,
-        action: "command: /bin/sh",
-      },
-      null,
-    );
-    if (!("inserted" in ins)) throw new Error("not inserted");
-    const id = ins.inserted.id;
+    const id = pendingRestart(h, Date.now());
     expect(markRestartStarted(h.db, id, { at: Date.now(), replicaId: "gone", epoch: 41 })).toBe(true);
 
     const gb = gate("b");
