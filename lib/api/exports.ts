@@ -51,6 +51,11 @@ const RESTART_COLUMNS: Array<CsvColumn<RestartEventDTO>> = [
   { header: "downtime_seconds", value: (r) => r.downtimeSeconds },
   { header: "outcome", value: (r) => r.outcome ?? "pending" },
   { header: "resolution", value: (r) => r.resolution },
+  // After the columns it always had, so a script reading them by position still reads them.
+  { header: "started_utc", value: (r) => isoTime(r.startedAt) },
+  { header: "started_by", value: (r) => r.startedBy },
+  { header: "started_epoch", value: (r) => r.startedEpoch },
+  { header: "evidence_id", value: (r) => r.evidenceId },
 ];
 
 const AVAILABILITY_COLUMNS: Array<CsvColumn<AvailabilityRow>> = [

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { csvCell, csvResponse, isoTime, toCsv } from "@/lib/api/csv";
-import { historyCsv, outagesCsv } from "@/lib/api/exports";
-import type { HistoryResponse } from "@/lib/api/types";
+import { historyCsv, outagesCsv, restartsCsv } from "@/lib/api/exports";
+import type { HistoryResponse, RestartEventDTO } from "@/lib/api/types";
 import { figureColumn, HISTORY_FIGURES, toColumns, type HistoryPoint } from "@/lib/core/history";
 
 describe("CSV export", () => {
@@ -21,6 +21,20 @@ describe("CSV export", () => {
     expect(res.headers.get("content-type")).toBe("text/csv; charset=utf-8");
     expect(res.headers.get("content-disposition")).toBe('attachment; filename="history_gb10_a.csv"');
     expect(await res.text()).toBe("a\r\n");
+  });
+});
+
+describe("the restarts CSV", () => {
+  it("says who started a restart, when, under which lease epoch, and its evidence bundle, after the columns it always had", () => {
+    const ev: RestartEventDTO = {
+      id: 7, backendId: "gb10", requestedAt: Date.UTC(2026, 11, 1, 3, 19, 4), requestedBy: "ana", note: null, stateAtRequest: "stuck", healthyAtRequest: false,
+      runningAtRequest: 2, waitingAtRequest: 5, evidence: { reasons: [], readings: [] }, overrideCooldown: false, confirmedHealthy: false, action: "command: systemctl restart vllm",
+      commandExitCode: 0, commandOutput: "", commandError: null, commandFinishedAt: Date.UTC(2026, 11, 1, 3, 19, 9), recoveredAt: null, downtimeSeconds: null,
+      startedAt: Date.UTC(2026, 11, 1, 3, 19, 5), startedBy: "replica-b", startedEpoch: 3, outcome: null, resolvedAt: null, resolution: null, evidenceId: 12,
+    };
+    const [header, row] = restartsCsv([ev]).split("\r\n");
+    expect(header.split(",").slice(-6)).toEqual(["outcome", "resolution", "started_utc", "started_by", "started_epoch", "evidence_id"]);
+    expect(row.split(",").slice(-6)).toEqual(["pending", "", "2026-12-01T03:19:05.000Z", "replica-b", "3", "12"]);
   });
 });
 
