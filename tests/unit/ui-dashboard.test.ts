@@ -23,7 +23,9 @@ describe("fleet views", () => {
     be("b", "stuck", { model: "qwen", since: 5000 }),
     be("c", "busy", { model: "llama", engine: "vllm" }),
     be("d", "down", { model: "qwen", since: 2000 }),
-    be("e", "stalled", { engine: "sglang" }),
+    // A "watch" state between the problems and the healthy (stalled, one read without progress, is no
+    // verdict yet and stays among the healthy: tests/unit/ui-fleet-scale.test.ts).
+    be("e", "restarting", { engine: "sglang" }),
   ];
   it("sorts what needs attention first, the oldest problem first, then by name", () => {
     expect(sortFleet(fleet, "attention").map((b) => b.id)).toEqual(["d", "b", "e", "a", "c"]);
