@@ -131,7 +131,7 @@ export function cliStartSection(r: CliStartResult, measured = ""): string {
 ${measured}
 
 Each command ${r.runs} times, interleaved, after one warm-up (\`bench/cli-start.ts\`): the bundled CLI
-(\`dist/stepwatch.cjs\`, ${f(r.bundleBytes / 1024)} KB, built by \`npm run build:cli\` first: minified, undici's request, Agent
+(\`dist/stepwatch.cjs\`, ${f(r.bundleBytes / 1024)} KB, built by \`npm run build:cli\` first: minified, undici's Agent
 and Client without the rest of undici nor its HTTP/2 half; \`replay\`/\`advise\` and the config's zod in a second file they alone load) against the same sources bundled as before${r.beforeBytes ? ` (${f(r.beforeBytes / 1024)} KB)` : ""} and today's
 invocation from the sources, with Node alone (\`node -e 0\`) as the floor: "x node" is each median over that row's, in the same run,
 the figure that carries across a loaded machine (the absolute ms move with the load: see the machine line above). \`--help\` is start-up alone; a closed port with \`--wait 0\` is start-up plus the

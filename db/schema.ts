@@ -5,6 +5,19 @@ import { CHANNEL_TYPES, DELIVERY_STATUSES, NOTIFICATION_EVENTS } from "../lib/co
 import { normaliseReasons, type Reason } from "../lib/core/types";
 import { EVIDENCE_TRIGGERS, type EvidenceBundle } from "../lib/core/evidence";
 
+/**
+ * A sample's reading: encodeRecord's text (lib/core/replay.ts), written as given, since the watcher
+ * encodes a reading once for its sample and its replay row; anything else (a Reading) is written as
+ * its JSON, as the column always held. Read back as the stored text, which decodeReading turns into
+ * a Reading either way (db/queries/readings.ts recentReadings). The SQL type is text, as before: no
+ * migration.
+ */
+const readingText = customType<{ data: unknown; driverData: string }>({
+  dataType: () => "text",
+  toDriver: (v) => (typeof v === "string" ? v : JSON.stringify(v)),
+  fromDriver: (v) => v,
+});
+
 /** Every state a transition row can hold: a backend's states and a proxy's. */
 const TRANSITION_STATES = [...new Set([...BACKEND_STATES, ...PROXY_STATES])] as [string, ...string[]];
 
@@ -98,8 +111,12 @@ export const samples = sqliteTable(
      * not exposed or across a restart.
      */
     ...latencyColumns(),
-    /** The Reading as JSON, so the classifier can be re-fed after a restart of stepwatch. */
-    reading: text("reading", { mode: "json" }).notNull(),
+    /**
+     * The Reading (less its histograms and body) as encodeRecord's text (lib/core/replay.ts), so the
+     * classifier can be re-fed after a restart of stepwatch: the same string as its replay row's.
+     * Rows written before it was shared hold the Reading's plain JSON, which decodeReading reads too.
+     */
+    reading: readingText("reading").notNull(),
     /**
      * Already counted in `sample_minutes`: the retention job folds a raw sample a few minutes after
      * it is written (and deletes it after retention.rawHours), so a long-range history reads the
@@ -133,7 +150,7 @@ export const replayReadings = sqliteTable(
     state: text("state", { enum: BACKEND_STATES }).notNull(),
     /** The recorded verdict recommended a restart (a down inside startupGraceSeconds did not). */
     recommended: integer("recommended", { mode: "boolean" }).notNull(),
-    /** encodeRecord(reading) (lib/core/replay.ts): the classifier's part of it, names shortened, `at` in its column. */
+    /** encodeRecord(reading) (lib/core/replay.ts), the sample's text: read back as its replayRecord, `at` in its column. */
     reading: text("reading").notNull(),
   },
   // By time too: the retention pass for backends no longer configured deletes by age alone.

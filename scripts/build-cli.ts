@@ -1,7 +1,7 @@
 /**
  * `npm run build:cli`: lib/cli/check.ts and what it imports as one file, dist/stepwatch.cjs (the
  * package's `stepwatch` bin), runnable with `node` alone (a Kubernetes exec probe copies this one
- * file into an image). Minified, and with undici's three parts lib/net/http.ts uses instead of its
+ * file into an image). Minified, and with the undici parts lib/net/http.ts uses instead of its
  * index (scripts/cli-undici.cjs): a probe starts this file every few seconds, and what it parses and
  * evaluates at start is most of its cost (bench/cli-start.ts, bench/RESULTS.md section 8).
  * `stepwatch replay|advise` (lib/cli/replay.ts) is a second file beside it, dist/stepwatch-replay.cjs,

@@ -5,6 +5,7 @@
 import type Database from "better-sqlite3";
 import { and, asc, desc, eq, getTableColumns, gte, lt, lte, SQL, sql } from "drizzle-orm";
 import type { Figures, Reading, Verdict } from "../../lib/core/types";
+import { decodeReading, encodeRecord } from "../../lib/core/replay";
 import type { LatencySample } from "../../lib/core/latency";
 import type { Db } from "../types";
 import { perConnection } from "../per-connection";
@@ -18,8 +19,10 @@ export type TargetKind = "backend" | "proxy";
  * The sample row of one reading and the verdict drawn from it, with the latency figures computed
  * for it (none: the columns stay null). One literal with every column, built once per read: the
  * watcher's spread of this row and the latency sample was ~5% of its CPU per read at 1000 backends.
+ * `text` is the reading's stored text (encodeRecord), which the watcher encodes once for this row
+ * and the replay row (db/queries/replay.ts replayRow).
  */
-export function sampleRow(backendId: string, reading: Reading, verdict: Verdict, latency?: LatencySample): NewSample {
+export function sampleRow(backendId: string, reading: Reading, verdict: Verdict, latency?: LatencySample, text: string = encodeRecord(reading)): NewSample {
   const m = reading.metrics;
   const rates = verdict.rates;
   return {
@@ -57,8 +60,8 @@ export function sampleRow(backendId: string, reading: Reading, verdict: Verdict,
     successAbortPerSecond: latency?.successAbortPerSecond ?? null,
     successErrorPerSecond: latency?.successErrorPerSecond ?? null,
     successOtherPerSecond: latency?.successOtherPerSecond ?? null,
-    // The cumulative histograms stay in memory for the next read's deltas; a row keeps the figures.
-    reading: { ...reading, latency: undefined },
+    // Without the cumulative histograms: they stay in memory for the next read's deltas; a row keeps the figures.
+    reading: text,
     // Every Figures and LatencySample field is required here: a new one fails to compile until written.
   } satisfies NewSample & Figures & LatencySample;
 }
@@ -78,7 +81,7 @@ interface PollStatements {
   latestRestarts: { all(): RestartEventRow[] };
   // Read once per monitor when it is seeded: at 1000 backends the start spent ~half of its 2.6 s
   // building and preparing these two (and the on-call book's) queries anew for every backend.
-  recentReadings: { all(values: { backendId: string; since: number; limit: number }): Array<{ reading: unknown }> };
+  recentReadings: { all(values: { backendId: string; since: number; limit: number }): Array<{ at: number; reading: unknown }> };
   lastTransition: { get(values: { kind: TargetKind; targetId: string }): TransitionRow | undefined };
   // Read with every history (GET /api/backends/{id}/history): built anew it was ~8% of one.
   transitionsInRange: { all(values: { kind: TargetKind; targetId: string; from: number; to: number }): TransitionRow[] };
@@ -114,7 +117,7 @@ export const statementsOf = perConnection((db: Db): PollStatements => {
       )
       .prepare(),
     recentReadings: db
-      .select({ reading: samples.reading })
+      .select({ at: samples.at, reading: samples.reading })
       .from(samples)
       .where(and(eq(samples.backendId, sql.placeholder("backendId")), gte(samples.at, sql.placeholder("since"))))
       .orderBy(desc(samples.at), desc(samples.id))
@@ -176,7 +179,7 @@ export function insertSamples(db: Db, rows: NewSample[]): void {
 /** The stored readings of a backend taken at or after `since`, oldest first, at most `limit` (the newest). */
 export function recentReadings(db: Db, backendId: string, since: number, limit: number): Reading[] {
   const rows = statementsOf(db).recentReadings.all({ backendId, since, limit });
-  return rows.map((r) => r.reading as Reading).reverse();
+  return rows.map((r) => decodeReading(r.reading as string, r.at)).reverse();
 }
 
 export function lastTransition(db: Db, kind: TargetKind, targetId: string): TransitionRow | undefined {

@@ -28,13 +28,13 @@ export interface NewReplayRow {
   at: number;
   state: BackendState;
   recommended: boolean;
-  /** encodeRecord(reading): the classifier's part of it, names shortened. */
+  /** encodeRecord(reading): the reading's stored text, the same string as its sample's; read back as its replayRecord. */
   reading: string;
 }
 
-/** The record of one reading and the verdict the watcher drew from it. */
-export function replayRow(backendId: string, reading: Reading, verdict: Pick<Verdict, "state" | "restartRecommended">): NewReplayRow {
-  return { backendId, at: reading.at, state: verdict.state, recommended: verdict.restartRecommended, reading: encodeRecord(reading) };
+/** The record of one reading and the verdict the watcher drew from it (`text`: the reading's encodeRecord, shared with its sample row). */
+export function replayRow(backendId: string, reading: Reading, verdict: Pick<Verdict, "state" | "restartRecommended">, text: string = encodeRecord(reading)): NewReplayRow {
+  return { backendId, at: reading.at, state: verdict.state, recommended: verdict.restartRecommended, reading: text };
 }
 
 const INSERT = "INSERT INTO replay_readings (backend_id, at, state, recommended, reading) VALUES (?, ?, ?, ?, ?)";

@@ -17,7 +17,7 @@
 import type { Dispatcher } from "undici";
 import { ADAPTERS, DETECTION_ORDER, detectEngine, rulesOf } from "../engines/registry";
 import { isAnswer, type Ask, type EngineAdapter, type KnownAnswer, type ProbeStyle } from "../engines/adapter";
-import { readExposition } from "../engines/exposition";
+import { readExposition, type Exposition } from "../engines/exposition";
 import { hasPrefix, type Index } from "../engines/series";
 import { ENGINE_KINDS, ENGINE_LABELS, type EngineChoice, type EngineKind, type EngineMetrics } from "../core/engine";
 import { detach, type LineCache } from "../metrics/prometheus";
@@ -298,6 +298,8 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, com
   let res: HttpResult | undefined;
   /** The lean filter was asked and answered: the histograms are not in this read (on purpose). */
   let lean = false;
+  /** The filtered answer's parse (with `known`'s families), when `res` is that answer. */
+  let parsed: Exposition | null = null;
   if (filtered) {
     // A one-shot read (the CLI) has no memory: it asks the filtered GET and falls back each time,
     // and never the histograms (no earlier read to measure a percentile from).
@@ -307,12 +309,18 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, com
       const asked = whole ? filtered : { ...filtered, ...filtered.lean! };
       const answer = await get(target, asked.path, common, "text/plain");
       bytes += answer.bytes;
-      const found = filteredAnswer(answer, asked);
+      // The answer is parsed as /metrics' would be (the engine's families, the line cache), and that
+      // parse says whether the filter held: no second look at its lines.
+      const exp = answer.outcome === "ok" ? readExposition(answer.body, ADAPTERS[known!].families, opts.lineCache) : null;
+      const found = filteredAnswer(answer, asked, exp);
       // No answer at all (refused, reset, timed out) says nothing of the filter: the read goes on with it as /metrics'.
       if (found === "down") res = answer;
       else {
         memory.set(found, at);
-        if (found !== "full") res = answer;
+        if (found !== "full") {
+          res = answer;
+          parsed = exp;
+        }
         if (found === "filtered") {
           if (whole) memory.histogramsAt = at;
           else lean = true;
@@ -345,7 +353,7 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, com
     // The engine configured, or seen on this backend last: parse only its adapter's families.
     const expected = choice === "auto" ? known : choice;
     if (expected) {
-      const fast = readFiltered(res.body, expected, choice === "auto", opts.lineCache);
+      const fast = readFiltered(res.body, expected, choice === "auto", opts.lineCache, parsed);
       if (fast) {
         const parsed = ADAPTERS[expected].extract(fast, { headers: res.headers });
         if (parsed.metrics) return withMetrics(reading, ADAPTERS[expected], parsed.metrics, fast, firstModel, lean);
@@ -426,37 +434,22 @@ async function readBackendUncapped(target: BackendTarget, opts: ReadOptions, com
 }
 
 /**
- * What a filtered exposition's answer says: "filtered" (only names asked for, the required ones
+ * What a filtered exposition's answer says: "filtered" (only samples asked for, the required ones
  * among them), "unfiltered" (the required ones and samples not asked for: the query was ignored and
  * this is the full body, usable as such), "full" (refused, empty, not an exposition, or without a
- * required sample: read the plain path;
- * an empty 200 is prometheus_client in multiprocess mode, never an idle server), or "down" (no
- * answer at all). Families come in any order (a Python set's), so every sample line is looked at.
+ * required sample: read the plain path; an empty 200 is prometheus_client in multiprocess mode,
+ * never an idle server), or "down" (no answer at all). `exp` is the answer's parse with the
+ * engine's families (null unless it is ok): every sample line is in it, kept (a sample of those
+ * families, whose name is checked here) or skipped (another family's: never asked for), in whatever
+ * order the families came (a Python set's). A line that is no sample at all is not asked for either.
  */
-function filteredAnswer(res: HttpResult, filtered: NonNullable<EngineAdapter["reads"]["filtered"]>): "filtered" | "unfiltered" | "full" | "down" {
+function filteredAnswer(res: HttpResult, filtered: NonNullable<EngineAdapter["reads"]["filtered"]>, exp: Exposition | null): "filtered" | "unfiltered" | "full" | "down" {
   if (res.outcome === "refused" || res.outcome === "reset" || res.outcome === "timeout") return "down";
-  if (res.outcome !== "ok") return "full";
-  const body = res.body;
-  const seen = new Set<string>();
-  let extra = false;
-  for (let i = 0; i < body.length; ) {
-    let end = body.indexOf("\n", i);
-    if (end < 0) end = body.length;
-    if (body.charCodeAt(i) !== 35 /* # */ && end > i) {
-      let n = i;
-      while (n < end) {
-        const c = body.charCodeAt(n);
-        if (c === 123 /* { */ || c === 32 || c === 9) break;
-        n++;
-      }
-      const name = body.slice(i, n);
-      if (!filtered.samples.has(name)) extra = true;
-      else seen.add(name);
-    }
-    i = end + 1;
-  }
-  if (!filtered.required.every((r) => seen.has(r))) return "full";
-  return extra ? "unfiltered" : "filtered";
+  if (res.outcome !== "ok" || exp === null || !exp.ok) return "full";
+  for (const r of filtered.required) if (!exp.index.has(r)) return "full";
+  if (exp.skippedLines > 0 || exp.errorCount > 0) return "unfiltered";
+  for (const s of exp.samples) if (!filtered.samples.has(s.name)) return "unfiltered";
+  return "filtered";
 }
 
 /** `reading` with `adapter`'s metrics from `index` (and what else its reads take from the same body). */
@@ -483,10 +476,11 @@ function withMetrics(reading: Reading, adapter: EngineAdapter, metrics: EngineMe
  * parse would detect that one. Anything the full parse would do differently falls through to it,
  * so the filter changes what is parsed, never what is concluded.
  */
-function readFiltered(body: string, kind: EngineKind, auto: boolean, cache: LineCache | undefined): Index | null {
+function readFiltered(body: string, kind: EngineKind, auto: boolean, cache: LineCache | undefined, parsed: Exposition | null): Index | null {
   const adapter = ADAPTERS[kind];
   if (adapter.prefix === null) return null;
-  const exp = readExposition(body, adapter.families, cache);
+  // Parsed already with these families (a filtered answer), or now.
+  const exp = parsed ?? readExposition(body, adapter.families, cache);
   if (!exp.ok || !hasPrefix(exp.index, adapter.prefix)) return null;
   if (auto) {
     for (const other of DETECTION_ORDER) {

@@ -31,15 +31,20 @@ export function replayRecord(r: Reading): Reading {
 }
 
 /**
- * The record's text: replayRecord's JSON with its field names shortened (a week of 1000 backends is
- * ~120 million rows, and a vLLM reading's names were two thirds of its bytes), the adapter's
- * evidence and cadence words as letters, and `at` left to its own column. Names this table does not
- * know are kept as they are (no short name is a field name), so a field added to Reading later is
- * stored, longer, rather than lost. decodeRecord(encodeRecord(r), r.at) deep-equals replayRecord(r).
+ * A reading's stored text, written once per read: the sample's `reading` column (what the watcher
+ * seeds its history from after a restart, decodeReading) and the replay row's (decodeRecord: its
+ * replayRecord) are this one string. The reading's JSON with its field names shortened (a week of
+ * 1000 backends is ~120 million replay rows, and a vLLM reading's names were two thirds of its
+ * bytes), the adapter's evidence and cadence words as letters, and what is never stored left out
+ * (NOT_STORED). Names this table does not know are kept as they are (no short name is a field name),
+ * so a field added to Reading later is stored, longer, rather than lost, and a sample written before
+ * the names were shortened (the whole reading's JSON) reads back as it was.
+ * decodeReading(encodeRecord(r), r.at) deep-equals r less NOT_STORED; decodeRecord(encodeRecord(r),
+ * r.at) deep-equals replayRecord(r).
  */
 const SHORT: Record<string, string> = {
   latencyMs: "l", outcome: "o", status: "s", error: "E", engine: "e", asleep: "z", loading: "L", noMetrics: "N",
-  health: "h", models: "O", ids: "i", probe: "q", watcherLateMs: "t", metrics: "m",
+  health: "h", models: "O", ids: "i", probe: "q", watcherLateMs: "t", metrics: "m", bytes: "B",
   // ProbeResult
   ok: "K", at: "A", kind: "d", fallbackFrom: "f", cannotSucceed: "C",
   // EngineMetrics / EngineSlice
@@ -54,6 +59,13 @@ const WORDS: Record<string, string> = {
 };
 const UNWORD: Record<string, string> = Object.fromEntries(Object.entries(WORDS).map(([k, v]) => [v, k]));
 
+/**
+ * A reading's fields that are never stored with it: `at` has its own column; vLLM's cumulative
+ * histograms stay in memory for the next read's deltas (the sample keeps their figures, most of a
+ * stored reading otherwise); the raw body is kept apart, for evidence (lib/watcher/kept-bodies.ts).
+ */
+const NOT_STORED = new Set(["at", "latency", "rawBody"]);
+
 /** Objects whose keys are data (an engine id), not field names: their values are renamed, their keys kept. */
 const KEYED = new Set(["engines"]);
 
@@ -61,7 +73,8 @@ function rename(x: unknown, names: Record<string, string>, keyed: boolean): unkn
   if (Array.isArray(x)) return x.map((v) => rename(v, names, false));
   if (x === null || typeof x !== "object") return x;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(x)) {
+  for (const k in x) {
+    const v = (x as Record<string, unknown>)[k];
     if (keyed) {
       out[k] = rename(v, names, false);
       continue;
@@ -73,20 +86,30 @@ function rename(x: unknown, names: Record<string, string>, keyed: boolean): unkn
 }
 
 export function encodeRecord(r: Reading): string {
-  const { at: _at, ...rest } = replayRecord(r);
-  const m = rest.metrics;
-  const metrics = m
-    ? {
-        ...m,
-        // Letters only when every word has one: an adapter's new word is kept as it is.
-        evidence: m.evidence?.every((e) => WORDS[e]) ? m.evidence.map((e) => WORDS[e]).join("") : m.evidence,
-        cadence: m.cadence && Object.entries(m.cadence).every(([k, v]) => WORDS[k] && WORDS[v!]) ? Object.entries(m.cadence).map(([k, v]) => `${WORDS[k]}${WORDS[v!]}`).join(",") : m.cadence,
-      }
-    : m;
-  return JSON.stringify(rename({ ...rest, metrics }, SHORT, false));
+  const out: Record<string, unknown> = {};
+  for (const k in r) {
+    const v = (r as unknown as Record<string, unknown>)[k];
+    if (v === undefined || NOT_STORED.has(k)) continue;
+    out[SHORT[k] ?? k] = k === "metrics" && v !== null ? encodeMetrics(v as NonNullable<Reading["metrics"]>) : rename(v, SHORT, false);
+  }
+  return JSON.stringify(out);
 }
 
-export function decodeRecord(text: string, at: number): Reading {
+function encodeMetrics(m: NonNullable<Reading["metrics"]>): unknown {
+  return rename(
+    {
+      ...m,
+      // Letters only when every word has one: an adapter's new word is kept as it is.
+      evidence: m.evidence?.every((e) => WORDS[e]) ? m.evidence.map((e) => WORDS[e]).join("") : m.evidence,
+      cadence: m.cadence && Object.entries(m.cadence).every(([k, v]) => WORDS[k] && WORDS[v!]) ? Object.entries(m.cadence).map(([k, v]) => `${WORDS[k]}${WORDS[v!]}`).join(",") : m.cadence,
+    },
+    SHORT,
+    false,
+  );
+}
+
+/** The reading as stored with its sample (encodeRecord's text), `at` from its column. */
+export function decodeReading(text: string, at: number): Reading {
   const r = rename(JSON.parse(text), LONG, false) as Reading;
   const m = r.metrics as (Record<string, unknown> & { evidence?: unknown; cadence?: unknown }) | null;
   if (m) {
@@ -95,7 +118,13 @@ export function decodeRecord(text: string, at: number): Reading {
       m.cadence = Object.fromEntries(m.cadence.split(",").filter(Boolean).map((p) => [UNWORD[p[0]] ?? p[0], UNWORD[p.slice(1)] ?? p.slice(1)]));
     }
   }
-  return { ...r, at };
+  r.at = at;
+  return r;
+}
+
+/** The replay record of a stored reading (encodeRecord's text; a replay row written before it was shared holds the record itself). */
+export function decodeRecord(text: string, at: number): Reading {
+  return replayRecord(decodeReading(text, at));
 }
 
 /**

@@ -3,11 +3,20 @@
  * a body where unparseable lines outnumber samples (an HTML error page, JSON, a truncated binary)
  * is "not Prometheus text", never a server with no load.
  */
-import { parsePrometheus, type LineCache } from "../metrics/prometheus";
+import { parsePrometheus, type LineCache, type Sample } from "../metrics/prometheus";
 import { buildIndex, type Index } from "./series";
 
 export type Exposition =
-  | { ok: true; index: Index; sampleCount: number; errorCount: number; warnings: string[] }
+  | {
+      ok: true;
+      index: Index;
+      sampleCount: number;
+      errorCount: number;
+      warnings: string[];
+      /** Every sample kept (the index leaves out `_created`), and the lines `families` skipped: what a filtered answer is checked by. */
+      samples: readonly Sample[];
+      skippedLines: number;
+    }
   | { ok: false; error: string; sampleCount: number; errorCount: number };
 
 const quote = (s: string) => `'${s.length > 40 ? `${s.slice(0, 40)}...` : s}'`;
@@ -32,5 +41,5 @@ export function readExposition(text: string, families?: ReadonlySet<string>, cac
     return { ok: false, error: `not Prometheus text: ${errorCount} of ${sampleCount + errorCount} lines unparseable${firstError}`, sampleCount, errorCount };
   }
   const warnings = errorCount > 0 ? [`${errorCount} unparseable line${errorCount === 1 ? "" : "s"} skipped${firstError}`] : [];
-  return { ok: true, index: buildIndex(parsed), sampleCount, errorCount, warnings };
+  return { ok: true, index: buildIndex(parsed), sampleCount, errorCount, warnings, samples: parsed.samples, skippedLines: parsed.skippedLines };
 }

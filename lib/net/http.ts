@@ -3,7 +3,7 @@
  * deadline, a response-size cap and no redirect following, and it never throws: a failed call is
  * data (`outcome`), because a watcher that crashes on a bad answer protects nothing.
  */
-import { Agent, Client, request, type Dispatcher } from "undici";
+import { Agent, Client, type Dispatcher } from "undici";
 import type { FetchOutcome } from "../core/fetch";
 
 export interface HttpOptions {
@@ -14,7 +14,7 @@ export interface HttpOptions {
   maxBytes: number;
   dispatcher?: Dispatcher;
   signal?: AbortSignal;
-  /** Report `requestSent` (the notification outbox: lib/notify/outbox.ts); costs a wrapper per request. */
+  /** Report `requestSent` (the notification outbox: lib/notify/outbox.ts). */
   noticeSent?: boolean;
 }
 
@@ -94,53 +94,28 @@ export function backendClient(url: string): Client | null {
   }
 }
 
-export async function httpRequest(url: string, options: HttpOptions): Promise<HttpResult> {
-  if (!options.noticeSent) return requestOnce(url, options, { yes: false });
-  const sent = { yes: false };
-  const r = await requestOnce(url, options, sent);
-  return { ...r, requestSent: sent.yes };
-}
-
-/**
- * A view of `inner` whose requests call `onSent` once undici has written the whole request to the
- * socket (its legacy handler hook `onRequestSent`, which request()'s own handler does not use).
- */
-function noticingSent(inner: Dispatcher, onSent: () => void): Dispatcher {
-  const spy = (handler: Dispatcher.DispatchHandler): Dispatcher.DispatchHandler =>
-    new Proxy(handler, {
-      get(target, prop) {
-        if (prop === "onRequestSent") return () => onSent();
-        const v = Reflect.get(target, prop, target) as unknown;
-        return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-      },
-    });
-  return new Proxy(inner, {
-    get(target, prop) {
-      if (prop === "dispatch") return (o: Dispatcher.DispatchOptions, h: Dispatcher.DispatchHandler) => target.dispatch(o, spy(h));
-      const v = Reflect.get(target, prop, target) as unknown;
-      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
-  });
+export function httpRequest(url: string, options: HttpOptions): Promise<HttpResult> {
+  return new Promise((resolve) => new Call(url, options, resolve).start());
 }
 
 /** The requests in flight under each long-lived signal (the watcher's), aborted with it. */
-const inFlight = new WeakMap<AbortSignal, Set<AbortController>>();
+const inFlight = new WeakMap<AbortSignal, Set<Call>>();
 
 /**
- * Aborts `controller` when `outer` aborts; the function returned lets it go. One listener per outer
+ * Aborts `call` when `outer` aborts; the function returned lets it go. One listener per outer
  * signal, not one per request: the watcher's signal carries a listener for every poll loop, and
  * adding and removing one per read on it (Node's EventTarget finds a listener to remove by walking
  * them) was ~4% of the watcher's CPU at 1000 backends.
  */
-function joinOuter(outer: AbortSignal | undefined, controller: AbortController): (() => void) | null {
+function joinOuter(outer: AbortSignal | undefined, call: Call): (() => void) | null {
   if (!outer) return null;
   if (outer.aborted) {
-    controller.abort(outer.reason);
+    call.abort(outer.reason);
     return null;
   }
   let set = inFlight.get(outer);
   if (!set) {
-    const joined = new Set<AbortController>();
+    const joined = new Set<Call>();
     set = joined;
     inFlight.set(outer, joined);
     outer.addEventListener(
@@ -152,98 +127,224 @@ function joinOuter(outer: AbortSignal | undefined, controller: AbortController):
       { once: true },
     );
   }
-  set.add(controller);
+  set.add(call);
   const mine = set;
-  return () => mine.delete(controller);
+  return () => mine.delete(call);
 }
 
-async function requestOnce(url: string, options: HttpOptions, sent: { yes: boolean }): Promise<HttpResult> {
-  // Timers need whole milliseconds; a fractional deadline (time left after a first request)
-  // would otherwise throw, and this function must never throw.
-  const opts = { ...options, timeoutMs: Math.max(1, Math.ceil(Number.isFinite(options.timeoutMs) ? options.timeoutMs : 1)) };
-  const started = performance.now();
-  const elapsed = () => Math.round(performance.now() - started);
-  // One controller per request, joined to the caller's long-lived signal (joinOuter) and let go in
-  // `finally`. (AbortSignal.any() would leave a listener per request on the watcher's signal: Node
-  // warns past 10 and memory grows with every read.)
-  const controller = new AbortController();
-  const signal = controller.signal;
-  const deadline = { fired: false };
-  const timer = setTimeout(() => {
-    deadline.fired = true;
-    controller.abort(new DOMException(`no answer within ${opts.timeoutMs} ms`, "TimeoutError"));
-  }, opts.timeoutMs);
-  const leave = joinOuter(opts.signal, controller);
-  let bytes = 0;
-  const base = opts.dispatcher ?? defaultDispatcher();
-  try {
-    const res = await request(url, {
-      method: (opts.method ?? "GET") as Dispatcher.HttpMethod,
-      headers: opts.headers,
-      body: opts.body,
-      dispatcher: opts.noticeSent ? noticingSent(base, () => (sent.yes = true)) : base,
-      signal,
-      headersTimeout: opts.timeoutMs,
-      bodyTimeout: opts.timeoutMs,
-    });
-    const chunks: Buffer[] = [];
-    try {
-      for await (const chunk of res.body) {
-        bytes += chunk.length;
-        if (bytes > opts.maxBytes) {
-          res.body.destroy();
-          return {
-            outcome: "too-large",
-            status: res.statusCode,
-            headers: res.headers,
-            body: "",
-            bytes,
-            latencyMs: elapsed(),
-            error: `answer larger than the ${formatBytes(opts.maxBytes)} cap; cut after ${formatBytes(bytes)}`,
-          };
-        }
-        chunks.push(chunk as Buffer);
-      }
-    } catch (err) {
-      return markLate({ ...failure(err, deadline, opts), status: res.statusCode, bytes, latencyMs: elapsed() }, err, opts.timeoutMs);
-    }
-    // Most answers come in one chunk: no copy then.
-    let raw = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, bytes);
-    const encoding = String(res.headers["content-encoding"] ?? "").toLowerCase();
-    if (encoding === "gzip") {
-      try {
-        // zlib is loaded at the first gzip answer, not at start: the CLI's start-up (bench/cli-start.ts).
-        const { gunzipSync } = await import("node:zlib");
-        raw = gunzipSync(raw, { maxOutputLength: opts.maxBytes });
-      } catch (err) {
-        return {
-          outcome: "error",
-          status: res.statusCode,
-          headers: res.headers,
-          body: "",
-          bytes,
-          latencyMs: elapsed(),
-          error: `gzip body could not be decoded within ${formatBytes(opts.maxBytes)}: ${(err as Error).message}`,
-        };
-      }
-    }
-    const body = raw.toString("utf8");
-    const ok = res.statusCode >= 200 && res.statusCode < 300;
-    return {
-      outcome: ok ? "ok" : "http-error",
-      status: res.statusCode,
-      headers: res.headers,
-      body,
-      bytes,
-      latencyMs: elapsed(),
-      error: ok ? undefined : describeStatus(res.statusCode, res.headers),
-    };
-  } catch (err) {
-    return markLate({ ...failure(err, deadline, opts), bytes, latencyMs: elapsed() }, err, opts.timeoutMs);
-  } finally {
-    clearTimeout(timer);
-    leave?.();
+/** A URL undici would refuse, reported as its request() reports it (never thrown out of here). */
+class InvalidUrlError extends Error {
+  code = "UND_ERR_INVALID_ARG";
+}
+
+/**
+ * One request, as undici's dispatcher handler: undici's Client calls these hooks as the answer
+ * arrives, and the chunks are collected here. Why not undici's request(): it builds a Readable
+ * stream, an async resource and an AbortSignal listener per answer, which the caller then drained
+ * with for-await; for a 1-70 KB answer that arrives in a chunk or two, that machinery was most of
+ * undici's share of the watcher's CPU. These are the hooks undici's Client calls itself
+ * (`onConnect`/`onHeaders`/`onData`/`onComplete`/`onError`, and `onRequestSent`; the newer
+ * `onResponse*` ones go through a wrapper per request), used as api-request.js's RequestHandler uses
+ * them: an abort before the request is on a socket waits for `onConnect`, as there, so a call ends
+ * when undici is done with it (the answer, an error, its connect timeout, or the abort).
+ */
+class Call implements Dispatcher.DispatchHandler {
+  private readonly started = performance.now();
+  private readonly timeoutMs: number;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private deadlineFired = false;
+  private leave: (() => void) | null = null;
+  /** undici's abort of this request, once it is on a socket (onConnect). */
+  private abortRequest: ((err: Error) => void) | null = null;
+  private reason: Error | null = null;
+  private settled = false;
+  private status = 0;
+  private headers: Record<string, string | string[] | undefined> | undefined;
+  private chunks: Buffer[] = [];
+  private bytes = 0;
+  private sent = false;
+
+  constructor(
+    private readonly url: string,
+    private readonly opts: HttpOptions,
+    private readonly resolve: (r: HttpResult) => void,
+  ) {
+    // Timers need whole milliseconds; a fractional deadline (time left after a first request)
+    // would otherwise throw, and this function must never throw.
+    this.timeoutMs = Math.max(1, Math.ceil(Number.isFinite(opts.timeoutMs) ? opts.timeoutMs : 1));
   }
+
+  start(): void {
+    const opts = this.opts;
+    this.timer = setTimeout(() => {
+      this.deadlineFired = true;
+      this.abort(new DOMException(`no answer within ${this.timeoutMs} ms`, "TimeoutError"));
+    }, this.timeoutMs);
+    this.leave = joinOuter(opts.signal, this);
+    try {
+      const { origin, path } = originAndPath(this.url);
+      (opts.dispatcher ?? defaultDispatcher()).dispatch(
+        {
+          origin,
+          path,
+          method: (opts.method ?? "GET") as Dispatcher.HttpMethod,
+          headers: opts.headers,
+          body: opts.body,
+          headersTimeout: this.timeoutMs,
+          bodyTimeout: this.timeoutMs,
+        },
+        this,
+      );
+    } catch (err) {
+      this.onError(err as Error);
+    }
+  }
+
+  /** The deadline, or the caller's signal: undici aborts the request (at once, or when it gets a socket). */
+  abort(reason: unknown): void {
+    if (this.settled || this.reason) return;
+    this.reason = reason instanceof Error ? reason : new Error(String(reason));
+    this.abortRequest?.(this.reason);
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    if (this.reason) abort(this.reason);
+    else this.abortRequest = abort;
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
+    if (statusCode < 200) return true; // 1xx: the answer is still to come
+    this.status = statusCode;
+    this.headers = headersOf(rawHeaders);
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.bytes += chunk.length;
+    if (this.bytes > this.opts.maxBytes) {
+      this.settle({
+        outcome: "too-large",
+        status: this.status,
+        headers: this.headers,
+        body: "",
+        bytes: this.bytes,
+        latencyMs: this.elapsed(),
+        error: `answer larger than the ${formatBytes(this.opts.maxBytes)} cap; cut after ${formatBytes(this.bytes)}`,
+      });
+      this.chunks = [];
+      this.abortRequest?.(new Error("answer over the size cap"));
+      return false;
+    }
+    this.chunks.push(chunk);
+    return true;
+  }
+
+  /** Called by undici's Client once the whole request is on the socket (not in its typings). */
+  onRequestSent(): void {
+    this.sent = true;
+  }
+
+  onComplete(): void {
+    if (this.settled) return;
+    // Most answers come in one chunk: no copy then.
+    const raw = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, this.bytes);
+    this.chunks = [];
+    const encoding = this.headers?.["content-encoding"];
+    if (encoding !== undefined && String(encoding).toLowerCase() === "gzip") void this.gunzipThenAnswer(raw);
+    else this.answer(raw);
+  }
+
+  onError(err: Error): void {
+    if (this.settled) return;
+    const r: HttpResult = { ...failure(err, this.deadlineFired, this.timeoutMs, this.opts), bytes: this.bytes, latencyMs: this.elapsed() };
+    // An error after the headers (mid-body) keeps the status that was seen.
+    if (this.headers) r.status = this.status;
+    this.settle(markLate(r, err, this.timeoutMs));
+  }
+
+  private async gunzipThenAnswer(raw: Buffer): Promise<void> {
+    let plain: Buffer;
+    try {
+      // zlib is loaded at the first gzip answer, not at start: the CLI's start-up (bench/cli-start.ts).
+      const { gunzipSync } = await import("node:zlib");
+      plain = gunzipSync(raw, { maxOutputLength: this.opts.maxBytes });
+    } catch (err) {
+      this.settle({
+        outcome: "error",
+        status: this.status,
+        headers: this.headers,
+        body: "",
+        bytes: this.bytes,
+        latencyMs: this.elapsed(),
+        error: `gzip body could not be decoded within ${formatBytes(this.opts.maxBytes)}: ${(err as Error).message}`,
+      });
+      return;
+    }
+    this.answer(plain);
+  }
+
+  private answer(raw: Buffer): void {
+    const status = this.status;
+    const headers = this.headers ?? {};
+    const ok = status >= 200 && status < 300;
+    this.settle({
+      outcome: ok ? "ok" : "http-error",
+      status,
+      headers,
+      body: raw.toString("utf8"),
+      bytes: this.bytes,
+      latencyMs: this.elapsed(),
+      error: ok ? undefined : describeStatus(status, headers),
+    });
+  }
+
+  private settle(r: HttpResult): void {
+    if (this.settled) return;
+    this.settled = true;
+    clearTimeout(this.timer);
+    this.leave?.();
+    if (this.opts.noticeSent) r.requestSent = this.sent;
+    this.resolve(r);
+  }
+
+  private elapsed(): number {
+    return Math.round(performance.now() - this.started);
+  }
+}
+
+/** What undici's request() dispatches for a URL: its origin, and its path with the query. */
+function originAndPath(url: string): { origin: string; path: string } {
+  const u = new URL(url);
+  if (u.protocol !== "http:" && u.protocol !== "https:") {
+    throw new InvalidUrlError("Invalid URL protocol: the URL must start with `http:` or `https:`.");
+  }
+  return { origin: u.origin, path: u.search ? `${u.pathname}${u.search}` : u.pathname };
+}
+
+/**
+ * An answer's headers as undici's request() hands them: a record of lower-cased names, a repeated
+ * header's values in an array (undici's util.parseHeaders, without its name tree).
+ */
+function headersOf(raw: ReadonlyArray<Buffer | string | Array<Buffer | string>>): Record<string, string | string[] | undefined> {
+  const out: Record<string, string | string[] | undefined> = {};
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const k = raw[i] as Buffer | string;
+    const key = (typeof k === "string" ? k : k.toString("latin1")).toLowerCase();
+    const v = raw[i + 1];
+    const value = typeof v === "string" ? v : Array.isArray(v) ? v.map((x) => x.toString("latin1")) : v.toString("latin1");
+    const had = Object.hasOwn(out, key) ? out[key] : undefined;
+    if (had === undefined) {
+      // `__proto__` is a header name like any other here, never the record's prototype.
+      if (key === "__proto__") Object.defineProperty(out, key, { value, enumerable: true, configurable: true, writable: true });
+      else out[key] = value;
+    } else {
+      const list = typeof had === "string" ? [had] : had;
+      if (Array.isArray(value)) list.push(...value);
+      else list.push(value);
+      out[key] = list;
+    }
+  }
+  return out;
 }
 
 /**
@@ -274,10 +375,10 @@ function describeStatus(status: number, headers: Record<string, string | string[
   return `HTTP ${status}`;
 }
 
-function failure(err: unknown, deadline: { fired: boolean }, opts: HttpOptions): Omit<HttpResult, "bytes" | "latencyMs"> {
+function failure(err: unknown, deadlineFired: boolean, timeoutMs: number, opts: HttpOptions): Omit<HttpResult, "bytes" | "latencyMs"> {
   const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string } };
   const code = e.code ?? e.cause?.code ?? "";
-  if (opts.signal?.aborted && !deadline.fired) {
+  if (opts.signal?.aborted && !deadlineFired) {
     return { outcome: "error", body: "", error: "aborted by stepwatch (shutting down)" };
   }
   if (code === "ECONNREFUSED") return { outcome: "refused", body: "", error: "connection refused" };
@@ -289,9 +390,9 @@ function failure(err: unknown, deadline: { fired: boolean }, opts: HttpOptions):
     code === "UND_ERR_HEADERS_TIMEOUT" ||
     code === "UND_ERR_BODY_TIMEOUT" ||
     e.name === "TimeoutError" ||
-    deadline.fired
+    deadlineFired
   ) {
-    return { outcome: "timeout", body: "", error: `no complete answer within ${opts.timeoutMs} ms` };
+    return { outcome: "timeout", body: "", error: `no complete answer within ${timeoutMs} ms` };
   }
   return { outcome: "error", body: "", error: `${code || e.name || "error"}: ${e.message ?? String(err)}` };
 }

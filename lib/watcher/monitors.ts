@@ -5,6 +5,7 @@
  */
 import { sampleRow, type TargetKind } from "../../db/queries/readings";
 import { replayRow } from "../../db/queries/replay";
+import { encodeRecord } from "../core/replay";
 import type { RestartEventRow } from "../../db/schema";
 import type { observe as observeFn, Reader } from "../check/observe";
 import type { BackendTarget, ReadOptions } from "../check/read";
@@ -226,7 +227,9 @@ export class BackendMonitor {
     if (rawBody !== undefined) this.kept.keep(reading.at, verdict.state, rawBody);
     if (leads) this.deps.evidence?.onVerdict(this.config.id, verdict);
     this.onCall(reading, verdict, leads);
-    store.enqueueSample(sampleRow(this.config.id, reading, verdict, latency), replayRow(this.config.id, reading, verdict));
+    // One text of the reading for both rows (lib/core/replay.ts encodeRecord).
+    const text = encodeRecord(reading);
+    store.enqueueSample(sampleRow(this.config.id, reading, verdict, latency, text), replayRow(this.config.id, reading, verdict, text));
   }
 
   private pooled: Reader | null = null;

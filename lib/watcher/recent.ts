@@ -2,7 +2,7 @@
  * A backend's points for the fleet page's sparkline (`[at, running, generation tokens/s]`, the
  * newest RECENT_POINTS), kept in one Float64Array ring rather than an array of arrays: at 1000
  * backends the 60,000 little tuples and their boxed numbers were ~7 MB of the watcher's live heap
- * (which V8 lets grow to 2.5x: lib/watcher/heap.ts), and the shift of a full array on every read
+ * (which V8 lets grow to 2x: lib/watcher/heap.ts), and the shift of a full array on every read
  * allocated. A missing figure is stored as NaN and given back as null (JSON writes NaN as null too).
  */
 export const RECENT_POINTS = 60;
