@@ -10,7 +10,7 @@ import { restartEvents, transitions } from "@/db/schema";
 import { restartRecommended, STATE_INFO, type BackendState } from "@/lib/core/states";
 import { type PendingRestart, type ProxyReading, type Reading, type Verdict, reason } from "@/lib/core/types";
 import { parseConfig, type Config } from "@/lib/config";
-import { RETENTION_CHUNK, SLOT_TICK_MS, slotOffset, startWatcher, type Watcher, type WatcherOptions } from "@/lib/watcher";
+import { RETENTION_CHUNK, SLOT_TICK_MS, readLeadMs, slotOffset, startWatcher, type Watcher, type WatcherOptions } from "@/lib/watcher";
 import { fleetSnapshot } from "@/lib/api/snapshot";
 import { requestUnattendedRestart } from "@/lib/oncall/unattended";
 import { unattendedDeps } from "@/lib/runtime";
@@ -85,6 +85,8 @@ function start(
     config: opts.config ?? config(),
     db: h.db,
     log: () => {},
+    // Round slots (0, 5000, 10000 ...): the lead of the shipped schedule has a test of its own.
+    readLeadMs: () => 0,
     observe: async (target, history, ctx) => {
       const id = target.url.endsWith(":1") ? "fast" : "slow";
       const at = Date.now();
@@ -160,6 +162,28 @@ describe("watcher", () => {
     const slots = backends.map((_, i) => slotOffset(i, 12, 5000));
     expect(slots).toEqual([0, 400, 800, 1200, 1600, 2000, 2500, 2900, 3300, 3700, 4100, 4500]);
     expect(backends.map((b) => times.get(b.url))).toEqual(slots.map((s) => [s, s + 5000, s + 10_000]));
+  });
+
+  it("as shipped, reads a target again 1% of the interval (at most 50 ms) sooner than a whole interval after its last read", async () => {
+    // readLeadMs: a server's idle keep-alive timer (uvicorn's 5 s) starts at its answer; a read an
+    // exact interval later raced it.
+    expect([readLeadMs(5000), readLeadMs(1000), readLeadMs(60_000)]).toEqual([50, 10, 50]);
+    const backends = [{ id: "b0", url: "http://127.0.0.1:100" }, { id: "b1", url: "http://127.0.0.1:101" }];
+    const times = new Map<string, number[]>();
+    start({
+      config: config({ pollIntervalSeconds: 5, backends, proxies: [] }),
+      readLeadMs: undefined,
+      observe: async (target) => {
+        const at = Date.now();
+        times.set(target.url, [...(times.get(target.url) ?? []), at - T0]);
+        return { reading: reading(at), verdict: verdict("busy") };
+      },
+    });
+    await vi.advanceTimersByTimeAsync(15_000);
+    expect(backends.map((b) => times.get(b.url))).toEqual([
+      [0, 4950, 9900, 14_850],
+      [2500, 7450, 12_400],
+    ]);
   });
 
   it("abort (stop) ends every loop, also a read in flight, and writes what is queued", async () => {
