@@ -166,7 +166,6 @@ ${row(r.filtered)}
 ${row(r.lean)}
 | **${r.cadence.what}** | ${r.filtered.names} / ${r.lean.names} | ${f(r.cadence.bytesPerRead / 1024)} KB | ${f(r.full.bytesPerRead / r.cadence.bytesPerRead)}x | ${f(r.cadence.serverCpuMsPerRead, 2)} ms | ${f(r.full.serverCpuMsPerRead / r.cadence.serverCpuMsPerRead)}x |
 | ${r.floor.what} | - | 0 KB | - | ${f(r.floor.serverCpuMsPerRead, 2)} ms | ${f(r.full.serverCpuMsPerRead / r.floor.serverCpuMsPerRead)}x |
-
 ${r.oneName ? `${row(r.oneName)}\n` : ""}
 The floor is what the server spends on any request (its HTTP handling), whatever it renders: no filter
 can take a read's server CPU below it, so no choice of names can make a read more than the floor's ratio cheaper in CPU.
