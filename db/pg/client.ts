@@ -85,9 +85,9 @@ export async function migratePg(url: string, opts: MigrateOptions = {}): Promise
 
 /** Opens the pool (after the migrations, unless `migrate: false`); errors as migratePg's. */
 export async function openPg(url: string, opts: OpenPgOptions = {}): Promise<PgHandle> {
-  const setting = opts.setting ?? "STEPWATCH_DATABASE_URL";
-  checkUrl(url, setting);
+  // migratePg checks the URL itself.
   if (opts.migrate !== false) await migratePg(url, opts);
+  else checkUrl(url, opts.setting ?? "STEPWATCH_DATABASE_URL");
   const timeoutMs = opts.timeoutMs ?? 5000;
   const pool = new Pool({
     connectionString: url,
